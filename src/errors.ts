@@ -1,0 +1,62 @@
+// The one closed list of error codes the service can answer with. Domain code throws
+// `new AppError(code, detail)`; the HTTP layer (src/http/problems.ts) maps each code to a status
+// and renders an RFC 9457 problem. Codes are part of the public contract: add, never rename.
+
+export const ERRORS = {
+  'validation-failed': { status: 400, title: 'Request validation failed' },
+  'malformed-json': { status: 400, title: 'Malformed JSON body' },
+  unauthorized: { status: 401, title: 'Authentication required' },
+  'invalid-token': { status: 401, title: 'Invalid credentials' },
+  'insufficient-scope': { status: 403, title: 'Insufficient scope' },
+  'quota-exceeded': { status: 403, title: 'Quota exceeded' },
+  'route-not-found': { status: 404, title: 'Not found' },
+  'vehicle-not-found': { status: 404, title: 'Vehicle not found' },
+  'no-telemetry': { status: 404, title: 'No telemetry yet' },
+  'method-not-allowed': { status: 405, title: 'Method not allowed' },
+  'vehicle-exists': { status: 409, title: 'Vehicle already exists' },
+  'invalid-status-transition': { status: 409, title: 'Status transition not allowed' },
+  'vehicle-retired': { status: 409, title: 'Vehicle is retired' },
+  'payload-too-large': { status: 413, title: 'Request body too large' },
+  'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
+  'rate-limited': { status: 429, title: 'Too many requests' },
+  'internal-error': { status: 500, title: 'Internal server error' },
+  'service-unavailable': { status: 503, title: 'Service unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** One problem in a request, as a JSON Pointer into the part of the request it was found in. */
+export interface FieldError {
+  in?: 'body' | 'query' | 'path' | 'header';
+  path: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly detail: string | undefined;
+  readonly errors: FieldError[] | undefined;
+  /** Extra response headers the problem needs (Allow, Retry-After, WWW-Authenticate). */
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(
+    code: ErrorCode,
+    detail?: string,
+    extra?: { errors?: FieldError[]; headers?: Record<string, string>; cause?: unknown },
+  ) {
+    super(detail ?? ERRORS[code].title, extra?.cause === undefined ? undefined : { cause: extra.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.detail = detail;
+    this.errors = extra?.errors;
+    this.headers = extra?.headers;
+  }
+
+  get status(): number {
+    return ERRORS[this.code].status;
+  }
+}
+
+export function isAppError(value: unknown): value is AppError {
+  return value instanceof AppError;
+}

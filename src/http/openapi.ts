@@ -1,0 +1,60 @@
+// The OpenAPI 3.1 document is generated from the same route schemas that validate requests.
+// Security is derived from each route's auth config, so the document cannot disagree with the
+// checks that run. The interactive docs are served from the package (no CDN).
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { Type } from 'typebox';
+import { responses } from './schema.ts';
+
+export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opts: { version: string }) {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Fleet API',
+        version: opts.version,
+        description:
+          'Fleet management and telemetry. Every error is `application/problem+json` (RFC 9457) with a stable `code`. ' +
+          '`/api/v1` is deprecated in favour of `/v2`: its responses carry `Deprecation`, `Sunset` and a successor `Link`.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+      },
+      components: {
+        securitySchemes: {
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An API key (`fleet_…`). The route\'s required scope is listed in its security requirement.',
+          },
+        },
+      },
+      tags: [
+        { name: 'vehicles', description: 'Register, list and read vehicles; change their status.' },
+        { name: 'v1', description: 'Deprecated /api/v1 family, same representations as /v2.' },
+        { name: 'operations', description: 'Health, readiness, metrics and this document.' },
+      ],
+    },
+    transform: ({ schema, url, route }) => {
+      const config = route.config ?? {};
+      const security = config.public === true ? [] : [{ bearer: config.scope === undefined ? [] : [config.scope] }];
+      return { schema: { ...schema, security }, url };
+    },
+  });
+
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: true,
+    uiConfig: { deepLinking: true, persistAuthorization: false },
+  });
+
+  app.get('/openapi.json', {
+    config: { public: true },
+    schema: {
+      tags: ['operations'],
+      operationId: 'getOpenApi',
+      summary: 'This OpenAPI 3.1 document',
+      response: responses({ 200: Type.Object({}, { additionalProperties: true }) }, { authenticated: false }),
+    },
+  }, async () => app.swagger());
+}, { name: 'openapi' });

@@ -1,0 +1,88 @@
+// Schema pieces shared by every module, and the helper that gives each route its error responses.
+import { Type, type TSchema } from 'typebox';
+import { ERRORS } from '../errors.ts';
+
+export const IsoTimestamp = Type.String({
+  format: 'date-time',
+  description: 'ISO 8601 UTC with milliseconds.',
+  examples: ['2026-11-22T08:30:00.000Z'],
+});
+
+/** A pattern that accepts one value of `values`, or several separated by commas. */
+export function commaListPattern(values: readonly string[]): string {
+  const one = `(${values.map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`;
+  return `^${one}(,${one})*$`;
+}
+
+export const Problem = Type.Object(
+  {
+    type: Type.String({ description: 'URI naming the problem type.' }),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.Optional(Type.String()),
+    code: Type.Enum(Object.keys(ERRORS), { description: 'Stable machine-readable code.' }),
+    instance: Type.Optional(Type.String({ description: 'The request path.' })),
+    requestId: Type.Optional(Type.String()),
+    errors: Type.Optional(
+      Type.Array(
+        Type.Object({
+          in: Type.Optional(Type.Enum(['body', 'query', 'path', 'header'])),
+          path: Type.String({ description: 'JSON Pointer into that part of the request.' }),
+          message: Type.String(),
+        }),
+      ),
+    ),
+  },
+  {
+    description: 'RFC 9457 problem details.',
+    examples: [
+      {
+        type: 'urn:fleet:problem:vehicle-not-found', title: 'Vehicle not found', status: 404,
+        detail: 'No vehicle "van-042" in this organization.', code: 'vehicle-not-found', instance: '/v2/fleet/vehicles/van-042',
+      },
+    ],
+  },
+);
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Malformed JSON, or a body, query or path that fails validation.',
+  401: 'No credential, or one that is not valid.',
+  403: 'The credential lacks the scope this operation needs.',
+  404: 'No such resource in the caller\'s organization.',
+  409: 'Conflicts with the current state.',
+  413: 'Body over 1 MiB.',
+  415: 'Body is not application/json.',
+  429: 'Rate limit reached.',
+  500: 'Internal error.',
+  503: 'A backing service is unavailable.',
+};
+
+const problemResponse = (status: number) => ({
+  description: ERROR_DESCRIPTIONS[status] ?? 'Error.',
+  content: { 'application/problem+json': { schema: Problem } },
+});
+
+/** Responses every authenticated route can give, whatever it does. */
+const AUTHENTICATED_ERRORS = [400, 401, 403, 500] as const;
+const BODY_ERRORS = [413, 415] as const;
+
+/**
+ * A route's `response` schema: its success responses plus the problem responses it can give.
+ * Every status gets a schema, so no field a schema does not name can leak into a response.
+ */
+export function responses(
+  success: Record<number, TSchema>,
+  options: { errors?: number[]; body?: boolean; authenticated?: boolean } = {},
+): Record<number, unknown> {
+  const out: Record<number, unknown> = { ...success };
+  const statuses = new Set<number>([
+    ...(options.authenticated === false ? [] : AUTHENTICATED_ERRORS),
+    ...(options.body ? BODY_ERRORS : []),
+    ...(options.errors ?? []),
+  ]);
+  for (const status of [...statuses].sort()) out[status] = problemResponse(status);
+  return out;
+}
+
+/** The response of a 204: no body at all. */
+export const NoContent = Type.Null({ description: 'No content.' });

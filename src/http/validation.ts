@@ -1,0 +1,74 @@
+// Request validation. Two Ajv instances: bodies are checked exactly as sent (a string where a
+// number belongs is an error, unknown properties are errors, never silently stripped), while the
+// query string and path, which are text by nature, are coerced to the schema's types.
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { FieldError } from '../errors.ts';
+
+// ajv-formats is CommonJS; under native ESM its callable sits on `default`.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+function makeAjv(coerceTypes: boolean): Ajv {
+  const ajv = new Ajv({
+    coerceTypes,
+    removeAdditional: false,
+    useDefaults: true,
+    allErrors: true,
+    strict: true,
+    allowUnionTypes: true,
+  });
+  addFormats(ajv, ['date-time']);
+  return ajv;
+}
+
+const bodyAjv = makeAjv(false);
+const textAjv = makeAjv(true);
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
+  return ajv.compile(schema as object) as ValidateFunction;
+};
+
+const PARTS: Record<string, FieldError['in']> = {
+  body: 'body',
+  querystring: 'query',
+  params: 'path',
+  headers: 'header',
+};
+
+/** Ajv's errors as `{in, path, message}`, the pointer naming the offending property itself. */
+export function toFieldErrors(errors: readonly Partial<ErrorObject>[], context: string | undefined): FieldError[] {
+  const where = context === undefined ? undefined : PARTS[context];
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const error of errors) {
+    let path = error.instancePath ?? '';
+    let message = error.message ?? 'is invalid';
+    const params = (error.params ?? {}) as Record<string, unknown>;
+    switch (error.keyword) {
+      case 'required':
+        path += `/${escapePointer(String(params.missingProperty))}`;
+        message = 'is required';
+        break;
+      case 'additionalProperties':
+        path += `/${escapePointer(String(params.additionalProperty))}`;
+        message = 'is not an allowed field';
+        break;
+      case 'enum':
+        message = `must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
+        break;
+      default:
+        break;
+    }
+    const key = `${path}\u0000${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(where === undefined ? { path, message } : { in: where, path, message });
+  }
+  return out;
+}
+
+function escapePointer(segment: string): string {
+  return segment.replace(/~/g, '~0').replace(/\//g, '~1');
+}

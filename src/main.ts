@@ -1,0 +1,62 @@
+// Process entry: read the configuration, open the store, serve, and shut down cleanly on
+// SIGTERM/SIGINT (stop accepting, finish in-flight requests, close the store, exit 0).
+import { buildApp } from './app.ts';
+import { createAuthService } from './auth/service.ts';
+import { systemClock } from './clock.ts';
+import { loadConfig } from './config.ts';
+import { openStores } from './storage/stores.ts';
+
+const loaded = loadConfig();
+if (!loaded.ok) {
+  process.stderr.write(`fleet: invalid configuration:\n${loaded.errors.map((e) => `  - ${e}`).join('\n')}\n`);
+  process.exit(2);
+}
+const { config } = loaded;
+
+const stores = openStores(config.database);
+const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(config.adminKey);
+const app = await buildApp({ config, stores });
+
+if (first.created) {
+  app.log.info({ organizationId: first.organizationId }, 'empty store: created the first organization and its admin key');
+  if (config.adminKey === undefined) {
+    // The only time a secret is ever printed: it is not stored anywhere in clear.
+    process.stderr.write(
+      `\n  First admin API key (shown once, store it now):\n\n    ${first.key}\n\n` +
+        `  Try: curl -H "Authorization: Bearer ${first.key}" http://localhost:${config.port}/v2/fleet/vehicles\n\n`,
+    );
+  }
+} else if (config.adminKey !== undefined) {
+  app.log.info('FLEET_ADMIN_KEY is only used on the first start of an empty store; the store already has organizations');
+}
+
+let closing = false;
+async function shutdown(signal: string) {
+  if (closing) return;
+  closing = true;
+  app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+  const timer = setTimeout(() => {
+    app.log.error('shutdown took longer than 10 s; exiting');
+    process.exit(1);
+  }, 10_000);
+  timer.unref();
+  try {
+    await app.close();
+    await stores.close();
+    app.log.info('shut down cleanly');
+    process.exit(0);
+  } catch (error) {
+    app.log.error({ err: error }, 'error while shutting down');
+    process.exit(1);
+  }
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
+
+try {
+  await app.listen({ host: config.host, port: config.port });
+} catch (error) {
+  app.log.fatal({ err: error }, 'could not start listening');
+  await stores.close();
+  process.exit(1);
+}

@@ -1,0 +1,55 @@
+// Opening the embedded store: pragmas set explicitly, numbered migrations applied at start.
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+
+const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
+
+export function openSqlite(file: string): DatabaseSync {
+  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+  const db = new DatabaseSync(file, { enableForeignKeyConstraints: true, timeout: 5000 });
+  // WAL lets readers run beside the writer. synchronous=FULL makes every acknowledged commit
+  // survive power loss, not only a process crash; batching writes (group commit) pays for it.
+  db.exec(`
+    PRAGMA journal_mode = WAL;
+    PRAGMA synchronous = FULL;
+    PRAGMA foreign_keys = ON;
+    PRAGMA busy_timeout = 5000;
+    PRAGMA temp_store = MEMORY;
+    PRAGMA cache_size = -65536;
+  `);
+  migrate(db);
+  return db;
+}
+
+export function migrate(db: DatabaseSync): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT');
+  const applied = new Set(
+    db.prepare('SELECT version FROM schema_migrations').all().map((row) => Number(row.version)),
+  );
+  const files = readdirSync(MIGRATIONS_DIR)
+    .filter((name) => /^\d{4}_[a-z0-9_]+\.sql$/.test(name))
+    .sort();
+  for (const name of files) {
+    const version = Number(name.slice(0, 4));
+    if (applied.has(version)) continue;
+    const sql = readFileSync(new URL(name, MIGRATIONS_DIR), 'utf8');
+    transaction(db, () => {
+      db.exec(sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(version, name, Date.now());
+    });
+  }
+}
+
+/** Runs `fn` in one write transaction; rolls back if it throws. */
+export function transaction<T>(db: DatabaseSync, fn: () => T): T {
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const result = fn();
+    db.exec('COMMIT');
+    return result;
+  } catch (error) {
+    if (db.isTransaction) db.exec('ROLLBACK');
+    throw error;
+  }
+}

@@ -1,0 +1,124 @@
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
+import type { Configuration, VehicleStatus, VehicleType } from '../../vehicles/schema.ts';
+import type { StatusChange, VehicleFilter, VehicleRecord, VehicleStore } from '../../vehicles/store.ts';
+import { transaction } from './database.ts';
+
+type Row = Record<string, SQLInputValue>;
+
+const COLUMNS = 'organization_id, id, type, status, configuration, created_at, updated_at, status_changed_at';
+
+function toVehicle(row: Row): VehicleRecord {
+  return {
+    organizationId: row.organization_id as string,
+    id: row.id as string,
+    type: row.type as VehicleType,
+    status: row.status as VehicleStatus,
+    configuration: JSON.parse(row.configuration as string) as Configuration,
+    createdAt: row.created_at as number,
+    updatedAt: row.updated_at as number,
+    statusChangedAt: row.status_changed_at as number,
+  };
+}
+
+function toChange(row: Row): StatusChange {
+  return {
+    from: (row.from_status as VehicleStatus | null) ?? null,
+    to: row.to_status as VehicleStatus,
+    reason: (row.reason as string | null) ?? null,
+    at: row.at as number,
+    by: row.by as string,
+  };
+}
+
+export function createSqliteVehicleStore(db: DatabaseSync): VehicleStore {
+  const insertVehicle = db.prepare(
+    `INSERT INTO vehicles (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+  );
+  const insertChange = db.prepare(
+    'INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
+  const selectOne = db.prepare(`SELECT ${COLUMNS} FROM vehicles WHERE organization_id = ? AND id = ?`);
+  const deleteOne = db.prepare('DELETE FROM vehicles WHERE organization_id = ? AND id = ?');
+  const updateStatus = db.prepare(
+    `UPDATE vehicles SET status = ?, status_changed_at = ?, updated_at = ?
+     WHERE organization_id = ? AND id = ? AND status = ? RETURNING ${COLUMNS}`,
+  );
+  const historyPage = db.prepare(
+    `SELECT from_status, to_status, reason, at, by FROM vehicle_status_history
+     WHERE organization_id = ? AND vehicle_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?`,
+  );
+  const historyCount = db.prepare(
+    'SELECT count(*) AS n FROM vehicle_status_history WHERE organization_id = ? AND vehicle_id = ?',
+  );
+  // List statements differ by how many statuses and types filter them; keep one per shape.
+  const listStatements = new Map<string, { page: StatementSync; count: StatementSync }>();
+
+  function listStatement(statuses: number, types: number) {
+    const shape = `${statuses}:${types}`;
+    let statements = listStatements.get(shape);
+    if (statements === undefined) {
+      let where = 'organization_id = ?';
+      if (statuses > 0) where += ` AND status IN (${Array(statuses).fill('?').join(',')})`;
+      if (types > 0) where += ` AND type IN (${Array(types).fill('?').join(',')})`;
+      statements = {
+        page: db.prepare(`SELECT ${COLUMNS} FROM vehicles WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`),
+        count: db.prepare(`SELECT count(*) AS n FROM vehicles WHERE ${where}`),
+      };
+      listStatements.set(shape, statements);
+    }
+    return statements;
+  }
+
+  function addChange(organizationId: string, vehicleId: string, change: StatusChange) {
+    insertChange.run(organizationId, vehicleId, change.from, change.to, change.reason, change.at, change.by);
+  }
+
+  return {
+    async insert(v, registration) {
+      return transaction(db, () => {
+        const result = insertVehicle.run(
+          v.organizationId, v.id, v.type, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt,
+        );
+        if (result.changes === 0) return false;
+        addChange(v.organizationId, v.id, registration);
+        return true;
+      });
+    },
+
+    async get(organizationId, id) {
+      const row = selectOne.get(organizationId, id);
+      return row === undefined ? undefined : toVehicle(row);
+    },
+
+    async list(organizationId, filter: VehicleFilter) {
+      const statuses = filter.statuses ?? [];
+      const types = filter.types ?? [];
+      const { page, count } = listStatement(statuses.length, types.length);
+      const params = [organizationId, ...statuses, ...types];
+      return {
+        vehicles: page.all(...params, filter.limit, filter.offset).map(toVehicle),
+        total: Number(count.get(...params)?.n ?? 0),
+      };
+    },
+
+    async delete(organizationId, id) {
+      return deleteOne.run(organizationId, id).changes > 0;
+    },
+
+    async changeStatus(organizationId, id, change) {
+      return transaction(db, () => {
+        const row = updateStatus.get(change.to, change.at, change.at, organizationId, id, change.from);
+        if (row === undefined) return undefined;
+        addChange(organizationId, id, change);
+        return toVehicle(row);
+      });
+    },
+
+    async statusHistory(organizationId, id, page) {
+      return {
+        entries: historyPage.all(organizationId, id, page.limit, page.offset).map(toChange),
+        total: Number(historyCount.get(organizationId, id)?.n ?? 0),
+      };
+    },
+  };
+}

@@ -1,0 +1,159 @@
+// The vehicle operations, each once: schema, scope and handler. routes.v2.ts and routes.v1.ts
+// mount them at their paths, so both families are the same code and the same representations.
+import type { FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import { NoContent, responses } from '../http/schema.ts';
+import {
+  RegisterVehicleBody,
+  StatusChangeBody,
+  StatusHistory,
+  StatusHistoryQuery,
+  VehicleDetails,
+  VehicleIdParams,
+  VehicleList,
+  VehicleListQuery,
+  type VehicleStatus,
+  type VehicleType,
+  LIST_LIMIT_DEFAULT,
+} from './schema.ts';
+import type { VehicleService } from './service.ts';
+import { toDetails, toHistoryEntry, toListItem } from './view.ts';
+
+type Params = { id: string };
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+export interface Operation {
+  options: RouteShorthandOptions & { schema: Record<string, unknown> };
+  handler: Handler;
+}
+
+const splitList = <T extends string>(value: string | undefined): T[] | undefined =>
+  value === undefined ? undefined : [...new Set(value.split(','))] as T[];
+
+/** `detailsPath(id)` is where the created vehicle can be read in the mounting family. */
+export function vehicleOperations(service: VehicleService, detailsPath: (id: string) => string) {
+  const list: Operation = {
+    options: {
+      config: { scope: 'fleet:read' },
+      schema: {
+        summary: 'List vehicles',
+        description: 'Ordered by id. `status` and `type` take one value or several, comma-separated.',
+        querystring: VehicleListQuery,
+        response: responses({ 200: VehicleList }),
+      },
+    },
+    async handler(request) {
+      const query = request.query as VehicleListQuery;
+      const limit = query.limit ?? LIST_LIMIT_DEFAULT;
+      const offset = query.offset ?? 0;
+      const { vehicles, total } = await service.list(request.principal, {
+        statuses: splitList<VehicleStatus>(query.status),
+        types: splitList<VehicleType>(query.type),
+        limit,
+        offset,
+      });
+      return { vehicles: vehicles.map((v) => toListItem(v)), total, limit, offset };
+    },
+  };
+
+  const register: Operation = {
+    options: {
+      config: { scope: 'fleet:write' },
+      schema: {
+        summary: 'Register a vehicle',
+        description: 'The vehicle starts as `registered`; its first telemetry makes it `active`.',
+        body: RegisterVehicleBody,
+        response: responses({ 201: VehicleDetails }, { body: true, errors: [409] }),
+      },
+    },
+    async handler(request, reply) {
+      const vehicle = await service.register(request.principal, request.body as RegisterVehicleBody);
+      return reply.code(201).header('location', detailsPath(vehicle.id)).send(toDetails(vehicle));
+    },
+  };
+
+  const get: Operation = {
+    options: {
+      config: { scope: 'fleet:read' },
+      schema: {
+        summary: 'Read a vehicle',
+        params: VehicleIdParams,
+        response: responses({ 200: VehicleDetails }, { errors: [404] }),
+      },
+    },
+    async handler(request) {
+      return toDetails(await service.get(request.principal, (request.params as Params).id));
+    },
+  };
+
+  const changeStatus: Operation = {
+    options: {
+      config: { scope: 'fleet:write' },
+      schema: {
+        summary: 'Change a vehicle\'s status',
+        description:
+          'Allowed: registered → active|inactive|maintenance|retired; active → inactive|maintenance|retired; ' +
+          'inactive → active|maintenance|retired; maintenance → active|inactive|retired; retired is terminal. ' +
+          'Setting the current status again changes nothing and answers 200; any other transition answers 409.',
+        params: VehicleIdParams,
+        body: StatusChangeBody,
+        response: responses({ 200: VehicleDetails }, { body: true, errors: [404, 409] }),
+      },
+    },
+    async handler(request) {
+      const { id } = request.params as Params;
+      return toDetails(await service.changeStatus(request.principal, id, request.body as StatusChangeBody));
+    },
+  };
+
+  const remove: Operation = {
+    options: {
+      config: { scope: 'fleet:write' },
+      schema: {
+        summary: 'Delete a vehicle',
+        description: 'Removes the vehicle and everything recorded about it. To keep its history, retire it instead.',
+        params: VehicleIdParams,
+        response: responses({ 204: NoContent }, { errors: [404] }),
+      },
+    },
+    async handler(request, reply) {
+      await service.remove(request.principal, (request.params as Params).id);
+      return reply.code(204).send();
+    },
+  };
+
+  const statusHistory: Operation = {
+    options: {
+      config: { scope: 'fleet:read' },
+      schema: {
+        summary: 'A vehicle\'s status history',
+        description: 'Every status change, newest first, starting with the registration (`from: null`).',
+        params: VehicleIdParams,
+        querystring: StatusHistoryQuery,
+        response: responses({ 200: StatusHistory }, { errors: [404] }),
+      },
+    },
+    async handler(request) {
+      const { id } = request.params as Params;
+      const query = request.query as StatusHistoryQuery;
+      const limit = query.limit ?? LIST_LIMIT_DEFAULT;
+      const offset = query.offset ?? 0;
+      const { entries, total } = await service.statusHistory(request.principal, id, { limit, offset });
+      return { vehicleId: id, history: entries.map(toHistoryEntry), total, limit, offset };
+    },
+  };
+
+  return { list, register, get, changeStatus, remove, statusHistory };
+}
+
+/** Mounts one operation, adding the family's own OpenAPI metadata. */
+export function withMeta(op: Operation, meta: { operationId: string; tags: string[]; deprecated?: boolean; successor?: string }) {
+  return {
+    ...op.options,
+    config: { ...op.options.config, ...(meta.successor === undefined ? {} : { successor: meta.successor }) },
+    schema: {
+      ...op.options.schema,
+      operationId: meta.operationId,
+      tags: meta.tags,
+      ...(meta.deprecated === true ? { deprecated: true } : {}),
+    },
+  };
+}

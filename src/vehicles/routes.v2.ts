@@ -1,0 +1,16 @@
+import type { FastifyInstance } from 'fastify';
+import { vehicleOperations, withMeta } from './routes.ts';
+import type { VehicleService } from './service.ts';
+
+const base = '/v2/fleet/vehicles';
+
+export async function vehicleRoutesV2(app: FastifyInstance, opts: { service: VehicleService }) {
+  const ops = vehicleOperations(opts.service, (id) => `${base}/${encodeURIComponent(id)}`);
+  const tags = ['vehicles'];
+  app.get(base, withMeta(ops.list, { operationId: 'listVehicles', tags }), ops.list.handler);
+  app.post(base, withMeta(ops.register, { operationId: 'registerVehicle', tags }), ops.register.handler);
+  app.get(`${base}/:id`, withMeta(ops.get, { operationId: 'getVehicle', tags }), ops.get.handler);
+  app.delete(`${base}/:id`, withMeta(ops.remove, { operationId: 'deleteVehicle', tags }), ops.remove.handler);
+  app.put(`${base}/:id/status`, withMeta(ops.changeStatus, { operationId: 'changeVehicleStatus', tags }), ops.changeStatus.handler);
+  app.get(`${base}/:id/status-history`, withMeta(ops.statusHistory, { operationId: 'getVehicleStatusHistory', tags }), ops.statusHistory.handler);
+}

@@ -1,0 +1,157 @@
+// Vehicle schemas: they validate requests, serialize responses and make the OpenAPI document.
+import { Type, type Static } from 'typebox';
+import { IsoTimestamp, commaListPattern } from '../http/schema.ts';
+
+export const VEHICLE_STATUSES = ['registered', 'active', 'inactive', 'maintenance', 'retired'] as const;
+export type VehicleStatus = (typeof VEHICLE_STATUSES)[number];
+
+export const VEHICLE_TYPES = [
+  'car', 'van', 'truck', 'bus', 'shuttle', 'motorcycle', 'scooter', 'bicycle', 'robot', 'drone', 'other',
+] as const;
+export type VehicleType = (typeof VEHICLE_TYPES)[number];
+
+export const VehicleId = Type.String({
+  pattern: '^[A-Za-z0-9._:-]{1,64}$',
+  description: '1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.',
+  examples: ['van-042'],
+});
+
+export const VehicleIdParams = Type.Object({ id: VehicleId }, { additionalProperties: false });
+
+export const Location = Type.Object(
+  {
+    lat: Type.Number({ minimum: -90, maximum: 90, description: 'WGS 84 latitude, decimal degrees.' }),
+    lng: Type.Number({ minimum: -180, maximum: 180, description: 'WGS 84 longitude, decimal degrees.' }),
+  },
+  { additionalProperties: false, examples: [{ lat: 52.5200, lng: 13.4050 }] },
+);
+
+const Status = Type.Enum(VEHICLE_STATUSES, { description: 'Vehicle status.' });
+const VehicleTypeSchema = Type.Enum(VEHICLE_TYPES, { description: 'Vehicle type.' });
+
+export const Configuration = Type.Object(
+  {
+    sensors: Type.Optional(
+      Type.Array(Type.String({ pattern: '^[a-z][a-z0-9_-]{0,31}$' }), {
+        maxItems: 32,
+        uniqueItems: true,
+        description: 'Sensor kinds, e.g. gps, imu, lidar, radar, camera.',
+      }),
+    ),
+    capacity: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Seats or cargo units, by the operator\'s convention.' }),
+    ),
+    autonomyLevel: Type.Optional(Type.Integer({ minimum: 0, maximum: 5, description: 'SAE J3016 level.' })),
+  },
+  { additionalProperties: false, examples: [{ sensors: ['gps', 'lidar'], capacity: 8, autonomyLevel: 4 }] },
+);
+export type Configuration = Static<typeof Configuration>;
+
+export const RegisterVehicleBody = Type.Object(
+  { vehicleId: VehicleId, type: VehicleTypeSchema, configuration: Type.Optional(Configuration) },
+  {
+    additionalProperties: false,
+    examples: [{ vehicleId: 'van-042', type: 'van', configuration: { sensors: ['gps'], capacity: 12, autonomyLevel: 0 } }],
+  },
+);
+export type RegisterVehicleBody = Static<typeof RegisterVehicleBody>;
+
+const listItemProperties = {
+  id: VehicleId,
+  type: VehicleTypeSchema,
+  status: Status,
+  location: Type.Union([Location, Type.Null()], { description: 'Last known position; null before any telemetry.' }),
+  battery: Type.Union([Type.Number(), Type.Null()], { description: 'Last known state of charge, percent.' }),
+  lastUpdate: Type.Union([IsoTimestamp, Type.Null()], { description: 'Time of the newest telemetry.' }),
+};
+
+export const VehicleListItem = Type.Object(listItemProperties, { additionalProperties: false });
+export type VehicleListItem = Static<typeof VehicleListItem>;
+
+export const VehicleDetails = Type.Object(
+  {
+    ...listItemProperties,
+    configuration: Configuration,
+    createdAt: IsoTimestamp,
+    updatedAt: IsoTimestamp,
+    statusChangedAt: IsoTimestamp,
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        id: 'van-042', type: 'van', status: 'registered', location: null, battery: null, lastUpdate: null,
+        configuration: { sensors: ['gps'], capacity: 12, autonomyLevel: 0 },
+        createdAt: '2026-11-22T08:30:00.000Z', updatedAt: '2026-11-22T08:30:00.000Z', statusChangedAt: '2026-11-22T08:30:00.000Z',
+      },
+    ],
+  },
+);
+export type VehicleDetails = Static<typeof VehicleDetails>;
+
+export const LIST_LIMIT_DEFAULT = 50;
+export const LIST_LIMIT_MAX = 1000;
+
+export const Paging = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMIT_MAX, default: LIST_LIMIT_DEFAULT, description: 'Page size.' })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Items to skip.' })),
+};
+
+export const VehicleListQuery = Type.Object(
+  {
+    status: Type.Optional(Type.String({
+      pattern: commaListPattern(VEHICLE_STATUSES),
+      description: `One status or several, comma-separated: ${VEHICLE_STATUSES.join(', ')}.`,
+      examples: ['active,maintenance'],
+    })),
+    type: Type.Optional(Type.String({
+      pattern: commaListPattern(VEHICLE_TYPES),
+      description: `One type or several, comma-separated: ${VEHICLE_TYPES.join(', ')}.`,
+      examples: ['van'],
+    })),
+    ...Paging,
+  },
+  { additionalProperties: false },
+);
+export type VehicleListQuery = Static<typeof VehicleListQuery>;
+
+export const VehicleList = Type.Object(
+  {
+    vehicles: Type.Array(VehicleListItem),
+    total: Type.Integer({ description: 'Vehicles matching the filters, on all pages.' }),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+  },
+  { additionalProperties: false },
+);
+
+export const StatusChangeBody = Type.Object(
+  { status: Status, reason: Type.Optional(Type.String({ maxLength: 500 })) },
+  { additionalProperties: false, examples: [{ status: 'maintenance', reason: 'Brake inspection' }] },
+);
+export type StatusChangeBody = Static<typeof StatusChangeBody>;
+
+export const StatusHistoryEntry = Type.Object(
+  {
+    from: Type.Union([Status, Type.Null()], { description: 'Null for the registration itself.' }),
+    to: Status,
+    reason: Type.Union([Type.String(), Type.Null()]),
+    at: IsoTimestamp,
+    by: Type.String({ description: 'Id of the credential that made the change, or `system`.' }),
+  },
+  { additionalProperties: false },
+);
+
+export const StatusHistoryQuery = Type.Object(Paging, { additionalProperties: false });
+export type StatusHistoryQuery = Static<typeof StatusHistoryQuery>;
+
+export const StatusHistory = Type.Object(
+  {
+    vehicleId: VehicleId,
+    history: Type.Array(StatusHistoryEntry, { description: 'Newest first.' }),
+    total: Type.Integer(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+  },
+  { additionalProperties: false },
+);

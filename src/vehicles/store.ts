@@ -1,0 +1,53 @@
+import type { Configuration, VehicleStatus, VehicleType } from './schema.ts';
+
+export interface VehicleRecord {
+  organizationId: string;
+  id: string;
+  type: VehicleType;
+  status: VehicleStatus;
+  configuration: Configuration;
+  createdAt: number;
+  updatedAt: number;
+  statusChangedAt: number;
+}
+
+export interface StatusChange {
+  from: VehicleStatus | null;
+  to: VehicleStatus;
+  reason: string | null;
+  at: number;
+  by: string;
+}
+
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+export interface VehicleFilter extends Page {
+  statuses?: VehicleStatus[];
+  types?: VehicleType[];
+}
+
+/**
+ * Persistence of vehicles and their status history. Every call is scoped to one organization:
+ * there is deliberately no way to reach a vehicle without naming its organization.
+ * Times are milliseconds since the epoch.
+ */
+export interface VehicleStore {
+  /** Stores the vehicle and its registration entry; false when the id is taken in the organization. */
+  insert(vehicle: VehicleRecord, registration: StatusChange): Promise<boolean>;
+  get(organizationId: string, id: string): Promise<VehicleRecord | undefined>;
+  /** Ordered by id ascending, so pages are stable. */
+  list(organizationId: string, filter: VehicleFilter): Promise<{ vehicles: VehicleRecord[]; total: number }>;
+  /** Removes the vehicle with its history; false when there was none. */
+  delete(organizationId: string, id: string): Promise<boolean>;
+  /**
+   * Compare-and-set: applies `change` only while the vehicle's status is still `change.from`, and
+   * records it in the history in the same transaction. Undefined when the vehicle is gone or its
+   * status moved meanwhile.
+   */
+  changeStatus(organizationId: string, id: string, change: StatusChange & { from: VehicleStatus }): Promise<VehicleRecord | undefined>;
+  /** Newest first. */
+  statusHistory(organizationId: string, id: string, page: Page): Promise<{ entries: StatusChange[]; total: number }>;
+}
