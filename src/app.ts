@@ -22,6 +22,20 @@ import { createVehicleService } from './vehicles/service.ts';
 export const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** One served route, as registered: what the security tests and the OpenAPI check walk over. */
+export interface RouteEntry {
+  method: string;
+  url: string;
+  public: boolean;
+  scope: string | undefined;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    routeTable: readonly RouteEntry[];
+  }
+}
+
 export interface AppDeps {
   config: Pick<Config, 'logLevel'>;
   stores: Stores;
@@ -49,6 +63,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
+  });
+
+  const routeTable: RouteEntry[] = [];
+  app.decorate('routeTable', routeTable);
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) {
+      routeTable.push({ method, url: route.url, public: route.config?.public === true, scope: route.config?.scope });
+    }
   });
 
   app.setValidatorCompiler(validatorCompiler);

@@ -76,7 +76,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
 
 function parseDatabaseUrl(url: string, cwd: string, errors: string[]): DatabaseConfig | undefined {
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
-  switch (scheme) {
+  switch (scheme ?? '') {
     case 'sqlite': {
       const rest = url.slice('sqlite:'.length).replace(/^\/\//, '');
       if (rest === '') {

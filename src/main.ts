@@ -17,13 +17,13 @@ const stores = openStores(config.database);
 const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(config.adminKey);
 const app = await buildApp({ config, stores });
 
-if (first.created) {
-  app.log.info({ organizationId: first.organizationId }, 'empty store: created the first organization and its admin key');
+if (first !== undefined) {
+  app.log.info({ organizationId: first.organization.id, keyId: first.key.id }, 'empty store: created the first organization and its admin key');
   if (config.adminKey === undefined) {
     // The only time a secret is ever printed: it is not stored anywhere in clear.
     process.stderr.write(
-      `\n  First admin API key (shown once, store it now):\n\n    ${first.key}\n\n` +
-        `  Try: curl -H "Authorization: Bearer ${first.key}" http://localhost:${config.port}/v2/fleet/vehicles\n\n`,
+      `\n  First admin API key (shown once, store it now):\n\n    ${first.secret}\n\n` +
+        `  Try: curl -H "Authorization: Bearer ${first.secret}" http://localhost:${config.port}/v2/fleet/vehicles\n\n`,
     );
   }
 } else if (config.adminKey !== undefined) {

@@ -1,4 +1,4 @@
-// Resolves a bearer token to a Principal, and creates the first organization on an empty store.
+// Resolves a bearer token to a Principal; creates organizations and keys.
 import { AppError } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import {
@@ -11,21 +11,43 @@ import {
   lookupIdOf,
   newId,
 } from './keys.ts';
-import { SCOPES, type Principal } from './scopes.ts';
-import type { AuthStore } from './store.ts';
+import { SCOPES, type Principal, type Scope } from './scopes.ts';
+import type { ApiKeyRecord, AuthStore, OrganizationRecord } from './store.ts';
 
 /** `last_used_at` is bookkeeping, not audit: write it at most this often per key. */
 const TOUCH_INTERVAL_MS = 60_000;
 
-export interface AuthService {
-  authenticate(token: string): Promise<Principal>;
-  /** On an empty store: the first (platform) organization and an admin key with every scope. */
-  bootstrap(adminKey: string | undefined): Promise<{ created: false } | { created: true; key: string; organizationId: string }>;
+export interface NewKey {
+  name: string;
+  scopes: readonly Scope[];
+  expiresAt?: number | null;
+  /** An operator-chosen secret (the configured admin key); otherwise one is generated. */
+  secret?: string;
 }
 
-export function createAuthService(deps: { store: AuthStore; clock: Clock }): AuthService {
+export type AuthService = ReturnType<typeof createAuthService>;
+
+export function createAuthService(deps: { store: AuthStore; clock: Clock }) {
   const { store, clock } = deps;
   const lastTouched = new Map<string, number>();
+
+  function keyRecord(organizationId: string, spec: NewKey): { record: ApiKeyRecord; secret: string } {
+    const secret = spec.secret ?? generateApiKey();
+    const record: ApiKeyRecord = {
+      id: newId('key'),
+      organizationId,
+      name: spec.name,
+      lookupId: lookupIdOf(secret),
+      displayPrefix: displayPrefixOf(secret),
+      hash: hashSecret(secret),
+      scopes: [...new Set(spec.scopes)],
+      createdAt: clock.now(),
+      expiresAt: spec.expiresAt ?? null,
+      revokedAt: null,
+      lastUsedAt: null,
+    };
+    return { record, secret };
+  }
 
   async function authenticate(token: string): Promise<Principal> {
     // A Fleet-format token with a bad checksum is refused before any store access.
@@ -47,31 +69,40 @@ export function createAuthService(deps: { store: AuthStore; clock: Clock }): Aut
     };
   }
 
-  async function bootstrap(adminKey: string | undefined) {
-    if ((await store.countOrganizations()) > 0) return { created: false } as const;
-    const now = clock.now();
-    const key = adminKey ?? generateApiKey();
-    const organizationId = newId('org');
-    await store.createOrganizationWithKey(
-      { id: organizationId, name: 'Default organization', platform: true, createdAt: now },
-      {
-        id: newId('key'),
-        organizationId,
-        name: 'First admin key',
-        lookupId: lookupIdOf(key),
-        displayPrefix: displayPrefixOf(key),
-        hash: hashSecret(key),
-        scopes: [...SCOPES],
-        createdAt: now,
-        expiresAt: null,
-        revokedAt: null,
-        lastUsedAt: null,
-      },
-    );
-    return { created: true, key, organizationId } as const;
+  /** A new organization and its first key, which holds every scope. */
+  async function createOrganization(spec: { name: string; platform?: boolean; adminSecret?: string }) {
+    const organization: OrganizationRecord = {
+      id: newId('org'),
+      name: spec.name,
+      platform: spec.platform ?? false,
+      createdAt: clock.now(),
+    };
+    const { record, secret } = keyRecord(organization.id, {
+      name: 'First admin key',
+      scopes: SCOPES,
+      ...(spec.adminSecret === undefined ? {} : { secret: spec.adminSecret }),
+    });
+    await store.createOrganizationWithKey(organization, record);
+    return { organization, key: record, secret };
   }
 
-  return { authenticate, bootstrap };
+  async function createKey(organizationId: string, spec: NewKey) {
+    const { record, secret } = keyRecord(organizationId, spec);
+    await store.insertKey(record);
+    return { key: record, secret };
+  }
+
+  /** On an empty store: the platform organization and an admin key with every scope. */
+  async function bootstrap(adminKey: string | undefined) {
+    if ((await store.countOrganizations()) > 0) return undefined;
+    return createOrganization({
+      name: 'Default organization',
+      platform: true,
+      ...(adminKey === undefined ? {} : { adminSecret: adminKey }),
+    });
+  }
+
+  return { authenticate, createOrganization, createKey, bootstrap };
 }
 
 function invalidToken(): AppError {

@@ -27,6 +27,7 @@ export interface ApiKeyRecord {
 export interface AuthStore {
   /** Creates the organization and its first key together, or neither. */
   createOrganizationWithKey(org: OrganizationRecord, key: ApiKeyRecord): Promise<void>;
+  insertKey(key: ApiKeyRecord): Promise<void>;
   countOrganizations(): Promise<number>;
   findKey(lookupId: string): Promise<{ key: ApiKeyRecord; organization: OrganizationRecord } | undefined>;
   touchKey(id: string, at: number): Promise<void>;

@@ -1,7 +1,7 @@
 // Request validation. Two Ajv instances: bodies are checked exactly as sent (a string where a
 // number belongs is an error, unknown properties are errors, never silently stripped), while the
 // query string and path, which are text by nature, are coerced to the schema's types.
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../errors.ts';
@@ -27,7 +27,7 @@ const textAjv = makeAjv(true);
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;
-  return ajv.compile(schema as object) as ValidateFunction;
+  return ajv.compile(schema as object);
 };
 
 const PARTS: Record<string, FieldError['in']> = {
@@ -46,7 +46,7 @@ export function toFieldErrors(errors: readonly Partial<ErrorObject>[], context: 
     let path = error.instancePath ?? '';
     let message = error.message ?? 'is invalid';
     const params = (error.params ?? {}) as Record<string, unknown>;
-    switch (error.keyword) {
+    switch (error.keyword ?? '') {
       case 'required':
         path += `/${escapePointer(String(params.missingProperty))}`;
         message = 'is required';

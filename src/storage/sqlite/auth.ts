@@ -34,15 +34,23 @@ export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
   );
   const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
 
+  function addKey(key: ApiKeyRecord) {
+    insertKey.run(
+      key.id, key.organizationId, key.name, key.lookupId, key.displayPrefix, key.hash, key.scopes.join(' '),
+      key.createdAt, key.expiresAt, key.revokedAt, key.lastUsedAt,
+    );
+  }
+
   return {
     async createOrganizationWithKey(org: OrganizationRecord, key: ApiKeyRecord) {
       transaction(db, () => {
         insertOrg.run(org.id, org.name, org.platform ? 1 : 0, org.createdAt);
-        insertKey.run(
-          key.id, key.organizationId, key.name, key.lookupId, key.displayPrefix, key.hash, key.scopes.join(' '),
-          key.createdAt, key.expiresAt, key.revokedAt, key.lastUsedAt,
-        );
+        addKey(key);
       });
+    },
+
+    async insertKey(key) {
+      addKey(key);
     },
 
     async countOrganizations() {

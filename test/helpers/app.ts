@@ -1,0 +1,76 @@
+// A fresh world per test: each call builds the app on its own SQLite file in its own temp folder.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../../src/app.ts';
+import { SCOPES, type Scope } from '../../src/auth/scopes.ts';
+import { createAuthService } from '../../src/auth/service.ts';
+import { type Clock, systemClock } from '../../src/clock.ts';
+import { createSqliteStores } from '../../src/storage/sqlite/index.ts';
+
+export interface RequestOptions {
+  key?: string | null;
+  body?: unknown;
+  headers?: Record<string, string>;
+  query?: Record<string, string>;
+}
+
+export async function createTestApp(options: { clock?: Clock } = {}) {
+  const clock = options.clock ?? systemClock;
+  const dir = mkdtempSync(path.join(tmpdir(), 'fleet-test-'));
+  const file = path.join(dir, 'fleet.db');
+  const stores = createSqliteStores(file);
+  const auth = createAuthService({ store: stores.auth, clock });
+  const first = await auth.bootstrap(undefined);
+  if (first === undefined) throw new Error('a fresh store must bootstrap');
+  const app = await buildApp({ config: { logLevel: 'silent' }, stores, clock });
+  await app.ready();
+
+  /** Sends a request through the whole HTTP stack. `key: null` sends no credential. */
+  function request(method: InjectOptions['method'], url: string, opts: RequestOptions = {}): Promise<LightMyRequestResponse> {
+    const key = opts.key === undefined ? first!.secret : opts.key;
+    const headers: Record<string, string> = { ...opts.headers };
+    if (key !== null) headers.authorization = `Bearer ${key}`;
+    const inject: InjectOptions = { method, url, headers };
+    if (opts.query !== undefined) inject.query = opts.query;
+    if (opts.body !== undefined) {
+      inject.payload = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+      if (headers['content-type'] === undefined) headers['content-type'] = 'application/json';
+    }
+    return app.inject(inject);
+  }
+
+  return {
+    app,
+    stores,
+    auth,
+    file,
+    dir,
+    adminKey: first.secret,
+    organizationId: first.organization.id,
+    request,
+    /** A key in the first organization with exactly these scopes. */
+    async keyWith(scopes: readonly Scope[], organizationId = first.organization.id): Promise<string> {
+      return (await auth.createKey(organizationId, { name: 'test key', scopes })).secret;
+    },
+    /** Another organization, and its admin key (every scope). */
+    async otherOrganization(name = 'Other organization'): Promise<{ organizationId: string; key: string }> {
+      const created = await auth.createOrganization({ name });
+      return { organizationId: created.organization.id, key: created.secret };
+    },
+    async registerVehicle(vehicleId: string, body: Record<string, unknown> = {}, key?: string) {
+      const res = await request('POST', '/v2/fleet/vehicles', { body: { vehicleId, type: 'van', ...body }, key });
+      if (res.statusCode !== 201) throw new Error(`register ${vehicleId}: ${res.statusCode} ${res.body}`);
+      return res.json<Record<string, unknown>>();
+    },
+    async close() {
+      await app.close();
+      await stores.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export type TestApp = Awaited<ReturnType<typeof createTestApp>>;
+export { SCOPES };
