@@ -330,7 +330,7 @@ describe('/api/v1', () => {
   ];
   for (const [method, url, body, successor] of cases) {
     test(`${method} ${url} carries Deprecation, Sunset and the successor Link, errors included`, async () => {
-      const res = await ctx.request(method as 'GET', url, body === undefined ? {} : { body });
+      const res = await ctx.request(method, url, body === undefined ? {} : { body });
       assert.match(String(res.headers.deprecation), /^@\d+$/);
       assert.ok(!Number.isNaN(Date.parse(String(res.headers.sunset))));
       assert.ok(Date.parse(String(res.headers.sunset)) > Number(String(res.headers.deprecation).slice(1)) * 1000);
