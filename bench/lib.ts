@@ -1,0 +1,43 @@
+// Load generation for the benchmarks: autocannon runs in its own process, so the client never
+// competes with the server for the server's event loop.
+import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const autocannonBin = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
+
+export interface LoadResult {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+export async function load(
+  name: string,
+  options: { url: string; method?: string; headers?: Record<string, string>; body?: string; connections?: number; seconds?: number; rate?: number },
+): Promise<LoadResult> {
+  const args = [autocannonBin, '--json', '-c', String(options.connections ?? 50), '-d', String(options.seconds ?? 8)];
+  if (options.method !== undefined) args.push('-m', options.method);
+  for (const [key, value] of Object.entries(options.headers ?? {})) args.push('-H', `${key}=${value}`);
+  if (options.body !== undefined) args.push('-b', options.body);
+  if (options.rate !== undefined) args.push('-R', String(options.rate));
+  args.push(options.url);
+  const { stdout } = await run(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 });
+  const result = JSON.parse(stdout) as {
+    requests: { average: number };
+    latency: { p50: number; p99: number };
+    non2xx: number;
+    errors: number;
+  };
+  return { name, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+}
+
+export function row(r: LoadResult): string {
+  return `| ${r.name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} |`;
+}
+
+export const TABLE_HEAD = '| case | req/s | p50 ms | p99 ms | failures |\n|---|---|---|---|---|';
