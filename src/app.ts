@@ -65,14 +65,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
 
-  const routeTable: RouteEntry[] = [];
-  app.decorate('routeTable', routeTable);
-  app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) {
-      routeTable.push({ method, url: route.url, public: route.config?.public === true, scope: route.config?.scope });
-    }
-  });
-
   app.setValidatorCompiler(validatorCompiler);
   // Only JSON bodies are accepted; anything else is answered 415.
   app.removeContentTypeParser('text/plain');
@@ -86,6 +78,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(problemsPlugin);
   // auth first: its onRoute check must see every route registered after it.
   await app.register(authPlugin, { auth });
+  // After auth, whose onRoute hook settles each route's public/scope config first.
+  const routeTable: RouteEntry[] = [];
+  app.decorate('routeTable', routeTable);
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) {
+      routeTable.push({ method, url: route.url, public: route.config?.public === true, scope: route.config?.scope });
+    }
+  });
   await app.register(openapiPlugin, { version: pkg.version });
   await app.register(metricsPlugin, { registry: deps.metrics ?? createMetricsRegistry() });
   await app.register(versioningPlugin);

@@ -1,0 +1,174 @@
+// The OpenAPI document (decisions.md §10) describes exactly what the server serves, with the
+// security each route really checks; the interactive docs work without any network.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import type { RouteEntry } from '../src/app.ts';
+import { createTestApp, type TestApp } from './helpers/app.ts';
+
+interface Operation {
+  operationId?: string;
+  deprecated?: boolean;
+  security?: Array<Record<string, string[]>>;
+  responses?: Record<string, { content?: Record<string, unknown> }>;
+}
+interface Document {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+  components?: { securitySchemes?: Record<string, unknown> };
+}
+
+type ApiDocument = Exclude<Parameters<typeof SwaggerParser.validate>[1], string>;
+
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+let ctx: TestApp;
+let doc: Document;
+let raw: unknown;
+
+before(async () => {
+  ctx = await createTestApp();
+  const res = await ctx.request('GET', '/openapi.json', { key: null });
+  assert.equal(res.statusCode, 200, res.body.slice(0, 300));
+  raw = res.json();
+  doc = res.json<Document>();
+});
+after(async () => {
+  await ctx.close();
+});
+
+const isDocsAsset = (url: string) => url === '/docs' || url.startsWith('/docs/');
+const toOpenApiPath = (url: string) => url.replace(/:(\w+)/g, '{$1}');
+
+/** Every (method, path) served, as the document should name it. */
+function servedOperations(): Map<string, RouteEntry> {
+  const out = new Map<string, RouteEntry>();
+  for (const route of ctx.app.routeTable) {
+    if (route.method === 'HEAD' || isDocsAsset(route.url)) continue;
+    out.set(`${route.method} ${toOpenApiPath(route.url)}`, route);
+  }
+  return out;
+}
+
+function documentedOperations(): Array<{ key: string; path: string; method: string; op: Operation }> {
+  const out = [];
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (!HTTP_METHODS.has(method)) continue;
+      out.push({ key: `${method.toUpperCase()} ${path}`, path, method, op });
+    }
+  }
+  return out;
+}
+
+test('GET /openapi.json without a credential is a valid OpenAPI 3.1 document', async () => {
+  assert.equal(doc.openapi, '3.1.0');
+  await assert.doesNotReject(SwaggerParser.validate(structuredClone(raw) as ApiDocument), 'swagger-parser validate()');
+  // The validator is really checking: the same document with a broken response is refused.
+  const broken = structuredClone(raw) as Document;
+  delete (broken.paths['/healthz']!.get!.responses!['200'] as { description?: string }).description;
+  await assert.rejects(SwaggerParser.validate(broken as unknown as ApiDocument));
+});
+
+test('the document names exactly the routes the server serves', () => {
+  const served = new Set(servedOperations().keys());
+  const documented = new Set(documentedOperations().map((o) => o.key));
+  assert.ok(served.size >= 14, `only ${served.size} served operations`);
+  const undocumented = [...served].filter((k) => !documented.has(k)).sort();
+  const unserved = [...documented].filter((k) => !served.has(k)).sort();
+  assert.deepEqual(
+    { undocumented, unserved },
+    { undocumented: [], unserved: [] },
+    `served but not documented: ${undocumented.join(', ') || 'none'}; documented but not served: ${unserved.join(', ') || 'none'}`,
+  );
+});
+
+test('every operation has a unique operationId and a 2xx response', () => {
+  const ops = documentedOperations();
+  assert.ok(ops.length > 0);
+  const seen = new Map<string, string>();
+  for (const { key, op } of ops) {
+    assert.equal(typeof op.operationId, 'string', `${key}: no operationId`);
+    assert.ok(op.operationId!.length > 0, `${key}: empty operationId`);
+    assert.ok(!seen.has(op.operationId!), `${key}: operationId ${op.operationId!} also used by ${seen.get(op.operationId!)}`);
+    seen.set(op.operationId!, key);
+    const statuses = Object.keys(op.responses ?? {});
+    assert.ok(statuses.some((s) => /^2(\d\d|XX)$/.test(s)), `${key}: no 2xx response among ${statuses.join(', ')}`);
+  }
+});
+
+test('security requirements name exactly the scope each route checks', () => {
+  const served = servedOperations();
+  const schemes = doc.components?.securitySchemes ?? {};
+  for (const { key, op } of documentedOperations()) {
+    const route = served.get(key);
+    assert.ok(route, `${key} is not served`);
+    if (route.public) {
+      assert.deepEqual(op.security, [], `${key} is public: security must be []`);
+      continue;
+    }
+    assert.ok(route.scope !== undefined, `${key}: the route table gives it no scope`);
+    assert.ok(Array.isArray(op.security) && op.security.length > 0, `${key}: no security requirement`);
+    for (const requirement of op.security) {
+      const names = Object.keys(requirement);
+      assert.ok(names.length > 0, `${key}: empty security requirement (would make it anonymous)`);
+      for (const name of names) {
+        assert.ok(name in schemes, `${key}: security scheme ${name} is not in components.securitySchemes`);
+        assert.deepEqual(requirement[name], [route.scope], `${key}: ${name} scopes`);
+      }
+    }
+    const statuses = Object.keys(op.responses ?? {});
+    for (const status of ['401', '403']) {
+      assert.ok(statuses.includes(status), `${key}: a protected operation must document ${status}`);
+    }
+  }
+});
+
+test('every /api/v1 operation is deprecated, every /v2 one is not', () => {
+  const ops = documentedOperations();
+  const v1 = ops.filter((o) => o.path.startsWith('/api/v1/'));
+  assert.ok(v1.length >= 4, `only ${v1.length} /api/v1 operations`);
+  for (const { key, op } of v1) assert.equal(op.deprecated, true, `${key} must be deprecated`);
+  for (const { key, op } of ops.filter((o) => o.path.startsWith('/v2/'))) {
+    assert.notEqual(op.deprecated, true, `${key} is current, not deprecated`);
+  }
+});
+
+test('every 4xx and 5xx response is documented as application/problem+json', () => {
+  let errors = 0;
+  for (const { key, path, op } of documentedOperations()) {
+    for (const [status, response] of Object.entries(op.responses ?? {})) {
+      if (!/^[45]/.test(status)) continue;
+      errors++;
+      assert.ok(
+        response.content !== undefined && 'application/problem+json' in response.content,
+        `${key} ${status}: content types ${Object.keys(response.content ?? {}).join(', ') || 'none'}`,
+      );
+    }
+    if (path.includes('{id}')) {
+      assert.ok(Object.keys(op.responses ?? {}).includes('404'), `${key}: an operation on one vehicle must document 404`);
+    }
+  }
+  assert.ok(errors > 0, 'no error responses documented at all');
+});
+
+test('/docs serves the interactive docs and their assets locally', async () => {
+  for (const url of ['/docs', '/docs/']) {
+    const page = await ctx.request('GET', url, { key: null });
+    assert.equal(page.statusCode, 200, `GET ${url}: ${page.statusCode}`);
+    assert.match(String(page.headers['content-type']), /^text\/html/);
+    const refs = [...page.body.matchAll(/<(?:script|link)\b[^>]*?\b(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    assert.ok(refs.length > 0, `GET ${url}: no scripts or stylesheets referenced`);
+    const base = new URL(url, 'http://fleet.test');
+    const assets = refs.map((ref) => new URL(ref, base));
+    const external = assets.filter((a) => a.origin !== base.origin).map(String);
+    assert.deepEqual(external, [], `GET ${url} loads from the network`);
+    const scripts = assets.filter((a) => a.pathname.endsWith('.js') || a.pathname.endsWith('.css'));
+    assert.ok(scripts.some((a) => a.pathname.startsWith('/docs/static/')), `GET ${url}: no asset under /docs/static`);
+    for (const asset of scripts) {
+      const res = await ctx.request('GET', asset.pathname, { key: null });
+      assert.equal(res.statusCode, 200, `GET ${url} references ${asset.pathname}, which answers ${res.statusCode}`);
+      assert.ok(res.body.length > 0, `${asset.pathname} is empty`);
+    }
+  }
+});

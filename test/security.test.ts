@@ -1,0 +1,452 @@
+// Authentication, scopes and organization isolation (decisions.md §6, §7), driven by the route
+// table the server builds as routes are registered: a route added later is checked without
+// anyone remembering to add it here.
+import assert from 'node:assert/strict';
+import { crc32 } from 'node:zlib';
+import { after, before, describe, test } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
+import type { RouteEntry } from '../src/app.ts';
+import {
+  displayPrefixOf,
+  generateApiKey,
+  hashSecret,
+  isWellFormedApiKey,
+  lookupIdOf,
+  newId,
+  randomBase62,
+} from '../src/auth/keys.ts';
+import { isScope, type Scope } from '../src/auth/scopes.ts';
+import { SCOPES, createTestApp, type TestApp } from './helpers/app.ts';
+
+type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE';
+
+let ctx: TestApp;
+before(async () => {
+  ctx = await createTestApp();
+});
+after(async () => {
+  await ctx.close();
+});
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/** §6: the only paths reachable without a credential. */
+function isPublicByContract(url: string): boolean {
+  return (
+    url === '/healthz' ||
+    url === '/readyz' ||
+    url === '/openapi.json' ||
+    url === '/oauth/token' ||
+    url === '/docs' ||
+    url.startsWith('/docs/') ||
+    url.startsWith('/.well-known/')
+  );
+}
+
+/** The routes a matrix walks: every served route outside the public list. */
+function protectedRoutes(): RouteEntry[] {
+  return ctx.app.routeTable.filter((route) => !isPublicByContract(route.url));
+}
+
+const routeName = (route: Pick<RouteEntry, 'method' | 'url'>) => `${route.method} ${route.url}`;
+
+function concreteUrl(url: string, id: string): string {
+  return url.replaceAll(':id', encodeURIComponent(id)).replace(/\*$/, 'index.css');
+}
+
+let counter = 0;
+const unique = (prefix: string) => `${prefix}-${++counter}`;
+
+/** A valid body for every route that takes one, keyed by route url. */
+const BODIES: Record<string, () => unknown> = {
+  '/v2/fleet/vehicles': () => ({ vehicleId: unique('new'), type: 'van' }),
+  '/api/v1/fleet': () => ({ vehicleId: unique('new-v1'), type: 'truck' }),
+  '/v2/fleet/vehicles/:id/status': () => ({ status: 'active' }),
+  '/api/v1/vehicles/:id/status': () => ({ status: 'active' }),
+};
+
+function bodyFor(route: RouteEntry): unknown {
+  if (route.method !== 'POST' && route.method !== 'PUT' && route.method !== 'PATCH') return undefined;
+  const make = BODIES[route.url];
+  assert.ok(make, `security.test.ts has no request body for ${routeName(route)}: add one to BODIES`);
+  return make();
+}
+
+/** The routes known today; the matrix must cover at least these. */
+const KNOWN_ROUTES: Record<string, number> = {
+  'GET /metrics': 200,
+  'GET /v2/fleet/vehicles': 200,
+  'POST /v2/fleet/vehicles': 201,
+  'GET /v2/fleet/vehicles/:id': 200,
+  'DELETE /v2/fleet/vehicles/:id': 204,
+  'PUT /v2/fleet/vehicles/:id/status': 200,
+  'GET /v2/fleet/vehicles/:id/status-history': 200,
+  'GET /api/v1/fleet': 200,
+  'POST /api/v1/fleet': 201,
+  'GET /api/v1/vehicles/:id': 200,
+  'PUT /api/v1/vehicles/:id/status': 200,
+};
+
+function expectedSuccess(route: RouteEntry): number | undefined {
+  const method = route.method === 'HEAD' ? 'GET' : route.method;
+  return KNOWN_ROUTES[`${method} ${route.url}`];
+}
+
+function describeResponse(res: LightMyRequestResponse): string {
+  return `${res.statusCode} ${res.body.slice(0, 300)}`;
+}
+
+function assertProblem(res: LightMyRequestResponse, method: string, status: number, code: string, label: string) {
+  assert.equal(res.statusCode, status, `${label}: expected ${status}, got ${describeResponse(res)}`);
+  assert.match(String(res.headers['content-type']), /^application\/problem\+json/, `${label}: content-type`);
+  if (method === 'HEAD') return;
+  const body = res.json();
+  assert.equal(body.code, code, `${label}: problem code`);
+  assert.equal(body.status, status, `${label}: problem status`);
+}
+
+/** CRC-32 in 6 base62 characters, the checksum described in src/auth/keys.ts. */
+function checksum(randomPart: string): string {
+  const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  let rest = crc32(randomPart);
+  let out = '';
+  for (let i = 0; i < 6; i++) {
+    out = alphabet[rest % 62]! + out;
+    rest = Math.floor(rest / 62);
+  }
+  return out;
+}
+
+/** Tokens that must all be refused as invalid (none of them is a stored, live credential). */
+function invalidTokens(): Array<[string, string]> {
+  const real = ctx.adminKey;
+  const lastChar = real.at(-1)!;
+  const wrongChecksum = real.slice(0, -1) + (lastChar === 'A' ? 'B' : 'A');
+  // Same lookup handle as the real admin key, a different secret, a valid checksum: found by
+  // lookup, refused by the hash comparison.
+  const randomPart = real.slice('fleet_'.length, 'fleet_'.length + 12) + randomBase62(20);
+  const sameLookupOtherSecret = `fleet_${randomPart}${checksum(randomPart)}`;
+  assert.ok(isWellFormedApiKey(sameLookupOtherSecret), 'the forged key must be well-formed to reach the store');
+  assert.notEqual(sameLookupOtherSecret, real);
+  return [
+    ['fleet_ + garbage', 'fleet_not-a-key!'],
+    ['random 40 characters', randomBase62(40)],
+    ['real key with a wrong checksum', wrongChecksum],
+    ['well-formed unknown key', generateApiKey()],
+    ['known lookup id, wrong secret', sameLookupOtherSecret],
+    ['real key with a suffix', `${real}x`],
+  ];
+}
+
+const keyCache = new Map<string, string>();
+async function keyFor(scopes: readonly Scope[]): Promise<string> {
+  const name = [...scopes].sort().join(' ');
+  let key = keyCache.get(name);
+  if (key === undefined) {
+    key = await ctx.keyWith(scopes);
+    keyCache.set(name, key);
+  }
+  return key;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('route table', () => {
+  test('every route is either public by contract or needs a scope, never both or neither', () => {
+    const wrong = ctx.app.routeTable
+      .filter((route) => isPublicByContract(route.url) ? !route.public || route.scope !== undefined : route.public || route.scope === undefined)
+      .map((route) => `${routeName(route)} public=${route.public} scope=${String(route.scope)}`);
+    assert.deepEqual(wrong, [], `route table disagrees with decisions.md §6:\n${wrong.join('\n')}`);
+  });
+
+  test('every scope a route needs is a known scope', () => {
+    for (const route of ctx.app.routeTable) {
+      if (route.scope !== undefined) {
+        assert.ok((SCOPES as readonly string[]).includes(route.scope), `${routeName(route)}: unknown scope ${route.scope}`);
+      }
+    }
+  });
+});
+
+describe('scope matrix', () => {
+  test('every protected route: 401 without or with a bad credential, 403 without its scope, allowed with it', async (t) => {
+    const routes = protectedRoutes();
+    const covered = new Set(routes.map(routeName));
+    const missing = Object.keys(KNOWN_ROUTES).filter((name) => !covered.has(name));
+    assert.deepEqual(missing, [], `routes missing from the route table: ${missing.join(', ')}`);
+    assert.ok(routes.filter((r) => r.method !== 'HEAD').length >= 11, `only ${routes.length} protected routes`);
+
+    let checked = 0;
+    for (const route of routes) {
+      await t.test(routeName(route), async () => {
+        const method = route.method as Method;
+        assert.ok(route.scope !== undefined && isScope(route.scope), `${routeName(route)} declares no known scope`);
+        const scope: Scope = route.scope;
+        const vehicleId = unique('matrix');
+        await ctx.registerVehicle(vehicleId);
+        const url = concreteUrl(route.url, vehicleId);
+        const body = bodyFor(route);
+
+        // No credential, or an Authorization header that carries no bearer token.
+        const noCredential: Array<[string, Record<string, string>]> = [
+          ['no Authorization header', {}],
+          ['empty bearer', { authorization: 'Bearer ' }],
+          ['Basic scheme', { authorization: `Basic ${Buffer.from('user:pass').toString('base64')}` }],
+        ];
+        for (const [label, headers] of noCredential) {
+          const res = await ctx.request(method, url, { key: null, headers, body });
+          assertProblem(res, method, 401, 'unauthorized', `${routeName(route)} ${label}`);
+          assert.match(String(res.headers['www-authenticate']), /^Bearer\b/, `${routeName(route)} ${label}: WWW-Authenticate`);
+        }
+
+        for (const [label, token] of invalidTokens()) {
+          const res = await ctx.request(method, url, { key: token, body });
+          assertProblem(res, method, 401, 'invalid-token', `${routeName(route)} ${label}`);
+          const challenge = String(res.headers['www-authenticate']);
+          assert.match(challenge, /^Bearer\b/, `${routeName(route)} ${label}: WWW-Authenticate`);
+          assert.ok(challenge.includes('error="invalid_token"'), `${routeName(route)} ${label}: ${challenge}`);
+        }
+
+        const allButScope = SCOPES.filter((s) => s !== scope);
+        const denied = await ctx.request(method, url, { key: await keyFor(allButScope), body });
+        assertProblem(denied, method, 403, 'insufficient-scope', `${routeName(route)} with every scope but ${scope}`);
+        assert.ok(
+          String(denied.headers['www-authenticate']).includes('error="insufficient_scope"'),
+          `${routeName(route)}: WWW-Authenticate ${String(denied.headers['www-authenticate'])}`,
+        );
+
+        // Nothing a refused request asked for happened.
+        const afterRefusal = await ctx.request('GET', `/v2/fleet/vehicles/${vehicleId}`);
+        assert.equal(afterRefusal.statusCode, 200, `${routeName(route)}: a refused request removed the vehicle`);
+        assert.equal(afterRefusal.json().status, 'registered', `${routeName(route)}: a refused request changed the status`);
+        if (body !== undefined && typeof body === 'object' && body !== null && 'vehicleId' in body) {
+          const created = await ctx.request('GET', `/v2/fleet/vehicles/${String(body.vehicleId)}`);
+          assert.equal(created.statusCode, 404, `${routeName(route)}: a refused request registered a vehicle`);
+        }
+
+        const allowed = await ctx.request(method, url, { key: await keyFor([scope]), body });
+        assert.ok(allowed.statusCode !== 401 && allowed.statusCode !== 403, `${routeName(route)} with only ${scope}: ${describeResponse(allowed)}`);
+        assert.ok(allowed.statusCode < 500, `${routeName(route)} with only ${scope}: ${describeResponse(allowed)}`);
+        const expected = expectedSuccess(route);
+        if (expected !== undefined) {
+          assert.equal(allowed.statusCode, expected, `${routeName(route)} with only ${scope}: ${describeResponse(allowed)}`);
+        }
+        checked++;
+      });
+    }
+    assert.equal(checked, routes.length, 'every protected route passed its checks');
+  });
+
+  test('/metrics needs admin of the platform organization', async () => {
+    const platform = await ctx.request('GET', '/metrics', { key: await keyFor(['admin']) });
+    assert.equal(platform.statusCode, 200, describeResponse(platform));
+
+    const other = await ctx.otherOrganization('Metrics outsider');
+    const res = await ctx.request('GET', '/metrics', { key: other.key });
+    assertProblem(res, 'GET', 403, 'insufficient-scope', 'another organization\'s admin key on /metrics');
+    assert.ok(String(res.headers['www-authenticate']).includes('error="insufficient_scope"'));
+    assert.doesNotMatch(res.body, /fleet_http_requests_total/);
+  });
+});
+
+describe('credential lifetime', () => {
+  test('an expired key is refused; the same key unexpired is accepted', async () => {
+    const expired = await ctx.auth.createKey(ctx.organizationId, {
+      name: 'expired', scopes: ['fleet:read'], expiresAt: Date.now() - 60_000,
+    });
+    const live = await ctx.auth.createKey(ctx.organizationId, {
+      name: 'live', scopes: ['fleet:read'], expiresAt: Date.now() + 3_600_000,
+    });
+    const ok = await ctx.request('GET', '/v2/fleet/vehicles', { key: live.secret });
+    assert.equal(ok.statusCode, 200, describeResponse(ok));
+    for (const url of ['/v2/fleet/vehicles', '/api/v1/fleet']) {
+      const res = await ctx.request('GET', url, { key: expired.secret });
+      assertProblem(res, 'GET', 401, 'invalid-token', `expired key on ${url}`);
+      assert.ok(String(res.headers['www-authenticate']).includes('error="invalid_token"'));
+    }
+  });
+
+  test('a revoked key is refused', async () => {
+    const secret = generateApiKey();
+    const now = Date.now();
+    await ctx.stores.auth.insertKey({
+      id: newId('key'),
+      organizationId: ctx.organizationId,
+      name: 'revoked',
+      lookupId: lookupIdOf(secret),
+      displayPrefix: displayPrefixOf(secret),
+      hash: hashSecret(secret),
+      scopes: [...SCOPES],
+      createdAt: now - 120_000,
+      expiresAt: null,
+      revokedAt: now - 60_000,
+      lastUsedAt: null,
+    });
+    const res = await ctx.request('GET', '/v2/fleet/vehicles', { key: secret });
+    assertProblem(res, 'GET', 401, 'invalid-token', 'revoked key');
+  });
+});
+
+describe('public routes', () => {
+  test('/healthz, /readyz, /openapi.json and /docs answer without a credential', async () => {
+    for (const url of ['/healthz', '/readyz', '/openapi.json', '/docs']) {
+      const res = await ctx.request('GET', url, { key: null });
+      assert.equal(res.statusCode, 200, `GET ${url}: ${describeResponse(res)}`);
+      assert.equal(res.headers['www-authenticate'], undefined, `GET ${url} asked for a credential`);
+    }
+  });
+
+  test('every public GET route of the table answers without a credential', async () => {
+    const routes = ctx.app.routeTable.filter((r) => r.method === 'GET' && isPublicByContract(r.url));
+    assert.ok(routes.length >= 4);
+    for (const route of routes) {
+      const res = await ctx.request('GET', concreteUrl(route.url, 'x'), { key: null });
+      assert.ok(res.statusCode !== 401 && res.statusCode !== 403 && res.statusCode < 500, `${routeName(route)}: ${describeResponse(res)}`);
+    }
+  });
+});
+
+describe('organizations are isolated', () => {
+  const shared = 'iso-shared';
+  const aOnly = 'iso-a-only';
+  const aOnly2 = 'iso-a-only-2';
+  const bOnly = 'iso-b-only';
+  const ghost = 'iso-nowhere';
+  let bKey: string;
+
+  before(async () => {
+    bKey = (await ctx.otherOrganization('Organization B')).key;
+    await ctx.registerVehicle(shared);
+    await ctx.registerVehicle(aOnly);
+    await ctx.registerVehicle(aOnly2);
+    // The same id in another organization is not a duplicate.
+    await ctx.registerVehicle(shared, { type: 'bus' }, bKey);
+    await ctx.registerVehicle(bOnly, {}, bKey);
+  });
+
+  async function assertAIntact(label: string) {
+    const res = await ctx.request('GET', `/v2/fleet/vehicles/${aOnly}`);
+    assert.equal(res.statusCode, 200, `${label}: A can no longer read ${aOnly}: ${describeResponse(res)}`);
+    assert.equal(res.json().status, 'registered', `${label}: A's vehicle status changed`);
+    const history = await ctx.request('GET', `/v2/fleet/vehicles/${aOnly}/status-history`);
+    assert.equal(history.statusCode, 200);
+    assert.equal(history.json().total, 1, `${label}: A's status history grew`);
+  }
+
+  test('another organization\'s vehicle answers exactly like a missing one, on every :id route', async () => {
+    const routes = ctx.app.routeTable.filter((r) => r.url.includes(':id') && !isPublicByContract(r.url));
+    assert.ok(routes.filter((r) => r.method !== 'HEAD').length >= 6, `only ${routes.length} :id routes`);
+    const cases: Array<[string, string, string]> = [
+      ['B on A\'s vehicle', bKey, aOnly],
+      ['A on B\'s vehicle', ctx.adminKey, bOnly],
+    ];
+    // DELETE last, so a leaking delete cannot hide a leak in the other routes.
+    const ordered = [...routes].sort((x, y) => Number(x.method === 'DELETE') - Number(y.method === 'DELETE'));
+    for (const route of ordered) {
+      const method = route.method as Method;
+      for (const [label, key, target] of cases) {
+        const name = `${routeName(route)} ${label}`;
+        const missing = await ctx.request(method, concreteUrl(route.url, ghost), { key, body: bodyFor(route) });
+        const foreign = await ctx.request(method, concreteUrl(route.url, target), { key, body: bodyFor(route) });
+        assertProblem(missing, method, 404, 'vehicle-not-found', `${routeName(route)} on a vehicle that exists nowhere`);
+        assertProblem(foreign, method, 404, 'vehicle-not-found', name);
+        assert.equal(foreign.headers['content-type'], missing.headers['content-type'], `${name}: content-type`);
+        if (method !== 'HEAD') {
+          const f = foreign.json<Record<string, unknown>>();
+          const m = missing.json<Record<string, unknown>>();
+          assert.deepEqual(Object.keys(f).sort(), Object.keys(m).sort(), `${name}: problem fields`);
+          for (const field of ['type', 'code', 'title', 'status'] as const) {
+            assert.equal(f[field], m[field], `${name}: ${field}`);
+          }
+          assert.equal(
+            String(f.detail).replaceAll(target, '<id>'),
+            String(m.detail).replaceAll(ghost, '<id>'),
+            `${name}: detail reveals more than for a missing vehicle`,
+          );
+        }
+        await assertAIntact(name);
+        const bStill = await ctx.request('GET', `/v2/fleet/vehicles/${bOnly}`, { key: bKey });
+        assert.equal(bStill.statusCode, 200, `${name}: B's vehicle was touched`);
+        assert.equal(bStill.json().status, 'registered', `${name}: B's vehicle status changed`);
+      }
+    }
+  });
+
+  test('B\'s lists never show A\'s vehicles and count only B\'s', async () => {
+    for (const url of ['/v2/fleet/vehicles', '/api/v1/fleet']) {
+      const res = await ctx.request('GET', url, { key: bKey });
+      assert.equal(res.statusCode, 200, describeResponse(res));
+      const list = res.json();
+      assert.deepEqual(list.vehicles.map((v: { id: string }) => v.id), [bOnly, shared], `${url}: B's vehicles`);
+      assert.equal(list.total, 2, `${url}: total`);
+      const bus = list.vehicles.find((v: { id: string }) => v.id === shared);
+      assert.equal(bus.type, 'bus', `${url}: B's ${shared} is B's own record, not A's`);
+
+      const page = await ctx.request('GET', url, { key: bKey, query: { limit: '1', offset: '1' } });
+      assert.equal(page.json().total, 2, `${url}: paged total`);
+      assert.deepEqual(page.json().vehicles.map((v: { id: string }) => v.id), [shared]);
+
+      const filtered = await ctx.request('GET', url, { key: bKey, query: { status: 'registered', type: 'van' } });
+      assert.deepEqual(filtered.json().vehicles.map((v: { id: string }) => v.id), [bOnly], `${url}: filtered`);
+      assert.equal(filtered.json().total, 1);
+    }
+    // A's list, by contrast, has A's vehicles and none of B's own.
+    const a = await ctx.request('GET', '/v2/fleet/vehicles', { query: { limit: '1000' } });
+    const aIds: string[] = a.json().vehicles.map((v: { id: string }) => v.id);
+    assert.ok(aIds.includes(aOnly) && aIds.includes(shared));
+    assert.ok(!aIds.includes(bOnly));
+    assert.equal(a.json().vehicles.find((v: { id: string }) => v.id === shared).type, 'van');
+  });
+
+  test('B cannot change, delete or read the history of A\'s vehicle', async () => {
+    for (const url of [`/v2/fleet/vehicles/${aOnly2}/status`, `/api/v1/vehicles/${aOnly2}/status`]) {
+      const res = await ctx.request('PUT', url, { key: bKey, body: { status: 'retired', reason: 'not yours' } });
+      assertProblem(res, 'PUT', 404, 'vehicle-not-found', `B PUT ${url}`);
+    }
+    const del = await ctx.request('DELETE', `/v2/fleet/vehicles/${aOnly2}`, { key: bKey });
+    assertProblem(del, 'DELETE', 404, 'vehicle-not-found', 'B DELETE');
+    const history = await ctx.request('GET', `/v2/fleet/vehicles/${aOnly2}/status-history`, { key: bKey });
+    assertProblem(history, 'GET', 404, 'vehicle-not-found', 'B status-history');
+
+    const a = await ctx.request('GET', `/v2/fleet/vehicles/${aOnly2}`);
+    assert.equal(a.statusCode, 200, 'A still reads its vehicle');
+    assert.equal(a.json().status, 'registered', 'A\'s status unchanged');
+    const v1 = await ctx.request('GET', `/api/v1/vehicles/${aOnly2}`);
+    assert.equal(v1.json().status, 'registered');
+    const aHistory = await ctx.request('GET', `/v2/fleet/vehicles/${aOnly2}/status-history`);
+    assert.equal(aHistory.json().total, 1);
+    assert.deepEqual(aHistory.json().history.map((h: { to: string }) => h.to), ['registered']);
+  });
+
+  test('vehicles with the same id in two organizations are independent', async () => {
+    const bActive = await ctx.request('PUT', `/v2/fleet/vehicles/${shared}/status`, { key: bKey, body: { status: 'active' } });
+    assert.equal(bActive.statusCode, 200, describeResponse(bActive));
+    assert.equal(bActive.json().status, 'active');
+    assert.equal(bActive.json().type, 'bus');
+    assert.equal((await ctx.request('GET', `/v2/fleet/vehicles/${shared}`)).json().status, 'registered', 'A unchanged by B');
+
+    const aMaint = await ctx.request('PUT', `/api/v1/vehicles/${shared}/status`, { body: { status: 'maintenance' } });
+    assert.equal(aMaint.statusCode, 200, describeResponse(aMaint));
+    assert.equal((await ctx.request('GET', `/v2/fleet/vehicles/${shared}`, { key: bKey })).json().status, 'active', 'B unchanged by A');
+
+    const bHistory = (await ctx.request('GET', `/v2/fleet/vehicles/${shared}/status-history`, { key: bKey })).json();
+    assert.deepEqual(bHistory.history.map((h: { to: string }) => h.to), ['active', 'registered']);
+    const aHistory = (await ctx.request('GET', `/v2/fleet/vehicles/${shared}/status-history`)).json();
+    assert.deepEqual(aHistory.history.map((h: { to: string }) => h.to), ['maintenance', 'registered']);
+
+    // A transition valid for B's record but not for A's is judged on each organization's own record.
+    const aRetire = await ctx.request('PUT', `/v2/fleet/vehicles/${shared}/status`, { body: { status: 'retired' } });
+    assert.equal(aRetire.statusCode, 200);
+    const bInactive = await ctx.request('PUT', `/v2/fleet/vehicles/${shared}/status`, { key: bKey, body: { status: 'inactive' } });
+    assert.equal(bInactive.statusCode, 200, `B's vehicle is not retired: ${describeResponse(bInactive)}`);
+
+    const bDelete = await ctx.request('DELETE', `/v2/fleet/vehicles/${shared}`, { key: bKey });
+    assert.equal(bDelete.statusCode, 204);
+    const aStill = await ctx.request('GET', `/v2/fleet/vehicles/${shared}`);
+    assert.equal(aStill.statusCode, 200, 'deleting B\'s vehicle left A\'s');
+    assert.equal(aStill.json().status, 'retired');
+    const bGone = await ctx.request('GET', `/v2/fleet/vehicles/${shared}`, { key: bKey });
+    assertProblem(bGone, 'GET', 404, 'vehicle-not-found', 'B\'s deleted vehicle');
+  });
+});
