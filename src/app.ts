@@ -71,6 +71,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     void reply.header('x-request-id', request.id);
   });
+  // While shutting down, answer in-flight requests with `Connection: close`: Fastify closes only
+  // connections idle at close time, and a kept-alive one would otherwise hold the process open.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (closing) void reply.header('connection', 'close');
+    return payload;
+  });
 
   const auth = createAuthService({ store: deps.stores.auth, clock });
   const vehicles = createVehicleService({ store: deps.stores.vehicles, clock });

@@ -101,5 +101,6 @@ function parseDatabaseUrl(url: string, cwd: string, errors: string[]): DatabaseC
 
 /** Never echo a password from a connection string back into logs. */
 function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
+  // Up to the last `@`: a password may itself hold `@` or `/`.
+  return url.replace(/\/\/([^:/@]*):.*@/, '//$1:***@');
 }

@@ -17,19 +17,6 @@ const stores = openStores(config.database);
 const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(config.adminKey);
 const app = await buildApp({ config, stores });
 
-if (first !== undefined) {
-  app.log.info({ organizationId: first.organization.id, keyId: first.key.id }, 'empty store: created the first organization and its admin key');
-  if (config.adminKey === undefined) {
-    // The only time a secret is ever printed: it is not stored anywhere in clear.
-    process.stderr.write(
-      `\n  First admin API key (shown once, store it now):\n\n    ${first.secret}\n\n` +
-        `  Try: curl -H "Authorization: Bearer ${first.secret}" http://localhost:${config.port}/v2/fleet/vehicles\n\n`,
-    );
-  }
-} else if (config.adminKey !== undefined) {
-  app.log.info('FLEET_ADMIN_KEY is only used on the first start of an empty store; the store already has organizations');
-}
-
 let closing = false;
 async function shutdown(signal: string) {
   if (closing) return;
@@ -59,4 +46,19 @@ try {
   app.log.fatal({ err: error }, 'could not start listening');
   await stores.close();
   process.exit(1);
+}
+const address = app.server.address();
+const port = typeof address === 'object' && address !== null ? address.port : config.port;
+
+if (first !== undefined) {
+  app.log.info({ organizationId: first.organization.id, keyId: first.key.id }, 'empty store: created the first organization and its admin key');
+  if (config.adminKey === undefined) {
+    // The only time a secret is ever printed: it is not stored anywhere in clear.
+    process.stderr.write(
+      `\n  First admin API key (shown once, store it now):\n\n    ${first.secret}\n\n` +
+        `  Try: curl -H "Authorization: Bearer ${first.secret}" http://localhost:${port}/v2/fleet/vehicles\n\n`,
+    );
+  }
+} else if (config.adminKey !== undefined) {
+  app.log.info('FLEET_ADMIN_KEY is only used on the first start of an empty store; the store already has organizations');
 }

@@ -168,5 +168,7 @@ export function request(
   return fetch(fleet.url + pathname, init);
 }
 
-/** The one generated admin key printed on stderr, or undefined when none was printed. */
-export const PRINTED_KEY = /fleet_[0-9A-Za-z]{38}/g;
+/** Every Fleet-format key (`fleet_` + 38 base62 characters) that occurs in `text`. */
+export function printedKeys(text: string): string[] {
+  return [...text.matchAll(/fleet_[0-9A-Za-z]{38}/g)].map((m) => m[0]);
+}

@@ -1,0 +1,217 @@
+// loadConfig(env, cwd) in isolation: defaults, each variable's validation, and that every problem
+// is reported at once. No process.env is read here: every call gets its env explicitly.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { generateApiKey, isWellFormedApiKey } from '../src/auth/keys.ts';
+import { type Config, type Env, loadConfig } from '../src/config.ts';
+
+const CWD = path.resolve('/srv/fleet-test-cwd');
+
+function ok(env: Env, cwd = CWD): Config {
+  const result = loadConfig(env, cwd);
+  if (!result.ok) assert.fail(`expected a valid configuration, got errors: ${result.errors.join('; ')}`);
+  return result.config;
+}
+
+function errors(env: Env, cwd = CWD): string[] {
+  const result = loadConfig(env, cwd);
+  if (result.ok) assert.fail(`expected errors, got a configuration: ${JSON.stringify(result.config)}`);
+  assert.ok(result.errors.length > 0, 'a rejected configuration lists at least one error');
+  return result.errors;
+}
+
+/** Exactly one error, and it names `variable`. */
+function rejectsOnly(env: Env, variable: string): string {
+  const list = errors(env);
+  assert.equal(list.length, 1, `one error expected, got: ${list.join('; ')}`);
+  assert.match(list[0]!, new RegExp(`\\b${variable}\\b`));
+  return list[0]!;
+}
+
+describe('defaults', () => {
+  test('an empty environment gives the documented defaults', () => {
+    const config = ok({});
+    assert.deepEqual(config, {
+      host: '0.0.0.0',
+      port: 8080,
+      database: { kind: 'sqlite', path: path.join(CWD, 'data', 'fleet.db') },
+      logLevel: 'info',
+      adminKey: undefined,
+    });
+  });
+
+  test('the default SQLite file lives under <cwd>/data, for whatever cwd is given', () => {
+    const other = path.resolve('/tmp/another-dir');
+    const config = ok({}, other);
+    assert.equal(config.database.path, path.join(other, 'data', 'fleet.db'));
+  });
+
+  test('a variable set to the empty string falls back to its default', () => {
+    const config = ok({ FLEET_HOST: '', FLEET_PORT: '', FLEET_DATABASE_URL: '', FLEET_LOG_LEVEL: '', FLEET_ADMIN_KEY: '' });
+    assert.equal(config.host, '0.0.0.0');
+    assert.equal(config.port, 8080);
+    assert.equal(config.logLevel, 'info');
+    assert.equal(config.adminKey, undefined);
+  });
+
+  test('unrelated variables are ignored', () => {
+    assert.equal(ok({ PORT: '1234', DATABASE_URL: 'mysql://x', HOST: 'bad host' }).port, 8080);
+  });
+});
+
+describe('FLEET_PORT', () => {
+  for (const value of ['abc', '70000', '-1', '65536', '80.5', '1e3', ' 80', '0x50']) {
+    test(`"${value}" is rejected, naming FLEET_PORT`, () => {
+      rejectsOnly({ FLEET_PORT: value }, 'FLEET_PORT');
+    });
+  }
+
+  test('"0" is accepted (the system picks a free port)', () => {
+    assert.equal(ok({ FLEET_PORT: '0' }).port, 0);
+  });
+
+  test('"65535" and "1" are accepted', () => {
+    assert.equal(ok({ FLEET_PORT: '65535' }).port, 65535);
+    assert.equal(ok({ FLEET_PORT: '1' }).port, 1);
+  });
+});
+
+describe('FLEET_HOST', () => {
+  test('an address or name is accepted', () => {
+    assert.equal(ok({ FLEET_HOST: '127.0.0.1' }).host, '127.0.0.1');
+    assert.equal(ok({ FLEET_HOST: '::1' }).host, '::1');
+    assert.equal(ok({ FLEET_HOST: 'fleet.internal' }).host, 'fleet.internal');
+  });
+
+  test('garbage is rejected, naming FLEET_HOST', () => {
+    rejectsOnly({ FLEET_HOST: 'not a host' }, 'FLEET_HOST');
+  });
+});
+
+describe('FLEET_DATABASE_URL', () => {
+  test('"mysql://x" is rejected, naming FLEET_DATABASE_URL', () => {
+    rejectsOnly({ FLEET_DATABASE_URL: 'mysql://x' }, 'FLEET_DATABASE_URL');
+  });
+
+  test('a postgres URL is rejected with a clear message that does not echo the password', () => {
+    const message = rejectsOnly({ FLEET_DATABASE_URL: 'postgres://u:secret@h/db' }, 'FLEET_DATABASE_URL');
+    assert.doesNotMatch(message, /secret/);
+    assert.match(message, /postgres/i, 'the message says what is wrong: PostgreSQL is not available');
+    assert.match(message, /sqlite:/, 'the message says what to use instead');
+  });
+
+  test('an unsupported scheme with credentials does not echo the password either', () => {
+    const message = rejectsOnly({ FLEET_DATABASE_URL: 'mysql://u:secret@h/db' }, 'FLEET_DATABASE_URL');
+    assert.doesNotMatch(message, /secret/);
+  });
+
+  test('a value without any scheme is rejected', () => {
+    rejectsOnly({ FLEET_DATABASE_URL: './data/fleet.db' }, 'FLEET_DATABASE_URL');
+  });
+
+  test('"sqlite:" with an empty path is rejected', () => {
+    rejectsOnly({ FLEET_DATABASE_URL: 'sqlite:' }, 'FLEET_DATABASE_URL');
+    rejectsOnly({ FLEET_DATABASE_URL: 'sqlite://' }, 'FLEET_DATABASE_URL');
+  });
+
+  test('"sqlite::memory:" is accepted as an in-memory store', () => {
+    assert.deepEqual(ok({ FLEET_DATABASE_URL: 'sqlite::memory:' }).database, { kind: 'sqlite', path: ':memory:' });
+  });
+
+  test('a relative sqlite path is resolved against cwd', () => {
+    assert.equal(ok({ FLEET_DATABASE_URL: 'sqlite:./db/fleet.db' }).database.path, path.join(CWD, 'db', 'fleet.db'));
+    assert.equal(ok({ FLEET_DATABASE_URL: 'sqlite:fleet.db' }).database.path, path.join(CWD, 'fleet.db'));
+    assert.equal(ok({ FLEET_DATABASE_URL: 'sqlite:../up.db' }).database.path, path.resolve(CWD, '..', 'up.db'));
+  });
+
+  test('an absolute sqlite path is kept', () => {
+    const file = path.resolve('/var/lib/fleet/fleet.db');
+    assert.equal(ok({ FLEET_DATABASE_URL: `sqlite:${file}` }).database.path, file);
+  });
+});
+
+describe('FLEET_LOG_LEVEL', () => {
+  test('"loud" is rejected, naming FLEET_LOG_LEVEL', () => {
+    rejectsOnly({ FLEET_LOG_LEVEL: 'loud' }, 'FLEET_LOG_LEVEL');
+  });
+
+  for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const) {
+    test(`"${level}" is accepted`, () => {
+      assert.equal(ok({ FLEET_LOG_LEVEL: level }).logLevel, level);
+    });
+  }
+});
+
+describe('FLEET_ADMIN_KEY', () => {
+  /** The error must name the variable and must never echo the (secret) value. */
+  function rejectsKey(value: string) {
+    const message = rejectsOnly({ FLEET_ADMIN_KEY: value }, 'FLEET_ADMIN_KEY');
+    assert.ok(!message.includes(value), 'the error message does not echo the key');
+  }
+
+  test('shorter than 32 characters is rejected', () => {
+    rejectsKey('a'.repeat(31));
+    rejectsKey('short-key');
+  });
+
+  test('a key with a space is rejected', () => {
+    rejectsKey(`${'a'.repeat(20)} ${'b'.repeat(20)}`);
+  });
+
+  test('a key with a non-ASCII or control character is rejected', () => {
+    rejectsKey(`${'a'.repeat(40)}é`);
+    rejectsKey(`${'a'.repeat(40)}\t`);
+  });
+
+  test('longer than 512 characters is rejected', () => {
+    rejectsKey('k'.repeat(513));
+  });
+
+  test('"fleet_" + 38 characters with a bad checksum is rejected', () => {
+    const good = generateApiKey();
+    const last = good.at(-1)!;
+    const bad = good.slice(0, -1) + (last === 'A' ? 'B' : 'A');
+    assert.equal(bad.length, 'fleet_'.length + 38);
+    assert.equal(isWellFormedApiKey(bad), false);
+    rejectsKey(bad);
+  });
+
+  test('a generated key is accepted, as is', () => {
+    const key = generateApiKey();
+    assert.equal(ok({ FLEET_ADMIN_KEY: key }).adminKey, key);
+  });
+
+  test('an operator-chosen key of 32 printable characters is accepted', () => {
+    const key = 'Op3rator-Chosen_Key.0123456789!#';
+    assert.equal(key.length, 32);
+    assert.equal(ok({ FLEET_ADMIN_KEY: key }).adminKey, key);
+    assert.equal(ok({ FLEET_ADMIN_KEY: 'x'.repeat(512) }).adminKey, 'x'.repeat(512));
+  });
+});
+
+describe('all problems at once', () => {
+  test('every bad variable is named in the errors', () => {
+    const list = errors({
+      FLEET_HOST: 'not a host',
+      FLEET_PORT: 'abc',
+      FLEET_DATABASE_URL: 'mysql://x',
+      FLEET_LOG_LEVEL: 'loud',
+      FLEET_ADMIN_KEY: 'short',
+    });
+    for (const name of ['FLEET_HOST', 'FLEET_PORT', 'FLEET_DATABASE_URL', 'FLEET_LOG_LEVEL', 'FLEET_ADMIN_KEY']) {
+      assert.ok(
+        list.some((message) => new RegExp(`\\b${name}\\b`).test(message)),
+        `${name} is named in: ${list.join('; ')}`,
+      );
+    }
+    assert.equal(list.length, 5, 'one error per bad variable');
+  });
+
+  test('a bad database URL does not hide the other problems', () => {
+    const list = errors({ FLEET_DATABASE_URL: 'sqlite:', FLEET_PORT: '-1' });
+    assert.equal(list.length, 2);
+    assert.ok(list.some((m) => m.includes('FLEET_DATABASE_URL')));
+    assert.ok(list.some((m) => m.includes('FLEET_PORT')));
+  });
+});
