@@ -16,6 +16,13 @@ import type { ApiKeyRecord, AuthStore, OrganizationRecord } from './store.ts';
 
 /** `last_used_at` is bookkeeping, not audit: write it at most this often per key. */
 const TOUCH_INTERVAL_MS = 60_000;
+/**
+ * Resolved keys are kept this long, so a busy client costs one store lookup per period, not one
+ * per request. Revocation through this service evicts at once; the TTL bounds how long a change
+ * made elsewhere (another process on the same store) can go unseen.
+ */
+const CACHE_TTL_MS = 5_000;
+const CACHE_MAX = 10_000;
 
 export interface NewKey {
   name: string;
@@ -30,6 +37,21 @@ export type AuthService = ReturnType<typeof createAuthService>;
 export function createAuthService(deps: { store: AuthStore; clock: Clock }) {
   const { store, clock } = deps;
   const lastTouched = new Map<string, number>();
+  type Found = NonNullable<Awaited<ReturnType<AuthStore['findKey']>>>;
+  const cache = new Map<string, { found: Found; until: number }>();
+
+  async function findKey(lookupId: string, now: number): Promise<Found | undefined> {
+    const hit = cache.get(lookupId);
+    if (hit !== undefined && hit.until > now) return hit.found;
+    const found = await store.findKey(lookupId);
+    if (found === undefined) {
+      cache.delete(lookupId);
+      return undefined;
+    }
+    if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+    cache.set(lookupId, { found, until: now + CACHE_TTL_MS });
+    return found;
+  }
 
   function keyRecord(organizationId: string, spec: NewKey): { record: ApiKeyRecord; secret: string } {
     const secret = spec.secret ?? generateApiKey();
@@ -52,10 +74,10 @@ export function createAuthService(deps: { store: AuthStore; clock: Clock }) {
   async function authenticate(token: string): Promise<Principal> {
     // A Fleet-format token with a bad checksum is refused before any store access.
     if (looksLikeFleetKey(token) && !isWellFormedApiKey(token)) throw invalidToken();
-    const found = await store.findKey(lookupIdOf(token));
+    const now = clock.now();
+    const found = await findKey(lookupIdOf(token), now);
     if (found === undefined || !hashesEqual(found.key.hash, hashSecret(token))) throw invalidToken();
     const { key, organization } = found;
-    const now = clock.now();
     if (key.revokedAt !== null || (key.expiresAt !== null && key.expiresAt <= now)) throw invalidToken();
     if (now - (lastTouched.get(key.id) ?? 0) >= TOUCH_INTERVAL_MS) {
       lastTouched.set(key.id, now);
