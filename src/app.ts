@@ -37,7 +37,7 @@ declare module 'fastify' {
 }
 
 export interface AppDeps {
-  config: Pick<Config, 'logLevel'>;
+  config: Config;
   stores: Stores;
   clock?: Clock;
   /** Overrides the logger built from config (tests pass a silent or capturing one). */

@@ -8,13 +8,42 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export type DatabaseConfig = { kind: 'sqlite'; path: string };
 
+export interface RateLimitConfig {
+  /** Requests per credential per window; 0 turns per-credential limits off. */
+  requests: number;
+  windowSeconds: number;
+  /** Requests per client IP per window on the token endpoint, against secret guessing. */
+  tokenRequests: number;
+}
+
+export interface QuotaConfig {
+  vehicles: number;
+  apiKeys: number;
+  oauthClients: number;
+  streams: number;
+}
+
+/** An external identity provider whose access tokens are accepted beside Fleet's own. */
+export interface ExternalIssuerConfig {
+  issuer: string;
+  audience: string;
+  jwksUrl: string;
+  /** The claim that carries the Fleet organization id. */
+  organizationClaim: string;
+}
+
 export interface Config {
   host: string;
   port: number;
+  /** Where clients reach this service; the issuer of its own OAuth tokens. */
+  publicUrl: string;
   database: DatabaseConfig;
   logLevel: LogLevel;
   /** Used only on the first start of an empty store, as the first admin key. */
   adminKey: string | undefined;
+  rateLimit: RateLimitConfig;
+  quotas: QuotaConfig;
+  oauth: { tokenTtlSeconds: number; external: ExternalIssuerConfig | undefined };
 }
 
 /** What each variable means, its default, and how it is parsed; README's table mirrors this. */
@@ -30,6 +59,22 @@ export const VARIABLES = {
     default: '',
     doc: 'First admin key (32 to 512 printable ASCII characters), used on the first start of an empty store instead of a generated one.',
   },
+  FLEET_PUBLIC_URL: {
+    default: '',
+    doc: 'Base URL clients use to reach the service (default `http://localhost:<port>`); the `iss` of its OAuth tokens.',
+  },
+  FLEET_RATE_LIMIT_REQUESTS: { default: '1200', doc: 'Requests per credential per window (0 turns the limit off).' },
+  FLEET_RATE_LIMIT_WINDOW_SECONDS: { default: '60', doc: 'Length of the rate-limit window, seconds.' },
+  FLEET_TOKEN_RATE_LIMIT_REQUESTS: { default: '30', doc: 'Requests per client IP per window to `/oauth/token`.' },
+  FLEET_QUOTA_VEHICLES: { default: '10000', doc: 'Vehicles per organization.' },
+  FLEET_QUOTA_API_KEYS: { default: '100', doc: 'Active API keys per organization.' },
+  FLEET_QUOTA_OAUTH_CLIENTS: { default: '20', doc: 'OAuth clients per organization.' },
+  FLEET_QUOTA_STREAMS: { default: '100', doc: 'Open streams per organization.' },
+  FLEET_OAUTH_TOKEN_TTL_SECONDS: { default: '900', doc: 'Lifetime of access tokens Fleet issues, seconds (60 to 86400).' },
+  FLEET_OAUTH_ISSUER: { default: '', doc: 'External identity provider: its issuer (`iss`). Needs the two below.' },
+  FLEET_OAUTH_AUDIENCE: { default: '', doc: 'External identity provider: the audience (`aud`) its tokens must name.' },
+  FLEET_OAUTH_JWKS_URL: { default: '', doc: 'External identity provider: the URL of its signing keys (JWKS).' },
+  FLEET_OAUTH_ORG_CLAIM: { default: 'fleet_org', doc: 'External identity provider: the claim holding the Fleet organization id.' },
 } as const;
 
 type VariableName = keyof typeof VARIABLES;
@@ -70,8 +115,63 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     }
   }
 
+  const int = (name: VariableName, min: number, max: number): number => {
+    const text = read(name);
+    const value = Number(text);
+    if (!/^\d+$/.test(text) || value < min || value > max) {
+      errors.push(`${name}: "${text}" is not a whole number from ${min} to ${max}`);
+    }
+    return value;
+  };
+
+  const publicUrl = parseHttpUrl('FLEET_PUBLIC_URL', read('FLEET_PUBLIC_URL') || `http://localhost:${port}`, errors);
+  const rateLimit: RateLimitConfig = {
+    requests: int('FLEET_RATE_LIMIT_REQUESTS', 0, 1_000_000_000),
+    windowSeconds: int('FLEET_RATE_LIMIT_WINDOW_SECONDS', 1, 86_400),
+    tokenRequests: int('FLEET_TOKEN_RATE_LIMIT_REQUESTS', 1, 1_000_000),
+  };
+  const quotas: QuotaConfig = {
+    vehicles: int('FLEET_QUOTA_VEHICLES', 0, 100_000_000),
+    apiKeys: int('FLEET_QUOTA_API_KEYS', 1, 1_000_000),
+    oauthClients: int('FLEET_QUOTA_OAUTH_CLIENTS', 0, 1_000_000),
+    streams: int('FLEET_QUOTA_STREAMS', 0, 1_000_000),
+  };
+  const tokenTtlSeconds = int('FLEET_OAUTH_TOKEN_TTL_SECONDS', 60, 86_400);
+  const external = parseExternalIssuer(read, errors);
+
   if (errors.length > 0 || database === undefined) return { ok: false, errors };
-  return { ok: true, config: { host, port, database, logLevel, adminKey } };
+  return {
+    ok: true,
+    config: { host, port, publicUrl, database, logLevel, adminKey, rateLimit, quotas, oauth: { tokenTtlSeconds, external } },
+  };
+}
+
+function parseHttpUrl(name: string, text: string, errors: string[]): string {
+  try {
+    const url = new URL(text);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return text.replace(/\/+$/, '');
+  } catch {
+    // reported below
+  }
+  errors.push(`${name}: "${text}" is not an http(s) URL`);
+  return text;
+}
+
+function parseExternalIssuer(read: (name: VariableName) => string, errors: string[]): ExternalIssuerConfig | undefined {
+  const issuer = read('FLEET_OAUTH_ISSUER');
+  const audience = read('FLEET_OAUTH_AUDIENCE');
+  const jwksUrl = read('FLEET_OAUTH_JWKS_URL');
+  const given = [issuer, audience, jwksUrl].filter((v) => v !== '').length;
+  if (given === 0) return undefined;
+  if (given < 3) {
+    errors.push('FLEET_OAUTH_ISSUER, FLEET_OAUTH_AUDIENCE and FLEET_OAUTH_JWKS_URL: set all three, or none');
+    return undefined;
+  }
+  const organizationClaim = read('FLEET_OAUTH_ORG_CLAIM');
+  if (!/^[A-Za-z_][A-Za-z0-9_.:/-]{0,127}$/.test(organizationClaim)) {
+    errors.push(`FLEET_OAUTH_ORG_CLAIM: "${organizationClaim}" is not a claim name`);
+  }
+  return { issuer, audience, jwksUrl: parseHttpUrl('FLEET_OAUTH_JWKS_URL', jwksUrl, errors), organizationClaim };
 }
 
 function parseDatabaseUrl(url: string, cwd: string, errors: string[]): DatabaseConfig | undefined {

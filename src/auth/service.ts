@@ -34,7 +34,12 @@ export interface NewKey {
 
 export type AuthService = ReturnType<typeof createAuthService>;
 
-export function createAuthService(deps: { store: AuthStore; clock: Clock }) {
+/** Verifies a bearer token that is a JWT access token (Fleet's own or an external issuer's). */
+export type AccessTokenVerifier = (token: string) => Promise<Principal>;
+
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+export function createAuthService(deps: { store: AuthStore; clock: Clock; verifyAccessToken?: AccessTokenVerifier }) {
   const { store, clock } = deps;
   const lastTouched = new Map<string, number>();
   type Found = NonNullable<Awaited<ReturnType<AuthStore['findKey']>>>;
@@ -72,6 +77,10 @@ export function createAuthService(deps: { store: AuthStore; clock: Clock }) {
   }
 
   async function authenticate(token: string): Promise<Principal> {
+    if (JWT_SHAPE.test(token)) {
+      if (deps.verifyAccessToken === undefined) throw invalidToken();
+      return deps.verifyAccessToken(token);
+    }
     // A Fleet-format token with a bad checksum is refused before any store access.
     if (looksLikeFleetKey(token) && !isWellFormedApiKey(token)) throw invalidToken();
     const now = clock.now();

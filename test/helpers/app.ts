@@ -7,6 +7,7 @@ import { buildApp } from '../../src/app.ts';
 import { SCOPES, type Scope } from '../../src/auth/scopes.ts';
 import { createAuthService } from '../../src/auth/service.ts';
 import { type Clock, systemClock } from '../../src/clock.ts';
+import { type Config, type Env, loadConfig } from '../../src/config.ts';
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts';
 
 export interface RequestOptions {
@@ -16,7 +17,14 @@ export interface RequestOptions {
   query?: Record<string, string>;
 }
 
-export async function createTestApp(options: { clock?: Clock } = {}) {
+/** A complete configuration as loadConfig makes it, with the test's own variables on top. */
+export function testConfig(env: Env = {}, cwd = tmpdir()): Config {
+  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'silent', ...env }, cwd);
+  if (!loaded.ok) throw new Error(`bad test configuration: ${loaded.errors.join('; ')}`);
+  return loaded.config;
+}
+
+export async function createTestApp(options: { clock?: Clock; env?: Env } = {}) {
   const clock = options.clock ?? systemClock;
   const dir = mkdtempSync(path.join(tmpdir(), 'fleet-test-'));
   const file = path.join(dir, 'fleet.db');
@@ -24,7 +32,8 @@ export async function createTestApp(options: { clock?: Clock } = {}) {
   const auth = createAuthService({ store: stores.auth, clock });
   const first = await auth.bootstrap(undefined);
   if (first === undefined) throw new Error('a fresh store must bootstrap');
-  const app = await buildApp({ config: { logLevel: 'silent' }, stores, clock });
+  const config = testConfig(options.env);
+  const app = await buildApp({ config, stores, clock });
   await app.ready();
 
   /** Sends a request through the whole HTTP stack. `key: null` sends no credential. */
@@ -43,6 +52,7 @@ export async function createTestApp(options: { clock?: Clock } = {}) {
 
   return {
     app,
+    config,
     stores,
     auth,
     file,
