@@ -124,7 +124,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     return value;
   };
 
-  const publicUrl = parseHttpUrl('FLEET_PUBLIC_URL', read('FLEET_PUBLIC_URL') || `http://localhost:${port}`, errors);
+  const givenUrl = read('FLEET_PUBLIC_URL');
+  const publicUrl = givenUrl === '' ? `http://localhost:${port}` : parseHttpUrl('FLEET_PUBLIC_URL', givenUrl, errors);
   const rateLimit: RateLimitConfig = {
     requests: int('FLEET_RATE_LIMIT_REQUESTS', 0, 1_000_000_000),
     windowSeconds: int('FLEET_RATE_LIMIT_WINDOW_SECONDS', 1, 86_400),

@@ -38,7 +38,18 @@ describe('defaults', () => {
       database: { kind: 'sqlite', path: path.join(CWD, 'data', 'fleet.db') },
       logLevel: 'info',
       adminKey: undefined,
+      publicUrl: 'http://localhost:8080',
+      rateLimit: { requests: 1200, windowSeconds: 60, tokenRequests: 30 },
+      quotas: { vehicles: 10000, apiKeys: 100, oauthClients: 20, streams: 100 },
+      oauth: { tokenTtlSeconds: 900, external: undefined },
     });
+  });
+
+  test('the public URL follows the port unless given, and loses a trailing slash', () => {
+    assert.equal(ok({ FLEET_PORT: '9000' }).publicUrl, 'http://localhost:9000');
+    assert.equal(ok({ FLEET_PUBLIC_URL: 'https://fleet.example.com/' }).publicUrl, 'https://fleet.example.com');
+    rejectsOnly({ FLEET_PUBLIC_URL: 'ftp://x' }, 'FLEET_PUBLIC_URL');
+    rejectsOnly({ FLEET_PUBLIC_URL: 'not a url' }, 'FLEET_PUBLIC_URL');
   });
 
   test('the default SQLite file lives under <cwd>/data, for whatever cwd is given', () => {
@@ -213,5 +224,44 @@ describe('all problems at once', () => {
     assert.equal(list.length, 2);
     assert.ok(list.some((m) => m.includes('FLEET_DATABASE_URL')));
     assert.ok(list.some((m) => m.includes('FLEET_PORT')));
+  });
+});
+
+describe('limits, quotas and OAuth', () => {
+  for (const [name, bad] of [
+    ['FLEET_RATE_LIMIT_REQUESTS', '-5'],
+    ['FLEET_RATE_LIMIT_WINDOW_SECONDS', '0'],
+    ['FLEET_TOKEN_RATE_LIMIT_REQUESTS', 'many'],
+    ['FLEET_QUOTA_VEHICLES', '1.5'],
+    ['FLEET_QUOTA_API_KEYS', '0'],
+    ['FLEET_OAUTH_TOKEN_TTL_SECONDS', '30'],
+  ] as const) {
+    test(`${name}="${bad}" is rejected, naming it`, () => {
+      rejectsOnly({ [name]: bad }, name);
+    });
+  }
+
+  test('numbers are read', () => {
+    const config = ok({ FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_QUOTA_VEHICLES: '3', FLEET_OAUTH_TOKEN_TTL_SECONDS: '120' });
+    assert.equal(config.rateLimit.requests, 0);
+    assert.equal(config.quotas.vehicles, 3);
+    assert.equal(config.oauth.tokenTtlSeconds, 120);
+  });
+
+  test('an external issuer needs issuer, audience and JWKS URL together', () => {
+    const list = errors({ FLEET_OAUTH_ISSUER: 'https://idp.example.com' });
+    assert.equal(list.length, 1);
+    assert.match(list[0]!, /FLEET_OAUTH_ISSUER, FLEET_OAUTH_AUDIENCE and FLEET_OAUTH_JWKS_URL/);
+    const config = ok({
+      FLEET_OAUTH_ISSUER: 'https://idp.example.com',
+      FLEET_OAUTH_AUDIENCE: 'fleet-api',
+      FLEET_OAUTH_JWKS_URL: 'https://idp.example.com/jwks',
+    });
+    assert.deepEqual(config.oauth.external, {
+      issuer: 'https://idp.example.com', audience: 'fleet-api', jwksUrl: 'https://idp.example.com/jwks', organizationClaim: 'fleet_org',
+    });
+    rejectsOnly({
+      FLEET_OAUTH_ISSUER: 'https://idp.example.com', FLEET_OAUTH_AUDIENCE: 'a', FLEET_OAUTH_JWKS_URL: 'file:///etc/passwd',
+    }, 'FLEET_OAUTH_JWKS_URL');
   });
 });
