@@ -1,0 +1,55 @@
+import { Type, type Static } from 'typebox';
+import { IsoTimestamp, Paging } from '../http/schema.ts';
+import { SCOPES } from './scopes.ts';
+
+export const ScopeSchema = Type.Enum(SCOPES, { description: 'A permission a credential holds.' });
+
+export const ScopeList = Type.Array(ScopeSchema, {
+  minItems: 1,
+  uniqueItems: true,
+  description: 'Scopes; never more than the creator holds.',
+});
+
+export const ApiKeyView = Type.Object(
+  {
+    id: Type.String({ examples: ['key_3x9Zb0qLrT2wYp1m'] }),
+    name: Type.String(),
+    prefix: Type.String({ description: 'The first characters of the key, to tell keys apart.', examples: ['fleet_Ab12Cd34'] }),
+    scopes: Type.Array(ScopeSchema),
+    createdAt: IsoTimestamp,
+    lastUsedAt: Type.Union([IsoTimestamp, Type.Null()], { description: 'Updated at most once a minute.' }),
+    expiresAt: Type.Union([IsoTimestamp, Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+
+export const CreatedApiKey = Type.Object(
+  {
+    ...ApiKeyView.properties,
+    key: Type.String({ description: 'The secret. Shown in this response only; store it now.' }),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateApiKeyBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    scopes: ScopeList,
+    expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working; in the future.' })),
+  },
+  { additionalProperties: false, examples: [{ name: 'telematics gateway', scopes: ['telemetry:write'], expiresAt: '2027-06-30T00:00:00.000Z' }] },
+);
+export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
+
+export const ApiKeyList = Type.Object(
+  { apiKeys: Type.Array(ApiKeyView), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() },
+  { additionalProperties: false },
+);
+
+export const PageQuery = Type.Object(Paging, { additionalProperties: false });
+export type PageQuery = Static<typeof PageQuery>;
+
+export const IdParams = Type.Object(
+  { id: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) },
+  { additionalProperties: false },
+);
