@@ -1,0 +1,127 @@
+import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import type { OAuthClientRecord, OAuthStore, SigningKeyRecord } from '../../auth/oauth/store.ts';
+import { isScope } from '../../auth/scopes.ts';
+import { transaction } from './database.ts';
+
+type Row = Record<string, SQLInputValue>;
+
+function toSigningKey(row: Row): SigningKeyRecord {
+  return {
+    kid: row.kid as string,
+    algorithm: row.algorithm as 'ES256',
+    privateJwk: row.private_jwk as string,
+    publicJwk: row.public_jwk as string,
+    createdAt: row.created_at as number,
+    retiredAt: (row.retired_at as number | null) ?? null,
+  };
+}
+
+function toClient(row: Row): OAuthClientRecord {
+  return {
+    id: row.id as string,
+    organizationId: row.organization_id as string,
+    name: row.name as string,
+    secretHash: row.secret_hash as Uint8Array,
+    scopes: (row.scopes as string).split(' ').filter(isScope),
+    createdAt: row.created_at as number,
+    createdBy: row.created_by as string,
+  };
+}
+
+export function createSqliteOAuthStore(db: DatabaseSync): OAuthStore {
+  const keys = db.prepare('SELECT * FROM oauth_signing_keys ORDER BY created_at, kid');
+  const insertFirstKey = db.prepare(
+    `INSERT INTO oauth_signing_keys (kid, algorithm, private_jwk, public_jwk, created_at, retired_at)
+     SELECT ?, ?, ?, ?, ?, NULL WHERE NOT EXISTS (SELECT 1 FROM oauth_signing_keys WHERE retired_at IS NULL)`,
+  );
+  const retireKeys = db.prepare('UPDATE oauth_signing_keys SET retired_at = ? WHERE retired_at IS NULL');
+  const dropKeys = db.prepare('DELETE FROM oauth_signing_keys WHERE retired_at IS NOT NULL AND retired_at < ?');
+  const insertKey = db.prepare(
+    'INSERT INTO oauth_signing_keys (kid, algorithm, private_jwk, public_jwk, created_at, retired_at) VALUES (?, ?, ?, ?, ?, NULL)',
+  );
+
+  const countClients = db.prepare('SELECT count(*) AS n FROM oauth_clients WHERE organization_id = ?');
+  const insertClient = db.prepare(
+    `INSERT INTO oauth_clients (id, organization_id, name, secret_hash, scopes, created_at, created_by)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const listClients = db.prepare('SELECT * FROM oauth_clients WHERE organization_id = ? ORDER BY created_at, id');
+  const getClient = db.prepare('SELECT * FROM oauth_clients WHERE organization_id = ? AND id = ?');
+  const findClient = db.prepare(
+    `SELECT c.*, o.name AS org_name, o.platform AS org_platform, o.created_at AS org_created_at
+     FROM oauth_clients c JOIN organizations o ON o.id = c.organization_id WHERE c.id = ?`,
+  );
+  const deleteClient = db.prepare('DELETE FROM oauth_clients WHERE organization_id = ? AND id = ?');
+
+  const revoke = db.prepare('INSERT OR IGNORE INTO oauth_revoked_tokens (jti, expires_at) VALUES (?, ?)');
+  const forget = db.prepare('DELETE FROM oauth_revoked_tokens WHERE expires_at <= ?');
+  const isRevoked = db.prepare('SELECT 1 AS revoked FROM oauth_revoked_tokens WHERE jti = ?');
+
+  return {
+    async listSigningKeys() {
+      return keys.all().map(toSigningKey);
+    },
+
+    async addFirstSigningKey(key) {
+      const result = insertFirstKey.run(key.kid, key.algorithm, key.privateJwk, key.publicJwk, key.createdAt);
+      return Number(result.changes) === 1;
+    },
+
+    async rotateSigningKey(key, dropRetiredBefore) {
+      transaction(db, () => {
+        retireKeys.run(key.createdAt);
+        dropKeys.run(dropRetiredBefore);
+        insertKey.run(key.kid, key.algorithm, key.privateJwk, key.publicJwk, key.createdAt);
+      });
+    },
+
+    async insertClient(client, max) {
+      return transaction(db, () => {
+        if (Number(countClients.get(client.organizationId)?.n ?? 0) >= max) return false;
+        insertClient.run(
+          client.id, client.organizationId, client.name, client.secretHash, client.scopes.join(' '),
+          client.createdAt, client.createdBy,
+        );
+        return true;
+      });
+    },
+
+    async listClients(organizationId) {
+      return listClients.all(organizationId).map(toClient);
+    },
+
+    async getClient(organizationId, id) {
+      const row = getClient.get(organizationId, id);
+      return row === undefined ? undefined : toClient(row);
+    },
+
+    async findClient(id) {
+      const row = findClient.get(id);
+      if (row === undefined) return undefined;
+      return {
+        client: toClient(row),
+        organization: {
+          id: row.organization_id as string,
+          name: row.org_name as string,
+          platform: row.org_platform === 1,
+          createdAt: row.org_created_at as number,
+        },
+      };
+    },
+
+    async deleteClient(organizationId, id) {
+      return Number(deleteClient.run(organizationId, id).changes) === 1;
+    },
+
+    async revokeToken(jti, expiresAt, now) {
+      transaction(db, () => {
+        forget.run(now);
+        revoke.run(jti, expiresAt);
+      });
+    },
+
+    async isTokenRevoked(jti) {
+      return isRevoked.get(jti) !== undefined;
+    },
+  };
+}
