@@ -4,6 +4,9 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
 import pkg from '../package.json' with { type: 'json' };
+import { apiKeyRoutes } from './auth/keys-routes.ts';
+import { createOAuthService } from './auth/oauth/clients.ts';
+import { oauthRoutes } from './auth/oauth/routes.ts';
 import { createAuthService } from './auth/service.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -12,12 +15,21 @@ import { healthRoutes } from './http/health.ts';
 import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
 import { problemsPlugin } from './http/problems.ts';
+import { rateLimitPlugin } from './http/rate-limit.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { versioningPlugin } from './http/versioning.ts';
+import { organizationRoutes } from './organizations/routes.ts';
+import type { RateLimitStore } from './ratelimit/store.ts';
 import type { Stores } from './storage/stores.ts';
+import { createLatestView, summaryOf } from './telemetry/latest.ts';
+import { createMqttIngestion } from './telemetry/mqtt.ts';
+import { startRetention } from './telemetry/retention.ts';
+import { telemetryRoutes } from './telemetry/routes.ts';
+import { createTelemetryService } from './telemetry/service.ts';
 import { vehicleRoutesV1 } from './vehicles/routes.v1.ts';
 import { vehicleRoutesV2 } from './vehicles/routes.v2.ts';
 import { createVehicleService } from './vehicles/service.ts';
+import type { LatestLookup } from './vehicles/view.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -43,6 +55,8 @@ export interface AppDeps {
   /** Overrides the logger built from config (tests pass a silent or capturing one). */
   logger?: FastifyServerOptions['loggerInstance'];
   metrics?: Registry;
+  /** Rate-limit counters shared by several nodes (cluster mode) or a test; default: this process. */
+  rateLimitStore?: RateLimitStore;
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -68,8 +82,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   // Only JSON bodies are accepted; anything else is answered 415.
   app.removeContentTypeParser('text/plain');
-  app.addHook('onRequest', async (request, reply) => {
+  // Hooks on every request are written callback-style: an async hook costs a promise per request.
+  app.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
+    done();
   });
   // While shutting down, answer in-flight requests with `Connection: close`: Fastify closes only
   // connections idle at close time, and a kept-alive one would otherwise hold the process open.
@@ -77,17 +93,39 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) void reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
 
-  const auth = createAuthService({ store: deps.stores.auth, clock });
-  const vehicles = createVehicleService({ store: deps.stores.vehicles, clock });
+  const oauth = createOAuthService({
+    store: deps.stores.oauth,
+    clock,
+    issuer: deps.config.publicUrl,
+    tokenTtlSeconds: deps.config.oauth.tokenTtlSeconds,
+    maxClients: deps.config.quotas.oauthClients,
+    external: deps.config.oauth.external,
+    findOrganization: (id) => deps.stores.auth.getOrganization(id),
+  });
+  const auth = createAuthService({
+    store: deps.stores.auth, clock, maxApiKeys: deps.config.quotas.apiKeys, verifyAccessToken: oauth.verifyAccessToken,
+  });
+  const latest = createLatestView();
+  const vehicles = createVehicleService({
+    store: deps.stores.vehicles, clock, maxVehicles: deps.config.quotas.vehicles, onDeleted: latest.forget,
+  });
+  const telemetry = createTelemetryService({ store: deps.stores.telemetry, vehicles: deps.stores.vehicles, latest, clock });
+  await telemetry.load();
+  const latestOf: LatestLookup = (organizationId, vehicleId) => {
+    const state = latest.get(organizationId, vehicleId);
+    return state === undefined ? undefined : summaryOf(state);
+  };
 
   await app.register(problemsPlugin);
   // auth first: its onRoute check must see every route registered after it.
   await app.register(authPlugin, { auth });
+  // Right after auth: its onRequest hook needs the principal, and must refuse before any other work.
+  await app.register(rateLimitPlugin, { config: deps.config.rateLimit, clock, store: deps.rateLimitStore });
   // After auth, whose onRoute hook settles each route's public/scope config first.
   const routeTable: RouteEntry[] = [];
   app.decorate('routeTable', routeTable);
@@ -97,11 +135,29 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
   await app.register(openapiPlugin, { version: pkg.version });
-  await app.register(metricsPlugin, { registry: deps.metrics ?? createMetricsRegistry() });
+  const metrics = deps.metrics ?? createMetricsRegistry();
+  await app.register(metricsPlugin, { registry: metrics });
   await app.register(versioningPlugin);
-  await app.register(healthRoutes, { checks: { store: () => deps.stores.ping() } });
-  await app.register(vehicleRoutesV2, { service: vehicles });
-  await app.register(vehicleRoutesV1, { service: vehicles });
+  // MQTT ingestion (own listener, existing broker, or off) over the same ingest function as HTTP.
+  const mqtt = createMqttIngestion({ config: deps.config.mqtt, telemetry, auth, registry: metrics, log: app.log });
+  await app.register(healthRoutes, { checks: { store: () => deps.stores.ping(), mqtt: () => mqtt.readiness() } });
+  await app.register(vehicleRoutesV2, { service: vehicles, latest: latestOf });
+  await app.register(vehicleRoutesV1, { service: vehicles, latest: latestOf });
+  await app.register(telemetryRoutes, { service: telemetry });
+  await app.register(apiKeyRoutes, { auth });
+  await app.register(organizationRoutes, { auth });
+  await app.register(oauthRoutes, { oauth, publicUrl: deps.config.publicUrl });
+
+  const retention = startRetention({
+    store: deps.stores.telemetry, clock, days: deps.config.telemetry.retentionDays, log: app.log,
+  });
+  app.addHook('onReady', () => mqtt.start());
+  // preClose: MQTT stops taking messages and answers those in hand while the store is still open.
+  app.addHook('preClose', () => mqtt.stop());
+  app.addHook('onClose', async () => {
+    retention.stop();
+    await telemetry.drain();
+  });
 
   return app;
 }

@@ -1,5 +1,6 @@
 // The only reader of process.env. Every variable is parsed here, every problem is collected, and
 // the caller decides what to do with the list (main.ts prints it and exits non-zero).
+import os from 'node:os';
 import path from 'node:path';
 import { isWellFormedApiKey } from './auth/keys.ts';
 
@@ -32,6 +33,24 @@ export interface ExternalIssuerConfig {
   organizationClaim: string;
 }
 
+/**
+ * MQTT ingestion: off, the service's own listener (devices log in with API keys), or a client of
+ * an existing broker that takes a shared subscription for one configured organization.
+ */
+export type MqttConfig =
+  | { mode: 'off' }
+  | { mode: 'listener'; host: string; port: number }
+  | {
+      mode: 'broker';
+      url: string;
+      username: string | undefined;
+      password: string | undefined;
+      shareGroup: string;
+      organizationId: string;
+      /** Stable across restarts, so the broker keeps this node's session (and what it holds) for it. */
+      clientId: string;
+    };
+
 export interface Config {
   host: string;
   port: number;
@@ -44,6 +63,8 @@ export interface Config {
   rateLimit: RateLimitConfig;
   quotas: QuotaConfig;
   oauth: { tokenTtlSeconds: number; external: ExternalIssuerConfig | undefined };
+  telemetry: { retentionDays: number };
+  mqtt: MqttConfig;
 }
 
 /** What each variable means, its default, and how it is parsed; README's table mirrors this. */
@@ -70,11 +91,26 @@ export const VARIABLES = {
   FLEET_QUOTA_API_KEYS: { default: '100', doc: 'Active API keys per organization.' },
   FLEET_QUOTA_OAUTH_CLIENTS: { default: '20', doc: 'OAuth clients per organization.' },
   FLEET_QUOTA_STREAMS: { default: '100', doc: 'Open streams per organization.' },
+  FLEET_TELEMETRY_RETENTION_DAYS: { default: '30', doc: 'Telemetry history older than this many days is deleted in the background.' },
   FLEET_OAUTH_TOKEN_TTL_SECONDS: { default: '900', doc: 'Lifetime of access tokens Fleet issues, seconds (60 to 86400).' },
   FLEET_OAUTH_ISSUER: { default: '', doc: 'External identity provider: its issuer (`iss`). Needs the two below.' },
   FLEET_OAUTH_AUDIENCE: { default: '', doc: 'External identity provider: the audience (`aud`) its tokens must name.' },
   FLEET_OAUTH_JWKS_URL: { default: '', doc: 'External identity provider: the URL of its signing keys (JWKS).' },
   FLEET_OAUTH_ORG_CLAIM: { default: 'fleet_org', doc: 'External identity provider: the claim holding the Fleet organization id.' },
+  FLEET_MQTT_PORT: { default: '1883', doc: 'Port of the embedded MQTT listener (0 turns it off). Ignored with `FLEET_MQTT_URL`.' },
+  FLEET_MQTT_HOST: { default: '', doc: 'Address of the embedded MQTT listener (default: `FLEET_HOST`).' },
+  FLEET_MQTT_URL: {
+    default: '',
+    doc: 'An existing broker, `mqtt://host:port` or `mqtts://host:port`: Fleet subscribes to it instead of opening its own listener.',
+  },
+  FLEET_MQTT_USERNAME: { default: '', doc: 'Existing broker: the user name Fleet logs in with.' },
+  FLEET_MQTT_PASSWORD: { default: '', doc: 'Existing broker: the password Fleet logs in with.' },
+  FLEET_MQTT_ORGANIZATION: { default: '', doc: 'Existing broker: the organization id that owns the vehicles of its topics (required with `FLEET_MQTT_URL`).' },
+  FLEET_MQTT_SHARE_GROUP: { default: 'fleet', doc: 'Existing broker: the shared-subscription group; the nodes of one deployment share its messages.' },
+  FLEET_MQTT_CLIENT_ID: {
+    default: '',
+    doc: 'Existing broker: this node\'s MQTT client id (default `fleet-<hostname>`); unique per node and stable across restarts.',
+  },
 } as const;
 
 type VariableName = keyof typeof VARIABLES;
@@ -138,12 +174,19 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     streams: int('FLEET_QUOTA_STREAMS', 0, 1_000_000),
   };
   const tokenTtlSeconds = int('FLEET_OAUTH_TOKEN_TTL_SECONDS', 60, 86_400);
+  const retentionDays = int('FLEET_TELEMETRY_RETENTION_DAYS', 1, 36_500);
   const external = parseExternalIssuer(read, errors);
+  const mqtt = parseMqtt(read, host, errors);
 
   if (errors.length > 0 || database === undefined) return { ok: false, errors };
   return {
     ok: true,
-    config: { host, port, publicUrl, database, logLevel, adminKey, rateLimit, quotas, oauth: { tokenTtlSeconds, external } },
+    config: {
+      host, port, publicUrl, database, logLevel, adminKey, rateLimit, quotas,
+      oauth: { tokenTtlSeconds, external },
+      telemetry: { retentionDays },
+      mqtt,
+    },
   };
 }
 
@@ -173,6 +216,60 @@ function parseExternalIssuer(read: (name: VariableName) => string, errors: strin
     errors.push(`FLEET_OAUTH_ORG_CLAIM: "${organizationClaim}" is not a claim name`);
   }
   return { issuer, audience, jwksUrl: parseHttpUrl('FLEET_OAUTH_JWKS_URL', jwksUrl, errors), organizationClaim };
+}
+
+function parseMqtt(read: (name: VariableName) => string, httpHost: string, errors: string[]): MqttConfig {
+  const portText = read('FLEET_MQTT_PORT');
+  const port = Number(portText);
+  if (!/^\d{1,5}$/.test(portText) || port > 65535) {
+    errors.push(`FLEET_MQTT_PORT: "${portText}" is not a port number (0 to 65535)`);
+  }
+  const host = read('FLEET_MQTT_HOST') || httpHost;
+  // Checked only when given: an inherited FLEET_HOST has been checked (and reported) already.
+  if (read('FLEET_MQTT_HOST') !== '' && !/^[A-Za-z0-9.:[\]-]+$/.test(host)) {
+    errors.push(`FLEET_MQTT_HOST: "${host}" is not a host name or address`);
+  }
+
+  const urlText = read('FLEET_MQTT_URL');
+  const username = read('FLEET_MQTT_USERNAME') || undefined;
+  const password = read('FLEET_MQTT_PASSWORD') || undefined;
+  const organizationId = read('FLEET_MQTT_ORGANIZATION');
+  if (urlText === '') {
+    // Broker settings without a broker are a mistake worth stopping for, not something to ignore.
+    const stray = (['FLEET_MQTT_USERNAME', 'FLEET_MQTT_PASSWORD', 'FLEET_MQTT_ORGANIZATION'] as const).filter((name) => read(name) !== '');
+    if (stray.length > 0) errors.push(`${stray.join(', ')}: only used with FLEET_MQTT_URL, which is not set`);
+    return port === 0 ? { mode: 'off' } : { mode: 'listener', host, port };
+  }
+
+  let url = urlText;
+  try {
+    const parsed = new URL(urlText);
+    if (parsed.protocol !== 'mqtt:' && parsed.protocol !== 'mqtts:') {
+      errors.push(`FLEET_MQTT_URL: "${redactUrl(urlText)}" is not an mqtt:// or mqtts:// URL`);
+    } else if (parsed.username !== '' || parsed.password !== '') {
+      errors.push('FLEET_MQTT_URL: put credentials in FLEET_MQTT_USERNAME and FLEET_MQTT_PASSWORD, not in the URL');
+    } else if (parsed.hostname === '' || !['', '/'].includes(parsed.pathname) || parsed.search !== '' || parsed.hash !== '') {
+      errors.push(`FLEET_MQTT_URL: "${urlText}" must be mqtt://host:port, without a path or query`);
+    } else {
+      url = `${parsed.protocol}//${parsed.host}`;
+    }
+  } catch {
+    errors.push(`FLEET_MQTT_URL: "${redactUrl(urlText)}" is not a URL (mqtt://host:port)`);
+  }
+  if (organizationId === '') {
+    errors.push('FLEET_MQTT_ORGANIZATION: required with FLEET_MQTT_URL (the organization id that owns the broker\'s vehicles)');
+  } else if (!/^org_[A-Za-z0-9_-]{1,64}$/.test(organizationId)) {
+    errors.push(`FLEET_MQTT_ORGANIZATION: "${organizationId}" is not an organization id (org_...)`);
+  }
+  const shareGroup = read('FLEET_MQTT_SHARE_GROUP');
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(shareGroup)) {
+    errors.push(`FLEET_MQTT_SHARE_GROUP: "${shareGroup}" is not 1 to 64 characters of A-Z a-z 0-9 _ . -`);
+  }
+  const clientId = read('FLEET_MQTT_CLIENT_ID') || `fleet-${os.hostname().replaceAll(/[^A-Za-z0-9_.-]/g, '-')}`.slice(0, 128);
+  if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(clientId)) {
+    errors.push(`FLEET_MQTT_CLIENT_ID: "${clientId}" is not 1 to 128 characters of A-Z a-z 0-9 _ . : -`);
+  }
+  return { mode: 'broker', url, username, password, shareGroup, organizationId, clientId };
 }
 
 function parseDatabaseUrl(url: string, cwd: string, errors: string[]): DatabaseConfig | undefined {

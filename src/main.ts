@@ -43,7 +43,8 @@ process.on('SIGINT', () => void shutdown('SIGINT'));
 try {
   await app.listen({ host: config.host, port: config.port });
 } catch (error) {
-  app.log.fatal({ err: error }, 'could not start listening');
+  // Listening starts the parts that start with the app too (the MQTT listener or broker client).
+  app.log.fatal({ err: error }, 'could not start');
   await stores.close();
   process.exit(1);
 }

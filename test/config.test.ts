@@ -42,6 +42,8 @@ describe('defaults', () => {
       rateLimit: { requests: 1200, windowSeconds: 60, tokenRequests: 30 },
       quotas: { vehicles: 10000, apiKeys: 100, oauthClients: 20, streams: 100 },
       oauth: { tokenTtlSeconds: 900, external: undefined },
+      telemetry: { retentionDays: 30 },
+      mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
     });
   });
 
@@ -263,5 +265,47 @@ describe('limits, quotas and OAuth', () => {
     rejectsOnly({
       FLEET_OAUTH_ISSUER: 'https://idp.example.com', FLEET_OAUTH_AUDIENCE: 'a', FLEET_OAUTH_JWKS_URL: 'file:///etc/passwd',
     }, 'FLEET_OAUTH_JWKS_URL');
+  });
+});
+
+describe('MQTT', () => {
+  const broker = { FLEET_MQTT_URL: 'mqtt://broker.internal:1883', FLEET_MQTT_ORGANIZATION: 'org_Qm2k9XrB7tLw0aZc' };
+
+  test('the listener follows FLEET_HOST unless FLEET_MQTT_HOST is given; port 0 turns it off', () => {
+    assert.deepEqual(ok({ FLEET_HOST: '127.0.0.1', FLEET_MQTT_PORT: '11883' }).mqtt, { mode: 'listener', host: '127.0.0.1', port: 11883 });
+    assert.deepEqual(ok({ FLEET_HOST: '127.0.0.1', FLEET_MQTT_HOST: '::1' }).mqtt, { mode: 'listener', host: '::1', port: 1883 });
+    assert.deepEqual(ok({ FLEET_MQTT_PORT: '0' }).mqtt, { mode: 'off' });
+    rejectsOnly({ FLEET_MQTT_PORT: '70000' }, 'FLEET_MQTT_PORT');
+    rejectsOnly({ FLEET_MQTT_HOST: 'not a host' }, 'FLEET_MQTT_HOST');
+  });
+
+  test('an existing broker: URL, organization, credentials, share group and client id', () => {
+    assert.deepEqual(ok({ ...broker, FLEET_MQTT_USERNAME: 'fleet', FLEET_MQTT_PASSWORD: 's3cret', FLEET_MQTT_CLIENT_ID: 'fleet-1' }).mqtt, {
+      mode: 'broker', url: 'mqtt://broker.internal:1883', username: 'fleet', password: 's3cret',
+      shareGroup: 'fleet', organizationId: 'org_Qm2k9XrB7tLw0aZc', clientId: 'fleet-1',
+    });
+    const defaults = ok({ ...broker, FLEET_MQTT_URL: 'mqtts://broker.internal/' }).mqtt;
+    assert.equal(defaults.mode, 'broker');
+    if (defaults.mode !== 'broker') return;
+    assert.equal(defaults.url, 'mqtts://broker.internal');
+    assert.match(defaults.clientId, /^fleet-[A-Za-z0-9_.-]+$/, 'the client id defaults to fleet-<hostname>');
+    assert.equal(defaults.username, undefined);
+  });
+
+  test('a broker needs an organization; broker settings need a broker', () => {
+    rejectsOnly({ FLEET_MQTT_URL: 'mqtt://broker.internal:1883' }, 'FLEET_MQTT_ORGANIZATION');
+    rejectsOnly({ ...broker, FLEET_MQTT_ORGANIZATION: 'acme' }, 'FLEET_MQTT_ORGANIZATION');
+    rejectsOnly({ FLEET_MQTT_ORGANIZATION: 'org_Qm2k9XrB7tLw0aZc' }, 'FLEET_MQTT_ORGANIZATION');
+    rejectsOnly({ FLEET_MQTT_PASSWORD: 'secret' }, 'FLEET_MQTT_PASSWORD');
+  });
+
+  test('bad URLs, share groups and client ids are rejected; a password in the URL is never echoed', () => {
+    for (const url of ['http://broker:1883', 'mqtt://', 'not a url', 'mqtt://broker:1883/path']) {
+      rejectsOnly({ ...broker, FLEET_MQTT_URL: url }, 'FLEET_MQTT_URL');
+    }
+    const message = rejectsOnly({ ...broker, FLEET_MQTT_URL: 'mqtt://fleet:hunter2@broker:1883' }, 'FLEET_MQTT_URL');
+    assert.doesNotMatch(message, /hunter2/);
+    rejectsOnly({ ...broker, FLEET_MQTT_SHARE_GROUP: 'a/b' }, 'FLEET_MQTT_SHARE_GROUP');
+    rejectsOnly({ ...broker, FLEET_MQTT_CLIENT_ID: 'has space' }, 'FLEET_MQTT_CLIENT_ID');
   });
 });

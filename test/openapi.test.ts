@@ -134,12 +134,20 @@ test('every /api/v1 operation is deprecated, every /v2 one is not', () => {
   }
 });
 
+/** RFC 6749 fixes the error shape of the OAuth endpoints: JSON `{error, error_description}`. */
+const OAUTH_ENDPOINTS = new Set(['/oauth/token', '/oauth/revoke', '/oauth/introspect']);
+
 test('every 4xx and 5xx response is documented as application/problem+json', () => {
   let errors = 0;
   for (const { key, path, op } of documentedOperations()) {
     for (const [status, response] of Object.entries(op.responses ?? {})) {
       if (!/^[45]/.test(status)) continue;
       errors++;
+      if (OAUTH_ENDPOINTS.has(path) && (status === '400' || status === '401')) {
+        const content = response.content as Record<string, { schema?: { properties?: Record<string, unknown> } }> | undefined;
+        assert.ok(content?.['application/json']?.schema?.properties?.error !== undefined, `${key} ${status}: an OAuth error`);
+        continue;
+      }
       assert.ok(
         response.content !== undefined && 'application/problem+json' in response.content,
         `${key} ${status}: content types ${Object.keys(response.content ?? {}).join(', ') || 'none'}`,

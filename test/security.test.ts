@@ -38,6 +38,9 @@ function isPublicByContract(url: string): boolean {
     url === '/readyz' ||
     url === '/openapi.json' ||
     url === '/oauth/token' ||
+    // Client-authenticated (HTTP Basic or form credentials, RFC 7009 / RFC 7662), never by bearer.
+    url === '/oauth/revoke' ||
+    url === '/oauth/introspect' ||
     url === '/docs' ||
     url.startsWith('/docs/') ||
     url.startsWith('/.well-known/')
@@ -52,25 +55,31 @@ function protectedRoutes(): RouteEntry[] {
 const routeName = (route: Pick<RouteEntry, 'method' | 'url'>) => `${route.method} ${route.url}`;
 
 function concreteUrl(url: string, id: string): string {
-  return url.replaceAll(':id', encodeURIComponent(id)).replace(/\*$/, 'index.css');
+  return url.replaceAll(/:[A-Za-z]+/g, encodeURIComponent(id)).replace(/\*$/, 'index.css');
 }
 
 let counter = 0;
 const unique = (prefix: string) => `${prefix}-${++counter}`;
 
 /** A valid body for every route that takes one, keyed by route url. */
-const BODIES: Record<string, () => unknown> = {
+const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/fleet/vehicles': () => ({ vehicleId: unique('new'), type: 'van' }),
   '/api/v1/fleet': () => ({ vehicleId: unique('new-v1'), type: 'truck' }),
   '/v2/fleet/vehicles/:id/status': () => ({ status: 'active' }),
   '/api/v1/vehicles/:id/status': () => ({ status: 'active' }),
+  '/v2/api-keys': () => ({ name: unique('matrix-key'), scopes: ['admin'] }),
+  '/v2/organizations': () => ({ name: unique('matrix-org') }),
+  '/v2/oauth-clients': () => ({ name: unique('matrix-client'), scopes: ['admin'] }),
+  '/v2/oauth/signing-keys': () => undefined,
+  '/v2/telemetry/:vehicleId': () => ({ timestamp: new Date(Date.now() - ++counter).toISOString(), data: { speed: 1 } }),
+  '/v2/telemetry': (id) => ({ records: [{ vehicleId: id, timestamp: new Date(Date.now() - ++counter).toISOString(), data: { battery: 50 } }] }),
 };
 
-function bodyFor(route: RouteEntry): unknown {
+function bodyFor(route: RouteEntry, vehicleId = unique('no-vehicle')): unknown {
   if (route.method !== 'POST' && route.method !== 'PUT' && route.method !== 'PATCH') return undefined;
   const make = BODIES[route.url];
   assert.ok(make, `security.test.ts has no request body for ${routeName(route)}: add one to BODIES`);
-  return make();
+  return make(vehicleId);
 }
 
 /** The routes known today; the matrix must cover at least these. */
@@ -86,6 +95,9 @@ const KNOWN_ROUTES: Record<string, number> = {
   'POST /api/v1/fleet': 201,
   'GET /api/v1/vehicles/:id': 200,
   'PUT /api/v1/vehicles/:id/status': 200,
+  'POST /v2/telemetry/:vehicleId': 202,
+  'POST /v2/telemetry': 202,
+  'GET /v2/telemetry/:vehicleId/history': 200,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {
@@ -186,7 +198,7 @@ describe('scope matrix', () => {
         const vehicleId = unique('matrix');
         await ctx.registerVehicle(vehicleId);
         const url = concreteUrl(route.url, vehicleId);
-        const body = bodyFor(route);
+        const body = bodyFor(route, vehicleId);
 
         // No credential, or an Authorization header that carries no bearer token.
         const noCredential: Array<[string, Record<string, string>]> = [
@@ -335,7 +347,8 @@ describe('organizations are isolated', () => {
   }
 
   test('another organization\'s vehicle answers exactly like a missing one, on every :id route', async () => {
-    const routes = ctx.app.routeTable.filter((r) => r.url.includes(':id') && !isPublicByContract(r.url));
+    // Vehicle routes; other resources' isolation is tested beside them (api-keys, oauth).
+    const routes = ctx.app.routeTable.filter((r) => r.url.includes('/vehicles/:id') && !isPublicByContract(r.url));
     assert.ok(routes.filter((r) => r.method !== 'HEAD').length >= 6, `only ${routes.length} :id routes`);
     const cases: Array<[string, string, string]> = [
       ['B on A\'s vehicle', bKey, aOnly],

@@ -1,5 +1,6 @@
 // Resolves a bearer token to a Principal; creates organizations and keys.
 import { AppError } from '../errors.ts';
+import { quotaExceeded } from '../quotas.ts';
 import type { Clock } from '../clock.ts';
 import {
   displayPrefixOf,
@@ -39,23 +40,37 @@ export type AccessTokenVerifier = (token: string) => Promise<Principal>;
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
-export function createAuthService(deps: { store: AuthStore; clock: Clock; verifyAccessToken?: AccessTokenVerifier }) {
+export function createAuthService(deps: {
+  store: AuthStore;
+  clock: Clock;
+  verifyAccessToken?: AccessTokenVerifier;
+  /** Unrevoked API keys an organization may hold. */
+  maxApiKeys?: number;
+}) {
   const { store, clock } = deps;
   const lastTouched = new Map<string, number>();
   type Found = NonNullable<Awaited<ReturnType<AuthStore['findKey']>>>;
-  const cache = new Map<string, { found: Found; until: number }>();
+  type Entry = Found & { principal: Principal; until: number };
+  const cache = new Map<string, Entry>();
 
-  async function findKey(lookupId: string, now: number): Promise<Found | undefined> {
+  async function findKey(lookupId: string, now: number): Promise<Entry | undefined> {
     const hit = cache.get(lookupId);
-    if (hit !== undefined && hit.until > now) return hit.found;
+    if (hit !== undefined && hit.until > now) return hit;
     const found = await store.findKey(lookupId);
     if (found === undefined) {
       cache.delete(lookupId);
       return undefined;
     }
     if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
-    cache.set(lookupId, { found, until: now + CACHE_TTL_MS });
-    return found;
+    const principal: Principal = {
+      organizationId: found.organization.id,
+      credentialId: found.key.id,
+      scopes: new Set(found.key.scopes),
+      platform: found.organization.platform,
+    };
+    const entry = { ...found, principal, until: now + CACHE_TTL_MS };
+    cache.set(lookupId, entry);
+    return entry;
   }
 
   function keyRecord(organizationId: string, spec: NewKey): { record: ApiKeyRecord; secret: string } {
@@ -86,18 +101,13 @@ export function createAuthService(deps: { store: AuthStore; clock: Clock; verify
     const now = clock.now();
     const found = await findKey(lookupIdOf(token), now);
     if (found === undefined || !hashesEqual(found.key.hash, hashSecret(token))) throw invalidToken();
-    const { key, organization } = found;
+    const { key } = found;
     if (key.revokedAt !== null || (key.expiresAt !== null && key.expiresAt <= now)) throw invalidToken();
     if (now - (lastTouched.get(key.id) ?? 0) >= TOUCH_INTERVAL_MS) {
       lastTouched.set(key.id, now);
       await store.touchKey(key.id, now);
     }
-    return {
-      organizationId: organization.id,
-      credentialId: key.id,
-      scopes: new Set(key.scopes),
-      platform: organization.platform,
-    };
+    return found.principal;
   }
 
   /** A new organization and its first key, which holds every scope. */
@@ -119,8 +129,49 @@ export function createAuthService(deps: { store: AuthStore; clock: Clock; verify
 
   async function createKey(organizationId: string, spec: NewKey) {
     const { record, secret } = keyRecord(organizationId, spec);
-    await store.insertKey(record);
+    if (!(await store.insertKey(record, deps.maxApiKeys))) throw quotaExceeded(deps.maxApiKeys ?? 0, 'API keys');
     return { key: record, secret };
+  }
+
+  /** A key made by a caller: never with a scope the caller lacks, never already expired. */
+  async function issueKey(who: Principal, spec: { name: string; scopes: readonly Scope[]; expiresAt?: number }) {
+    const missing = spec.scopes.filter((scope) => !who.scopes.has(scope));
+    if (missing.length > 0) {
+      throw new AppError('insufficient-scope', `A key cannot grant scopes its creator lacks: ${missing.join(', ')}.`);
+    }
+    if (spec.expiresAt !== undefined && spec.expiresAt <= clock.now()) {
+      throw new AppError('validation-failed', 'expiresAt must be in the future.', {
+        errors: [{ in: 'body', path: '/expiresAt', message: 'must be in the future' }],
+      });
+    }
+    return createKey(who.organizationId, { name: spec.name, scopes: spec.scopes, expiresAt: spec.expiresAt ?? null });
+  }
+
+  function listKeys(who: Principal, page: { limit: number; offset: number }) {
+    return store.listKeys(who.organizationId, page);
+  }
+
+  async function getKey(who: Principal, id: string): Promise<ApiKeyRecord> {
+    const key = await store.getKey(who.organizationId, id);
+    if (key === undefined) throw keyNotFound(id);
+    return key;
+  }
+
+  /** Revokes at once: the very next request with the key is refused. */
+  async function revokeKey(who: Principal, id: string): Promise<void> {
+    const revoked = await store.revokeKey(who.organizationId, id, clock.now());
+    if (revoked === undefined) throw keyNotFound(id);
+    cache.delete(revoked.lookupId);
+  }
+
+  function listOrganizations(page: { limit: number; offset: number }) {
+    return store.listOrganizations(page);
+  }
+
+  async function getOrganization(id: string): Promise<OrganizationRecord> {
+    const organization = await store.getOrganization(id);
+    if (organization === undefined) throw new AppError('organization-not-found', `No organization "${id}".`);
+    return organization;
   }
 
   /** On an empty store: the platform organization and an admin key with every scope. */
@@ -133,7 +184,13 @@ export function createAuthService(deps: { store: AuthStore; clock: Clock; verify
     });
   }
 
-  return { authenticate, createOrganization, createKey, bootstrap };
+  return {
+    authenticate, createOrganization, createKey, issueKey, listKeys, getKey, revokeKey, listOrganizations, getOrganization, bootstrap,
+  };
+}
+
+function keyNotFound(id: string): AppError {
+  return new AppError('api-key-not-found', `No API key "${id}" in this organization.`);
 }
 
 function invalidToken(): AppError {

@@ -27,8 +27,21 @@ export interface ApiKeyRecord {
 export interface AuthStore {
   /** Creates the organization and its first key together, or neither. */
   createOrganizationWithKey(org: OrganizationRecord, key: ApiKeyRecord): Promise<void>;
-  insertKey(key: ApiKeyRecord): Promise<void>;
+  /**
+   * Stores the key unless its organization already has `maxActive` unrevoked keys (counted and
+   * inserted in one transaction); false when the quota refused it.
+   */
+  insertKey(key: ApiKeyRecord, maxActive?: number): Promise<boolean>;
   countOrganizations(): Promise<number>;
+  getOrganization(id: string): Promise<OrganizationRecord | undefined>;
+  /** Oldest first. */
+  listOrganizations(page: { limit: number; offset: number }): Promise<{ organizations: OrganizationRecord[]; total: number }>;
   findKey(lookupId: string): Promise<{ key: ApiKeyRecord; organization: OrganizationRecord } | undefined>;
+  /** Unrevoked keys of the organization, oldest first. */
+  listKeys(organizationId: string, page: { limit: number; offset: number }): Promise<{ keys: ApiKeyRecord[]; total: number }>;
+  /** An unrevoked key of the organization. */
+  getKey(organizationId: string, id: string): Promise<ApiKeyRecord | undefined>;
+  /** Marks the key revoked; the key as it was, or undefined when there was no unrevoked such key. */
+  revokeKey(organizationId: string, id: string, at: number): Promise<ApiKeyRecord | undefined>;
   touchKey(id: string, at: number): Promise<void>;
 }

@@ -4,12 +4,29 @@ import { Type } from 'typebox';
 import { AppError } from '../errors.ts';
 import { responses } from './schema.ts';
 
-export type ReadinessCheck = () => Promise<void>;
+/**
+ * What a readiness check found: `up` (resolving with nothing means up too), `disabled` (turned off
+ * by configuration), or `{ degraded: detail }`: the part is impaired but the service still serves,
+ * so readiness stays 200 and says what is wrong. A check that throws is down: 503.
+ */
+export type CheckState = 'up' | 'disabled' | { degraded: string };
+export type ReadinessCheck = () => Promise<CheckState | void>;
 
 const Health = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
+const CheckValue = Type.Union([
+  Type.Literal('up'),
+  Type.Literal('disabled'),
+  Type.String({ pattern: '^degraded: ', description: '`degraded: <what is wrong>`' }),
+]);
 const Ready = Type.Object(
-  { status: Type.Literal('ready'), checks: Type.Record(Type.String(), Type.Literal('up')) },
-  { additionalProperties: false, examples: [{ status: 'ready', checks: { store: 'up' } }] },
+  { status: Type.Union([Type.Literal('ready'), Type.Literal('degraded')]), checks: Type.Record(Type.String(), CheckValue) },
+  {
+    additionalProperties: false,
+    examples: [
+      { status: 'ready', checks: { store: 'up', mqtt: 'up' } },
+      { status: 'degraded', checks: { store: 'up', mqtt: 'degraded: port 1883 is in use; MQTT ingestion is off' } },
+    ],
+  },
 );
 
 export async function healthRoutes(app: FastifyInstance, opts: { checks: Record<string, ReadinessCheck> }) {
@@ -25,19 +42,24 @@ export async function healthRoutes(app: FastifyInstance, opts: { checks: Record<
     config: { public: true },
     schema: {
       tags: ['operations'], operationId: 'getReadiness', summary: 'Readiness: every backing part answers', security: [],
+      description:
+        '200 `ready` when every part is up or disabled; 200 `degraded` when the service serves but a part is impaired ' +
+        '(each such check reads `degraded: <detail>`); 503 when a part it cannot serve without is down.',
       response: responses({ 200: Ready }, { authenticated: false, errors: [503] }),
     },
   }, async (request) => {
-    const checks: Record<string, 'up'> = {};
+    const checks: Record<string, string> = {};
+    let degraded = false;
     for (const [name, check] of Object.entries(opts.checks)) {
       try {
-        await check();
-        checks[name] = 'up';
+        const state = (await check()) ?? 'up';
+        if (typeof state === 'object') degraded = true;
+        checks[name] = typeof state === 'object' ? `degraded: ${state.degraded}` : state;
       } catch (error) {
         request.log.warn({ err: error, check: name }, 'readiness check failed');
         throw new AppError('service-unavailable', `${name} is not available.`, { headers: { 'retry-after': '5' } });
       }
     }
-    return { status: 'ready' as const, checks };
+    return { status: degraded ? 'degraded' : 'ready', checks };
   });
 }

@@ -24,7 +24,7 @@ export const metricsPlugin = fp(async function metrics(app: FastifyInstance, opt
     registers: [registry],
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const labels = {
       method: request.method,
       route: request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched'),
@@ -32,6 +32,7 @@ export const metricsPlugin = fp(async function metrics(app: FastifyInstance, opt
     };
     requests.inc(labels);
     duration.observe(labels, reply.elapsedTime / 1000);
+    done();
   });
 
   app.get('/metrics', {

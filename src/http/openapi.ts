@@ -25,12 +25,18 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
           bearer: {
             type: 'http',
             scheme: 'bearer',
-            description: 'An API key (`fleet_…`). The route\'s required scope is listed in its security requirement.',
+            description:
+              'An API key (`fleet_…`) or an OAuth 2.0 access token (JWT from `/oauth/token` or the configured identity provider). ' +
+              'The route\'s required scope is listed in its security requirement.',
           },
         },
       },
       tags: [
         { name: 'vehicles', description: 'Register, list and read vehicles; change their status.' },
+        { name: 'credentials', description: 'API keys of the caller\'s organization.' },
+        { name: 'organizations', description: 'Organizations (platform organization only).' },
+        { name: 'oauth', description: 'OAuth 2.0: clients, the token endpoint, revocation, introspection, signing keys.' },
+        { name: 'telemetry', description: 'Send telemetry; read the latest state and history.' },
         { name: 'v1', description: 'Deprecated /api/v1 family, same representations as /v2.' },
         { name: 'operations', description: 'Health, readiness, metrics and this document.' },
       ],

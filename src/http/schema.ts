@@ -8,6 +8,20 @@ export const IsoTimestamp = Type.String({
   examples: ['2026-11-22T08:30:00.000Z'],
 });
 
+export const LIST_LIMIT_DEFAULT = 50;
+export const LIST_LIMIT_MAX = 1000;
+
+/** `limit` and `offset` of every paged list. */
+export const Paging = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMIT_MAX, default: LIST_LIMIT_DEFAULT, description: 'Page size.' })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Items to skip.' })),
+};
+
+/** The page a paged list's query asks for, with the defaults applied. */
+export function pageOf(query: { limit?: number; offset?: number }): { limit: number; offset: number } {
+  return { limit: query.limit ?? LIST_LIMIT_DEFAULT, offset: query.offset ?? 0 };
+}
+
 /** A pattern that accepts one value of `values`, or several separated by commas. */
 export function commaListPattern(values: readonly string[]): string {
   const one = `(${values.map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})`;
@@ -63,7 +77,7 @@ const problemResponse = (status: number) => ({
 });
 
 /** Responses every authenticated route can give, whatever it does. */
-const AUTHENTICATED_ERRORS = [400, 401, 403, 500] as const;
+const AUTHENTICATED_ERRORS = [400, 401, 403, 429, 500] as const;
 const BODY_ERRORS = [413, 415] as const;
 
 /**

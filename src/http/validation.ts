@@ -25,6 +25,11 @@ function makeAjv(coerceTypes: boolean): Ajv {
 const bodyAjv = makeAjv(false);
 const textAjv = makeAjv(true);
 
+/** A validator for JSON that arrives by other paths than a route body (MQTT), with the same rules. */
+export function compileDataValidator<T>(schema: object) {
+  return bodyAjv.compile<T>(schema);
+}
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;
   return ajv.compile(schema as object);

@@ -24,13 +24,13 @@ function successorUrl(template: string, request: FastifyRequest): string {
 }
 
 export const versioningPlugin = fp(async function versioning(app: FastifyInstance) {
-  app.addHook('onSend', async (request, reply, payload) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     const successor = request.routeOptions.config?.successor;
     if (successor !== undefined) {
       void reply.header('deprecation', deprecationValue);
       void reply.header('sunset', sunsetValue);
       void reply.header('link', `<${successorUrl(successor, request)}>; rel="successor-version"`);
     }
-    return payload;
+    done(null, payload);
   });
 }, { name: 'versioning' });

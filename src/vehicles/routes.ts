@@ -1,7 +1,7 @@
 // The vehicle operations, each once: schema, scope and handler. routes.v2.ts and routes.v1.ts
 // mount them at their paths, so both families are the same code and the same representations.
 import type { FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
-import { NoContent, responses } from '../http/schema.ts';
+import { NoContent, pageOf, responses } from '../http/schema.ts';
 import {
   RegisterVehicleBody,
   StatusChangeBody,
@@ -13,10 +13,9 @@ import {
   VehicleListQuery,
   type VehicleStatus,
   type VehicleType,
-  LIST_LIMIT_DEFAULT,
 } from './schema.ts';
 import type { VehicleService } from './service.ts';
-import { toDetails, toHistoryEntry, toListItem } from './view.ts';
+import { type LatestLookup, toDetails, toHistoryEntry, toListItem } from './view.ts';
 
 type Params = { id: string };
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -29,7 +28,9 @@ const splitList = <T extends string>(value: string | undefined): T[] | undefined
   value === undefined ? undefined : [...new Set(value.split(','))] as T[];
 
 /** `detailsPath(id)` is where the created vehicle can be read in the mounting family. */
-export function vehicleOperations(service: VehicleService, detailsPath: (id: string) => string) {
+export function vehicleOperations(service: VehicleService, latestOf: LatestLookup, detailsPath: (id: string) => string) {
+  const latest = (v: { organizationId: string; id: string }) => latestOf(v.organizationId, v.id);
+
   const list: Operation = {
     options: {
       config: { scope: 'fleet:read' },
@@ -42,15 +43,14 @@ export function vehicleOperations(service: VehicleService, detailsPath: (id: str
     },
     async handler(request) {
       const query = request.query as VehicleListQuery;
-      const limit = query.limit ?? LIST_LIMIT_DEFAULT;
-      const offset = query.offset ?? 0;
+      const { limit, offset } = pageOf(query);
       const { vehicles, total } = await service.list(request.principal, {
         statuses: splitList<VehicleStatus>(query.status),
         types: splitList<VehicleType>(query.type),
         limit,
         offset,
       });
-      return { vehicles: vehicles.map((v) => toListItem(v)), total, limit, offset };
+      return { vehicles: vehicles.map((v) => toListItem(v, latest(v))), total, limit, offset };
     },
   };
 
@@ -59,9 +59,10 @@ export function vehicleOperations(service: VehicleService, detailsPath: (id: str
       config: { scope: 'fleet:write' },
       schema: {
         summary: 'Register a vehicle',
-        description: 'The vehicle starts as `registered`; its first telemetry makes it `active`.',
         body: RegisterVehicleBody,
         response: responses({ 201: VehicleDetails }, { body: true, errors: [409] }),
+        description: 'The vehicle starts as `registered`; its first telemetry makes it `active`. ' +
+          'Answers 403 `quota-exceeded` when the organization has reached its vehicle quota.',
       },
     },
     async handler(request, reply) {
@@ -80,7 +81,8 @@ export function vehicleOperations(service: VehicleService, detailsPath: (id: str
       },
     },
     async handler(request) {
-      return toDetails(await service.get(request.principal, (request.params as Params).id));
+      const vehicle = await service.get(request.principal, (request.params as Params).id);
+      return toDetails(vehicle, latest(vehicle));
     },
   };
 
@@ -100,7 +102,8 @@ export function vehicleOperations(service: VehicleService, detailsPath: (id: str
     },
     async handler(request) {
       const { id } = request.params as Params;
-      return toDetails(await service.changeStatus(request.principal, id, request.body as StatusChangeBody));
+      const vehicle = await service.changeStatus(request.principal, id, request.body as StatusChangeBody);
+      return toDetails(vehicle, latest(vehicle));
     },
   };
 
@@ -133,9 +136,7 @@ export function vehicleOperations(service: VehicleService, detailsPath: (id: str
     },
     async handler(request) {
       const { id } = request.params as Params;
-      const query = request.query as StatusHistoryQuery;
-      const limit = query.limit ?? LIST_LIMIT_DEFAULT;
-      const offset = query.offset ?? 0;
+      const { limit, offset } = pageOf(request.query as StatusHistoryQuery);
       const { entries, total } = await service.statusHistory(request.principal, id, { limit, offset });
       return { vehicleId: id, history: entries.map(toHistoryEntry), total, limit, offset };
     },

@@ -3,9 +3,10 @@
 import type { FastifyInstance } from 'fastify';
 import { vehicleOperations, withMeta } from './routes.ts';
 import type { VehicleService } from './service.ts';
+import type { LatestLookup } from './view.ts';
 
-export async function vehicleRoutesV1(app: FastifyInstance, opts: { service: VehicleService }) {
-  const ops = vehicleOperations(opts.service, (id) => `/api/v1/vehicles/${encodeURIComponent(id)}`);
+export async function vehicleRoutesV1(app: FastifyInstance, opts: { service: VehicleService; latest: LatestLookup }) {
+  const ops = vehicleOperations(opts.service, opts.latest, (id) => `/api/v1/vehicles/${encodeURIComponent(id)}`);
   const meta = (operationId: string, successor: string) => ({ operationId, successor, tags: ['v1'], deprecated: true });
   app.get('/api/v1/fleet', withMeta(ops.list, meta('v1ListVehicles', '/v2/fleet/vehicles')), ops.list.handler);
   app.post('/api/v1/fleet', withMeta(ops.register, meta('v1RegisterVehicle', '/v2/fleet/vehicles')), ops.register.handler);

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { vehicleOperations, withMeta } from './routes.ts';
 import type { VehicleService } from './service.ts';
+import type { LatestLookup } from './view.ts';
 
 const base = '/v2/fleet/vehicles';
 
-export async function vehicleRoutesV2(app: FastifyInstance, opts: { service: VehicleService }) {
-  const ops = vehicleOperations(opts.service, (id) => `${base}/${encodeURIComponent(id)}`);
+export async function vehicleRoutesV2(app: FastifyInstance, opts: { service: VehicleService; latest: LatestLookup }) {
+  const ops = vehicleOperations(opts.service, opts.latest, (id) => `${base}/${encodeURIComponent(id)}`);
   const tags = ['vehicles'];
   app.get(base, withMeta(ops.list, { operationId: 'listVehicles', tags }), ops.list.handler);
   app.post(base, withMeta(ops.register, { operationId: 'registerVehicle', tags }), ops.register.handler);

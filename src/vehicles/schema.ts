@@ -1,6 +1,6 @@
 // Vehicle schemas: they validate requests, serialize responses and make the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, commaListPattern } from '../http/schema.ts';
+import { IsoTimestamp, Paging, commaListPattern } from '../http/schema.ts';
 
 export const VEHICLE_STATUSES = ['registered', 'active', 'inactive', 'maintenance', 'retired'] as const;
 export type VehicleStatus = (typeof VEHICLE_STATUSES)[number];
@@ -88,14 +88,6 @@ export const VehicleDetails = Type.Object(
   },
 );
 export type VehicleDetails = Static<typeof VehicleDetails>;
-
-export const LIST_LIMIT_DEFAULT = 50;
-export const LIST_LIMIT_MAX = 1000;
-
-export const Paging = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMIT_MAX, default: LIST_LIMIT_DEFAULT, description: 'Page size.' })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'Items to skip.' })),
-};
 
 export const VehicleListQuery = Type.Object(
   {

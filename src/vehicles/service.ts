@@ -2,6 +2,7 @@
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
+import { quotaExceeded } from '../quotas.ts';
 import type { RegisterVehicleBody, StatusChangeBody, VehicleStatus, VehicleType } from './schema.ts';
 import type { Page, StatusChange, VehicleRecord, VehicleStore } from './store.ts';
 import { TRANSITIONS, canTransition } from './transitions.ts';
@@ -13,7 +14,15 @@ export interface ListOptions extends Page {
 
 export type VehicleService = ReturnType<typeof createVehicleService>;
 
-export function createVehicleService(deps: { store: VehicleStore; clock: Clock }) {
+export function createVehicleService(deps: {
+  store: VehicleStore;
+  clock: Clock;
+  maxVehicles?: number;
+  /** Told after a vehicle is deleted, so views derived from it (latest telemetry) drop it too. */
+  onDeleted?: (organizationId: string, vehicleId: string) => void;
+  /** Told after every committed status change (live streams carry them). */
+  onStatusChanged?: (organizationId: string, vehicleId: string, change: StatusChange) => void;
+}) {
   const { store, clock } = deps;
 
   async function register(who: Principal, body: RegisterVehicleBody): Promise<VehicleRecord> {
@@ -29,10 +38,15 @@ export function createVehicleService(deps: { store: VehicleStore; clock: Clock }
       statusChangedAt: now,
     };
     const registration: StatusChange = { from: null, to: 'registered', reason: null, at: now, by: who.credentialId };
-    if (!(await store.insert(vehicle, registration))) {
-      throw new AppError('vehicle-exists', `A vehicle "${body.vehicleId}" already exists in this organization.`);
+    const outcome = await store.insert(vehicle, registration, deps.maxVehicles);
+    switch (outcome) {
+      case 'created':
+        return vehicle;
+      case 'exists':
+        throw new AppError('vehicle-exists', `A vehicle "${body.vehicleId}" already exists in this organization.`);
+      case 'quota':
+        throw quotaExceeded(deps.maxVehicles ?? 0, 'vehicles');
     }
-    return vehicle;
   }
 
   async function get(who: Principal, id: string): Promise<VehicleRecord> {
@@ -47,6 +61,7 @@ export function createVehicleService(deps: { store: VehicleStore; clock: Clock }
 
   async function remove(who: Principal, id: string): Promise<void> {
     if (!(await store.delete(who.organizationId, id))) throw notFound(id);
+    deps.onDeleted?.(who.organizationId, id);
   }
 
   async function changeStatus(who: Principal, id: string, body: StatusChangeBody): Promise<VehicleRecord> {
@@ -62,14 +77,12 @@ export function createVehicleService(deps: { store: VehicleStore; clock: Clock }
           `A vehicle cannot go from "${current.status}" to "${body.status}"; allowed: ${allowed.length > 0 ? allowed.join(', ') : 'none (terminal)'}.`,
         );
       }
-      const changed = await store.changeStatus(who.organizationId, id, {
-        from: current.status,
-        to: body.status,
-        reason: body.reason ?? null,
-        at: clock.now(),
-        by: who.credentialId,
-      });
-      if (changed !== undefined) return changed;
+      const change = { from: current.status, to: body.status, reason: body.reason ?? null, at: clock.now(), by: who.credentialId };
+      const changed = await store.changeStatus(who.organizationId, id, change);
+      if (changed !== undefined) {
+        deps.onStatusChanged?.(who.organizationId, id, change);
+        return changed;
+      }
     }
     throw new AppError('service-unavailable', 'The vehicle is changing too often; try again.', {
       headers: { 'retry-after': '1' },

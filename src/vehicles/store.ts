@@ -35,8 +35,11 @@ export interface VehicleFilter extends Page {
  * Times are milliseconds since the epoch.
  */
 export interface VehicleStore {
-  /** Stores the vehicle and its registration entry; false when the id is taken in the organization. */
-  insert(vehicle: VehicleRecord, registration: StatusChange): Promise<boolean>;
+  /**
+   * Stores the vehicle and its registration entry, unless the id is taken in the organization or
+   * the organization already has `maxVehicles` (counted in the same transaction as the insert).
+   */
+  insert(vehicle: VehicleRecord, registration: StatusChange, maxVehicles?: number): Promise<'created' | 'exists' | 'quota'>;
   get(organizationId: string, id: string): Promise<VehicleRecord | undefined>;
   /** Ordered by id ascending, so pages are stable. */
   list(organizationId: string, filter: VehicleFilter): Promise<{ vehicles: VehicleRecord[]; total: number }>;

@@ -12,6 +12,9 @@ export interface LatestSummary {
 
 const NO_TELEMETRY: LatestSummary = { location: null, battery: null, lastUpdate: null };
 
+/** Where a vehicle's latest telemetry comes from; undefined before any. */
+export type LatestLookup = (organizationId: string, vehicleId: string) => LatestSummary | undefined;
+
 export function toListItem(v: VehicleRecord, latest: LatestSummary = NO_TELEMETRY): VehicleListItem {
   return {
     id: v.id,

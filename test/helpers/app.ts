@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { buildApp } from '../../src/app.ts';
+import { type AppDeps, buildApp } from '../../src/app.ts';
 import { SCOPES, type Scope } from '../../src/auth/scopes.ts';
 import { createAuthService } from '../../src/auth/service.ts';
 import { type Clock, systemClock } from '../../src/clock.ts';
@@ -17,14 +17,22 @@ export interface RequestOptions {
   query?: Record<string, string>;
 }
 
-/** A complete configuration as loadConfig makes it, with the test's own variables on top. */
+/**
+ * A complete configuration as loadConfig makes it, with the test's own variables on top. No MQTT
+ * listener unless the test asks for one: port 1883 may be taken, and test files run in parallel.
+ */
 export function testConfig(env: Env = {}, cwd = tmpdir()): Config {
-  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'silent', ...env }, cwd);
+  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'silent', FLEET_MQTT_PORT: '0', ...env }, cwd);
   if (!loaded.ok) throw new Error(`bad test configuration: ${loaded.errors.join('; ')}`);
   return loaded.config;
 }
 
-export async function createTestApp(options: { clock?: Clock; env?: Env } = {}) {
+export async function createTestApp(options: {
+  clock?: Clock;
+  /** Variables on top of the defaults; a function gets the bootstrapped organization's id first. */
+  env?: Env | ((organizationId: string) => Env);
+  logger?: AppDeps['logger'];
+} = {}) {
   const clock = options.clock ?? systemClock;
   const dir = mkdtempSync(path.join(tmpdir(), 'fleet-test-'));
   const file = path.join(dir, 'fleet.db');
@@ -32,8 +40,8 @@ export async function createTestApp(options: { clock?: Clock; env?: Env } = {}) 
   const auth = createAuthService({ store: stores.auth, clock });
   const first = await auth.bootstrap(undefined);
   if (first === undefined) throw new Error('a fresh store must bootstrap');
-  const config = testConfig(options.env);
-  const app = await buildApp({ config, stores, clock });
+  const config = testConfig(typeof options.env === 'function' ? options.env(first.organization.id) : options.env);
+  const app = await buildApp({ config, stores, clock, ...(options.logger === undefined ? {} : { logger: options.logger }) });
   await app.ready();
 
   /** Sends a request through the whole HTTP stack. `key: null` sends no credential. */
@@ -84,3 +92,14 @@ export async function createTestApp(options: { clock?: Clock; env?: Env } = {}) 
 
 export type TestApp = Awaited<ReturnType<typeof createTestApp>>;
 export { SCOPES };
+
+/** A clock the test moves by hand. */
+export function manualClock(start = Date.parse('2026-11-22T08:00:00.000Z')) {
+  let now = start;
+  return {
+    now: () => now,
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}

@@ -21,6 +21,15 @@ function toKey(row: Row): ApiKeyRecord {
   };
 }
 
+function toOrganization(row: Row): OrganizationRecord {
+  return {
+    id: row.id as string,
+    name: row.name as string,
+    platform: row.platform === 1,
+    createdAt: row.created_at as number,
+  };
+}
+
 export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
   const insertOrg = db.prepare('INSERT INTO organizations (id, name, platform, created_at) VALUES (?, ?, ?, ?)');
   const insertKey = db.prepare(
@@ -33,6 +42,16 @@ export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
      FROM api_keys k JOIN organizations o ON o.id = k.organization_id WHERE k.lookup_id = ?`,
   );
   const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
+  const getOrg = db.prepare('SELECT * FROM organizations WHERE id = ?');
+  const orgPage = db.prepare('SELECT * FROM organizations ORDER BY created_at, id LIMIT ? OFFSET ?');
+  const countActiveKeys = db.prepare('SELECT count(*) AS n FROM api_keys WHERE organization_id = ? AND revoked_at IS NULL');
+  const keyPage = db.prepare(
+    'SELECT * FROM api_keys WHERE organization_id = ? AND revoked_at IS NULL ORDER BY created_at, id LIMIT ? OFFSET ?',
+  );
+  const getActiveKey = db.prepare('SELECT * FROM api_keys WHERE organization_id = ? AND id = ? AND revoked_at IS NULL');
+  const revoke = db.prepare(
+    'UPDATE api_keys SET revoked_at = ? WHERE organization_id = ? AND id = ? AND revoked_at IS NULL RETURNING *',
+  );
 
   function addKey(key: ApiKeyRecord) {
     insertKey.run(
@@ -49,12 +68,45 @@ export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
       });
     },
 
-    async insertKey(key) {
-      addKey(key);
+    async insertKey(key, maxActive) {
+      return transaction(db, () => {
+        if (maxActive !== undefined && Number(countActiveKeys.get(key.organizationId)?.n ?? 0) >= maxActive) return false;
+        addKey(key);
+        return true;
+      });
     },
 
     async countOrganizations() {
       return Number(countOrgs.get()?.n ?? 0);
+    },
+
+    async getOrganization(id) {
+      const row = getOrg.get(id);
+      return row === undefined ? undefined : toOrganization(row);
+    },
+
+    async listOrganizations(page) {
+      return {
+        organizations: orgPage.all(page.limit, page.offset).map(toOrganization),
+        total: Number(countOrgs.get()?.n ?? 0),
+      };
+    },
+
+    async listKeys(organizationId, page) {
+      return {
+        keys: keyPage.all(organizationId, page.limit, page.offset).map(toKey),
+        total: Number(countActiveKeys.get(organizationId)?.n ?? 0),
+      };
+    },
+
+    async getKey(organizationId, id) {
+      const row = getActiveKey.get(organizationId, id);
+      return row === undefined ? undefined : toKey(row);
+    },
+
+    async revokeKey(organizationId, id, at) {
+      const row = revoke.get(at, organizationId, id);
+      return row === undefined ? undefined : toKey(row);
     },
 
     async findKey(lookupId) {

@@ -1,5 +1,7 @@
 import { openSqlite } from './database.ts';
 import { createSqliteAuthStore } from './auth.ts';
+import { createSqliteOAuthStore } from './oauth.ts';
+import { createSqliteTelemetryStore } from './telemetry.ts';
 import { createSqliteVehicleStore } from './vehicles.ts';
 import type { Stores } from '../stores.ts';
 
@@ -8,7 +10,9 @@ export function createSqliteStores(file: string): Stores {
   const ping = db.prepare('SELECT 1 AS ok');
   return {
     auth: createSqliteAuthStore(db),
+    oauth: createSqliteOAuthStore(db),
     vehicles: createSqliteVehicleStore(db),
+    telemetry: createSqliteTelemetryStore(db),
     async ping() {
       ping.get();
     },

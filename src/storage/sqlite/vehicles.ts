@@ -38,6 +38,7 @@ export function createSqliteVehicleStore(db: DatabaseSync): VehicleStore {
     'INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
   const selectOne = db.prepare(`SELECT ${COLUMNS} FROM vehicles WHERE organization_id = ? AND id = ?`);
+  const countAll = db.prepare('SELECT count(*) AS n FROM vehicles WHERE organization_id = ?');
   const deleteOne = db.prepare('DELETE FROM vehicles WHERE organization_id = ? AND id = ?');
   const updateStatus = db.prepare(
     `UPDATE vehicles SET status = ?, status_changed_at = ?, updated_at = ?
@@ -74,14 +75,17 @@ export function createSqliteVehicleStore(db: DatabaseSync): VehicleStore {
   }
 
   return {
-    async insert(v, registration) {
+    async insert(v, registration, maxVehicles) {
       return transaction(db, () => {
+        if (maxVehicles !== undefined && Number(countAll.get(v.organizationId)?.n ?? 0) >= maxVehicles) {
+          return selectOne.get(v.organizationId, v.id) === undefined ? 'quota' : 'exists';
+        }
         const result = insertVehicle.run(
           v.organizationId, v.id, v.type, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt,
         );
-        if (result.changes === 0) return false;
+        if (result.changes === 0) return 'exists';
         addChange(v.organizationId, v.id, registration);
-        return true;
+        return 'created';
       });
     },
 

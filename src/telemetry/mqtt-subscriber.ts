@@ -1,0 +1,162 @@
+// Ingestion from an existing broker (Mosquitto, EMQX, HiveMQ): instead of its own listener the
+// service connects as a client and takes the shared subscription
+// `$share/<group>/fleet/+/telemetry`, so the nodes of one deployment split the messages between
+// them. Devices authenticate to the broker; the broker's topics all belong to one configured
+// organization.
+//
+// Acknowledgements: each message is acknowledged to the broker only once it is stored (or judged
+// never storable: invalid, or refused, e.g. an unknown vehicle; unacknowledged, those would fill
+// the broker's in-flight window and stall the subscription). A message that could not be
+// committed is left unacknowledged and the session is resumed shortly after, so the broker sends
+// it again. MQTT 5 because mqtt.js lets the application decide the PUBACK (customHandleAcks) only
+// there, and because a session expiry interval lets the broker keep this node's session across a
+// reconnect or restart without keeping it forever once the node is gone.
+import type { FastifyBaseLogger } from 'fastify';
+import { type IClientOptions, type MqttClient, connect } from 'mqtt';
+import type { AuthService } from '../auth/service.ts';
+import type { MqttConfig } from '../config.ts';
+import type { CheckState } from '../http/health.ts';
+import type { MqttIngest, MqttIngestion, MqttOutcome } from './mqtt.ts';
+
+/** How long the broker keeps this node's session (its subscription and unacknowledged messages) while it is away. */
+const SESSION_EXPIRY_SECONDS = 24 * 60 * 60;
+/** After a failed commit: how long to wait before resuming the session to have the broker resend. */
+const REDELIVERY_DELAY_MS = 2_000;
+/** PUBACK reason codes (MQTT 5) for what is acknowledged without being stored. */
+const REASON: Record<Exclude<MqttOutcome, 'error'>, number> = { stored: 0, invalid: 0x99, refused: 0x87 };
+
+/** Marks the callback error that withholds a PUBACK, so the client's error log skips it. */
+class NotAcknowledged extends Error {}
+
+type BrokerConfig = Extract<MqttConfig, { mode: 'broker' }>;
+
+export function createMqttSubscriber(deps: {
+  config: BrokerConfig;
+  auth: Pick<AuthService, 'getOrganization'>;
+  ingest: MqttIngest;
+  log: FastifyBaseLogger;
+}): MqttIngestion {
+  const { config, ingest } = deps;
+  const log = deps.log.child({ broker: config.url, clientId: config.clientId });
+  const filter = `$share/${config.shareGroup}/fleet/+/telemetry`;
+  const handling = new Set<Promise<void>>();
+  let client: MqttClient | undefined;
+  let state: CheckState = { degraded: 'connecting to the MQTT broker' };
+  let closing = false;
+  let redelivery: NodeJS.Timeout | undefined;
+
+  function degrade(detail: string) {
+    if (typeof state === 'object' && state.degraded === detail) return;
+    state = { degraded: detail };
+    if (!closing) log.warn(`MQTT broker: ${detail}`);
+  }
+
+  function track(work: Promise<void>) {
+    handling.add(work);
+    void work.finally(() => handling.delete(work));
+  }
+
+  /** Resuming the session has the broker resend what it holds unacknowledged for it. */
+  function scheduleRedelivery() {
+    if (redelivery !== undefined || closing) return;
+    redelivery = setTimeout(() => {
+      redelivery = undefined;
+      if (closing || client === undefined) return;
+      log.info('MQTT broker: reconnecting so the broker resends what was not stored');
+      client.reconnect();
+    }, REDELIVERY_DELAY_MS);
+  }
+
+  const options: IClientOptions = {
+    protocolVersion: 5,
+    clientId: config.clientId,
+    clean: false,
+    properties: { sessionExpiryInterval: SESSION_EXPIRY_SECONDS },
+    reconnectPeriod: 1_000,
+    connectTimeout: 10_000,
+    // Subscribed again on every connect below, where the SUBACK is checked.
+    resubscribe: false,
+    ...(config.username === undefined ? {} : { username: config.username }),
+    ...(config.password === undefined ? {} : { password: config.password }),
+    // QoS 1 (and 2): the PUBACK waits for this callback, and mqtt.js handles the next message only
+    // after it, so messages are committed one at a time, in order.
+    customHandleAcks(topic, payload, packet: { messageId?: number }, done) {
+      if (closing) {
+        done(new NotAcknowledged('shutting down: left for the broker to resend'));
+        return;
+      }
+      track(ingest.ingest(config.organizationId, topic, payload, { messageId: packet.messageId }).then(({ outcome }) => {
+        if (outcome === 'error') {
+          scheduleRedelivery();
+          done(new NotAcknowledged('not stored: left for the broker to resend'));
+        } else {
+          done(REASON[outcome]);
+        }
+      }));
+    },
+  };
+
+  function subscribe(mqtt: MqttClient) {
+    mqtt.subscribe(filter, { qos: 1 }, (error, granted) => {
+      const refused = granted?.find((g) => g.qos >= 0x80);
+      if (error !== null || refused !== undefined) {
+        degrade(`the broker refused the subscription to ${filter}${error === null ? '' : `: ${error.message}`}`);
+        return;
+      }
+      if (state !== 'up') log.info({ filter }, `MQTT broker: subscribed to ${filter}`);
+      state = 'up';
+    });
+  }
+
+  async function start() {
+    // A wrong organization id would have every message refused and dropped: refuse to start instead.
+    try {
+      await deps.auth.getOrganization(config.organizationId);
+    } catch (error) {
+      throw new Error(`FLEET_MQTT_ORGANIZATION: "${config.organizationId}" is not an organization of this store`, { cause: error });
+    }
+    const mqtt = connect(config.url, options);
+    client = mqtt;
+    // A refused CONNECT (bad credentials, not authorized) is the better detail until a connect succeeds.
+    let refusal: string | undefined;
+    mqtt.on('connect', () => {
+      refusal = undefined;
+      subscribe(mqtt);
+    });
+    mqtt.on('close', () => degrade(refusal ?? 'not connected to the MQTT broker; reconnecting'));
+    mqtt.on('error', (error) => {
+      if (error instanceof NotAcknowledged) return;
+      if ('code' in error && typeof error.code === 'number') {
+        refusal = `the broker refused the connection: ${error.message}`;
+        degrade(refusal);
+      } else {
+        log.debug({ err: error }, 'MQTT broker: client error');
+      }
+    });
+    // QoS 0 messages carry no acknowledgement: ingested as they come, and counted like the rest.
+    mqtt.on('message', (topic, payload, packet) => {
+      if (packet.qos === 0 && !closing) track(ingest.ingest(config.organizationId, topic, payload).then(() => undefined));
+    });
+    log.info({ filter }, `MQTT broker: connecting to ${config.url}`);
+  }
+
+  /** Finish the message in hand, then disconnect; the session stays with the broker for the next start. */
+  async function stop() {
+    closing = true;
+    clearTimeout(redelivery);
+    const mqtt = client;
+    if (mqtt === undefined) return;
+    while (handling.size > 0) await Promise.allSettled([...handling]);
+    await new Promise<void>((resolve) => {
+      const force = setTimeout(() => mqtt.end(true, () => resolve()), 5_000);
+      mqtt.end(!mqtt.connected, () => {
+        clearTimeout(force);
+        resolve();
+      });
+    });
+    state = { degraded: 'shut down' };
+    log.info('MQTT broker: disconnected');
+  }
+
+  return { start, stop, readiness: async () => state };
+}

@@ -1,0 +1,132 @@
+// Telemetry rules: ingest (validate, commit, keep the latest state in step), latest, history.
+// Knows nothing of HTTP or MQTT: every path calls the same functions.
+import type { Clock } from '../clock.ts';
+import { AppError } from '../errors.ts';
+import type { VehicleStore } from '../vehicles/store.ts';
+import { type LatestView, latestData, mergeLatest } from './latest.ts';
+import { HISTORY_LIMIT_DEFAULT, type HistoryQuery, TELEMETRY_FIELDS, type TelemetryField } from './schema.ts';
+import type { LatestState, StoredRecord, TelemetryStore } from './store.ts';
+import { fleetRecords, vehicleRecords } from './validate.ts';
+import { createGroupCommitter } from './writer.ts';
+
+export interface TelemetryEvents {
+  /** Records were committed (and the latest state of their vehicles updated). */
+  telemetry?(organizationId: string, records: readonly StoredRecord[], latest: readonly LatestState[]): void;
+  /** The first telemetry of a registered vehicle made it active. */
+  activated?(organizationId: string, vehicleId: string, at: number): void;
+}
+
+export type TelemetryService = ReturnType<typeof createTelemetryService>;
+
+export function createTelemetryService(deps: {
+  store: TelemetryStore;
+  vehicles: VehicleStore;
+  latest: LatestView;
+  clock: Clock;
+  events?: TelemetryEvents;
+}) {
+  const { store, latest, clock, events } = deps;
+  const writer = createGroupCommitter(store, mergeLatest);
+
+  async function commit(organizationId: string, records: StoredRecord[]) {
+    const at = clock.now();
+    const outcome = await writer.submit({ organizationId, records, at });
+    if (!outcome.ok) {
+      const [code, what] = outcome.reason === 'vehicle-not-found'
+        ? (['vehicle-not-found', 'No such vehicle in this organization'] as const)
+        : (['vehicle-retired', 'Retired vehicles take no telemetry'] as const);
+      throw new AppError(code, `${what}: ${outcome.vehicleIds.map((id) => `"${id}"`).join(', ')}. Nothing was stored.`);
+    }
+    for (const state of outcome.latest) latest.put(state);
+    for (const vehicleId of outcome.activated) events?.activated?.(organizationId, vehicleId, at);
+    events?.telemetry?.(organizationId, records, outcome.latest);
+    return { accepted: outcome.accepted, duplicates: outcome.duplicates };
+  }
+
+  /** One record or `{records}` for one vehicle: HTTP's per-vehicle route and MQTT. */
+  function ingestForVehicle(organizationId: string, vehicleId: string, body: unknown) {
+    return commit(organizationId, vehicleRecords(vehicleId, body, clock.now()));
+  }
+
+  /** `{records}` for many vehicles. */
+  function ingestForFleet(organizationId: string, body: unknown) {
+    return commit(organizationId, fleetRecords(body, clock.now()));
+  }
+
+  async function requireVehicle(organizationId: string, vehicleId: string) {
+    if ((await deps.vehicles.get(organizationId, vehicleId)) === undefined) {
+      throw new AppError('vehicle-not-found', `No vehicle "${vehicleId}" in this organization.`);
+    }
+  }
+
+  /** The latest state. Served from memory; the store is asked only to tell 404s apart. */
+  async function latestFor(organizationId: string, vehicleId: string, fields: string | undefined) {
+    const only = parseFields(fields);
+    const state = latest.get(organizationId, vehicleId);
+    if (state === undefined) {
+      await requireVehicle(organizationId, vehicleId);
+      throw new AppError('no-telemetry', `Vehicle "${vehicleId}" has sent no telemetry yet.`);
+    }
+    return { vehicleId, timestamp: state.timestamp, data: latestData(state, only) };
+  }
+
+  async function history(organizationId: string, vehicleId: string, query: HistoryQuery) {
+    const only = parseFields(query.fields);
+    const from = query.from === undefined ? 0 : Date.parse(query.from);
+    const to = query.to === undefined ? Number.MAX_SAFE_INTEGER : Date.parse(query.to);
+    if (from >= to) {
+      throw new AppError('validation-failed', '`from` must be before `to`.', {
+        errors: [{ in: 'query', path: '/from', message: 'must be before to' }],
+      });
+    }
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+    const limit = query.limit ?? HISTORY_LIMIT_DEFAULT;
+    await requireVehicle(organizationId, vehicleId);
+    const page = await store.history(organizationId, vehicleId, { from, to, after, limit: limit + 1 });
+    const more = page.length > limit;
+    const records = more ? page.slice(0, limit) : page;
+    return {
+      vehicleId,
+      records: records.map((r) => ({ vehicleId, timestamp: r.timestamp, data: only === undefined ? r.data : pick(r.data, only) })),
+      nextCursor: more ? encodeCursor(records.at(-1)!.timestamp) : null,
+    };
+  }
+
+  async function load() {
+    for (const state of await store.loadLatest()) latest.put(state);
+  }
+
+  return { ingestForVehicle, ingestForFleet, latestFor, history, load, drain: () => writer.drain() };
+}
+
+function parseFields(fields: string | undefined): TelemetryField[] | undefined {
+  if (fields === undefined) return undefined;
+  const names = [...new Set(fields.split(','))];
+  const unknown = names.filter((name) => !(TELEMETRY_FIELDS as readonly string[]).includes(name));
+  if (unknown.length > 0) {
+    const message = `unknown field ${unknown.map((n) => `"${n}"`).join(', ')}; allowed: ${TELEMETRY_FIELDS.join(', ')}`;
+    throw new AppError('validation-failed', `fields: ${message}.`, { errors: [{ in: 'query', path: '/fields', message }] });
+  }
+  return names as TelemetryField[];
+}
+
+function pick(data: StoredRecord['data'], only: readonly TelemetryField[]): StoredRecord['data'] {
+  const out: Record<string, unknown> = {};
+  for (const field of only) if (data[field] !== undefined) out[field] = data[field];
+  return out;
+}
+
+// The cursor is opaque to clients: today the timestamp of the last record of the page.
+function encodeCursor(timestamp: number): string {
+  return Buffer.from(`t:${timestamp}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): number {
+  const match = /^t:(\d{1,16})$/.exec(Buffer.from(cursor, 'base64url').toString());
+  if (match === null) {
+    throw new AppError('validation-failed', 'The cursor is not one this service issued.', {
+      errors: [{ in: 'query', path: '/cursor', message: 'is not a valid cursor' }],
+    });
+  }
+  return Number(match[1]);
+}

@@ -1,0 +1,63 @@
+import type { TelemetryData, TelemetryField } from './schema.ts';
+
+export interface StoredRecord {
+  vehicleId: string;
+  /** ms since the epoch */
+  timestamp: number;
+  data: TelemetryData;
+}
+
+/** The last known value of each field of one vehicle, each with the time it was reported. */
+export interface LatestState {
+  organizationId: string;
+  vehicleId: string;
+  /** Time of the newest record. */
+  timestamp: number;
+  fields: Partial<Record<TelemetryField, { value: unknown; at: number }>>;
+}
+
+/** One request's records, committed together with others' in one transaction (group commit). */
+export interface CommitBatch {
+  organizationId: string;
+  records: StoredRecord[];
+  /** The time of the commit request, recorded on status changes it causes. */
+  at: number;
+}
+
+export type BatchOutcome =
+  | {
+      ok: true;
+      accepted: number;
+      duplicates: number;
+      /** Vehicles this batch moved from `registered` to `active`. */
+      activated: string[];
+      /** The merged latest state of each vehicle the batch touched, as stored. */
+      latest: LatestState[];
+    }
+  | { ok: false; reason: 'vehicle-not-found' | 'vehicle-retired'; vehicleIds: string[] };
+
+/** Folds records into a vehicle's latest state (pure; see telemetry/latest.ts). */
+export type MergeLatest = (previous: LatestState | undefined, organizationId: string, vehicleId: string, records: StoredRecord[]) => LatestState;
+
+export interface HistoryRange {
+  from: number;
+  to: number;
+  /** Resume after this timestamp (the cursor). */
+  after: number | undefined;
+  limit: number;
+}
+
+/**
+ * Persistence of telemetry. `commit` takes many requests' batches and writes them in one
+ * transaction; each batch stands or falls alone (all-or-nothing per request), and the promise
+ * resolves only once the transaction is durably committed.
+ */
+export interface TelemetryStore {
+  commit(batches: CommitBatch[], merge: MergeLatest): Promise<BatchOutcome[]>;
+  /** In time order, `from` inclusive, `to` exclusive. */
+  history(organizationId: string, vehicleId: string, range: HistoryRange): Promise<StoredRecord[]>;
+  /** Every vehicle's latest state, to rebuild the in-memory view at start. */
+  loadLatest(): Promise<LatestState[]>;
+  /** Deletes up to `max` records older than `before`; how many it deleted. */
+  prune(before: number, max: number): Promise<number>;
+}

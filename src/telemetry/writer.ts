@@ -1,0 +1,71 @@
+// Group commit: every request that arrives while the event loop is busy is written in the next
+// single transaction, so durability (a synced commit) is paid once per group, not per request.
+// Each request's promise settles only after the transaction that holds it has committed.
+import type { BatchOutcome, CommitBatch, MergeLatest, TelemetryStore } from './store.ts';
+
+/** Bounds one transaction, so one huge group cannot hold the store for long. */
+const MAX_RECORDS_PER_COMMIT = 20_000;
+
+interface Pending {
+  batch: CommitBatch;
+  resolve: (outcome: BatchOutcome) => void;
+  reject: (error: unknown) => void;
+}
+
+export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest) {
+  let queue: Pending[] = [];
+  let scheduled = false;
+  let flushing = false;
+  let idle: (() => void) | undefined;
+
+  function schedule() {
+    if (scheduled || flushing) return;
+    scheduled = true;
+    setImmediate(() => void flush());
+  }
+
+  async function flush() {
+    scheduled = false;
+    if (queue.length === 0) {
+      idle?.();
+      return;
+    }
+    flushing = true;
+    let records = 0;
+    let take = 0;
+    while (take < queue.length && (take === 0 || records + queue[take]!.batch.records.length <= MAX_RECORDS_PER_COMMIT)) {
+      records += queue[take]!.batch.records.length;
+      take++;
+    }
+    const group = queue.slice(0, take);
+    queue = queue.slice(take);
+    try {
+      const outcomes = await store.commit(group.map((p) => p.batch), merge);
+      group.forEach((p, i) => p.resolve(outcomes[i]!));
+    } catch (error) {
+      for (const p of group) p.reject(error);
+    } finally {
+      flushing = false;
+      schedule();
+    }
+  }
+
+  return {
+    submit(batch: CommitBatch): Promise<BatchOutcome> {
+      return new Promise((resolve, reject) => {
+        queue.push({ batch, resolve, reject });
+        schedule();
+      });
+    },
+    /** Resolves once everything submitted so far is committed (used at shutdown). */
+    drain(): Promise<void> {
+      if (queue.length === 0 && !flushing) return Promise.resolve();
+      return new Promise((resolve) => {
+        idle = resolve;
+        schedule();
+      });
+    },
+  };
+}
+
+export type GroupCommitter = ReturnType<typeof createGroupCommitter>;

@@ -1,0 +1,274 @@
+// MQTT ingestion from an existing broker (decisions.md §8): the service subscribes to
+// `$share/<group>/fleet/+/telemetry` and acknowledges each message only after its commit. Runs
+// against a real broker, FLEET_TEST_MQTT_URL (default: the Mosquitto at mqtt://127.0.0.1:1883).
+// Without one the broker tests are skipped with a loud message, except on CI, where they fail.
+//
+// The broker is shared with whatever else uses it: every run has its own vehicle ids, share
+// groups and client ids, and forgets its sessions at the end.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { after, describe, test } from 'node:test';
+import { type MqttClient, connect } from 'mqtt';
+import pino from 'pino';
+import { buildApp } from '../src/app.ts';
+import { createTestApp, type TestApp, testConfig } from './helpers/app.ts';
+import { connectDevice, endAll, freePort, messagesCounted, storedTimestamps, waitUntil, withTimeout } from './helpers/mqtt.ts';
+
+const BROKER = process.env.FLEET_TEST_MQTT_URL || 'mqtt://127.0.0.1:1883';
+const RUN = randomBytes(4).toString('hex');
+
+/** Whether the broker answers a CONNECT within 2 s. */
+async function brokerAnswers(url: string): Promise<boolean> {
+  const probe = connect(url, { reconnectPeriod: 0, connectTimeout: 2_000, protocolVersion: 5 });
+  try {
+    await withTimeout(new Promise<void>((resolve, reject) => {
+      probe.once('connect', () => resolve());
+      probe.once('error', reject);
+      probe.once('close', () => reject(new Error('closed')));
+    }), 3_000, 'the broker');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    probe.end(true);
+  }
+}
+
+const available = await brokerAnswers(BROKER);
+if (!available) {
+  const message = `MQTT broker tests: no broker answers at ${BROKER} (set FLEET_TEST_MQTT_URL, or start Mosquitto)`;
+  if (process.env.CI === 'true') {
+    test('an MQTT broker is available on CI', () => assert.fail(message));
+  } else {
+    process.stderr.write(`\n\n  !!! ${message}: SKIPPED !!!\n\n`);
+  }
+}
+const skip = available ? false : `no MQTT broker at ${BROKER}`;
+
+const clients: MqttClient[] = [];
+const apps: TestApp[] = [];
+const closers: (() => Promise<unknown>)[] = [];
+const sessions: string[] = [];
+after(async () => {
+  await endAll(clients);
+  for (const close of closers.splice(0)) await close();
+  for (const app of apps.splice(0)) await app.close();
+  if (available) await Promise.all(sessions.map(forgetSession));
+});
+
+/** Ends a session the broker keeps for a client id (clean start, no expiry), so nothing lingers there. */
+async function forgetSession(clientId: string) {
+  const client = connect(BROKER, { clientId, clean: true, protocolVersion: 5, reconnectPeriod: 0, connectTimeout: 2_000, properties: { sessionExpiryInterval: 0 } });
+  await withTimeout(new Promise<void>((resolve) => {
+    client.once('connect', () => resolve());
+    client.once('error', () => resolve());
+  }), 3_000, `the session of ${clientId} to be forgotten`).catch(() => undefined);
+  await withTimeout(client.endAsync(true), 3_000, 'the cleaning client to end').catch(() => undefined);
+}
+
+function capture() {
+  let text = '';
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      text += chunk.toString();
+      done();
+    },
+  });
+  return {
+    logger: pino({ level: 'info' }, sink),
+    lines: () => text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
+}
+
+function brokerEnv(organizationId: string, group: string, clientId: string, url = BROKER) {
+  return { FLEET_MQTT_URL: url, FLEET_MQTT_ORGANIZATION: organizationId, FLEET_MQTT_SHARE_GROUP: group, FLEET_MQTT_CLIENT_ID: clientId };
+}
+
+/** An app subscribed to the broker for its own organization, ready once /readyz says mqtt is up. */
+async function subscribedApp(group: string, clientId: string, options: { logger?: ReturnType<typeof capture>['logger']; url?: string; wait?: boolean } = {}) {
+  sessions.push(clientId);
+  const app = await createTestApp({
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+    env: (organizationId) => brokerEnv(organizationId, group, clientId, options.url),
+  });
+  apps.push(app);
+  if (options.wait !== false) await waitUntil(async () => (await mqttCheck(app)) === 'up', `${clientId} to subscribe`);
+  return app;
+}
+
+async function mqttCheck(app: TestApp): Promise<string> {
+  return (await app.request('GET', '/readyz', { key: null })).json().checks.mqtt;
+}
+
+const device = () => connectDevice(BROKER, { protocolVersion: 4 }, clients);
+const at = (i: number) => new Date(Date.now() - 60_000 + i * 10).toISOString();
+const publish = (client: MqttClient, vehicleId: string, payload: unknown, qos: 0 | 1 = 1) =>
+  withTimeout(client.publishAsync(`fleet/${vehicleId}/telemetry`, typeof payload === 'string' ? payload : JSON.stringify(payload), { qos }), 5_000, 'the broker\'s PUBACK');
+
+describe('an existing broker', { skip }, () => {
+  test('a device publishes QoS 1 to the broker; the record is read over HTTP', async () => {
+    const app = await subscribedApp(`fleet-test-${RUN}-one`, `fleet-test-${RUN}-one`);
+    const vehicleId = `brk-${RUN}-1`;
+    await app.registerVehicle(vehicleId);
+    const client = await device();
+    await publish(client, vehicleId, { timestamp: at(1), data: { speed: 12, battery: 77 } });
+    await publish(client, vehicleId, { timestamp: at(2), data: { speed: 13 } }, 0);
+    await waitUntil(async () => (await storedTimestamps(app, vehicleId)).length === 2, 'both records stored');
+    assert.deepEqual((await app.request('GET', `/v2/telemetry/${vehicleId}`)).json().data, { speed: 13, battery: 77 });
+
+    // Invalid payloads are acknowledged to the broker, dropped and counted; the next one is stored.
+    const invalidBefore = await messagesCounted(app, 'invalid');
+    await publish(client, vehicleId, '{"data":');
+    await publish(client, vehicleId, { timestamp: at(3), data: { battery: 300 } });
+    await publish(client, vehicleId, { timestamp: at(4), data: { speed: 14 } });
+    await waitUntil(async () => (await storedTimestamps(app, vehicleId)).length === 3, 'the good record after the bad ones');
+    assert.ok((await messagesCounted(app, 'invalid')) >= invalidBefore + 2);
+    assert.deepEqual((await app.request('GET', `/v2/fleet/vehicles/${vehicleId}`)).json().battery, 77);
+  });
+
+  test('two nodes in one share group each get a share; nothing is stored twice or lost', async () => {
+    const group = `fleet-test-${RUN}-pair`;
+    const [a, b] = [await subscribedApp(group, `fleet-test-${RUN}-pair-a`), await subscribedApp(group, `fleet-test-${RUN}-pair-b`)];
+    const vehicles = [`brk-${RUN}-p1`, `brk-${RUN}-p2`];
+    for (const app of [a, b]) for (const vehicleId of vehicles) await app.registerVehicle(vehicleId);
+    const client = await device();
+    const sent = Array.from({ length: 40 }, (_, i) => ({ vehicleId: vehicles[i % 2]!, timestamp: at(i) }));
+    for (const { vehicleId, timestamp } of sent) await publish(client, vehicleId, { timestamp, data: { speed: 1 } });
+
+    const storedIn = async (app: TestApp) => (await Promise.all(vehicles.map(async (v) => (await storedTimestamps(app, v)).map((t) => `${v}@${t}`)))).flat();
+    await waitUntil(async () => (await storedIn(a)).length + (await storedIn(b)).length >= sent.length, 'every message stored by one node', 10_000);
+    const [inA, inB] = [await storedIn(a), await storedIn(b)];
+    assert.ok(inA.length > 0 && inB.length > 0, `each node gets a share (a: ${inA.length}, b: ${inB.length})`);
+    assert.deepEqual(inA.filter((r) => inB.includes(r)), [], 'stored by both nodes');
+    assert.deepEqual(new Set([...inA, ...inB]), new Set(sent.map((s) => `${s.vehicleId}@${s.timestamp}`)), 'every message stored once');
+  });
+
+  test('a message that could not be committed is not acknowledged: the broker sends it again', async () => {
+    const group = `fleet-test-${RUN}-redeliver`;
+    const clientId = `fleet-test-${RUN}-redeliver`;
+    const vehicleId = `brk-${RUN}-r1`;
+    const logs = capture();
+    const broken = await subscribedApp(group, clientId, { logger: logs.logger });
+    await broken.stores.close();
+    const client = await device();
+    await publish(client, vehicleId, { timestamp: at(1), data: { odometer: 4242 } });
+    await waitUntil(() => logs.lines().some((l) => l.msg === 'MQTT message not stored'), 'the failed commit');
+    apps.splice(apps.indexOf(broken), 1);
+    await broken.close();
+
+    // The same node back (same client id, so the same session), on a store that works and knows
+    // the vehicle before the subscription starts.
+    const store = await createTestApp();
+    apps.push(store);
+    await store.registerVehicle(vehicleId);
+    const healed = await buildApp({
+      config: testConfig(brokerEnv(store.organizationId, group, clientId)), stores: store.stores, logger: pino({ level: 'silent' }),
+    });
+    closers.push(() => healed.close());
+    await healed.ready();
+    await waitUntil(async () => (await storedTimestamps(store, vehicleId)).length === 1, 'the message sent again and stored', 10_000);
+  });
+
+  test('after a failed commit the node resumes its session, and the broker sends the message again', async () => {
+    const group = `fleet-test-${RUN}-retry`;
+    const vehicleId = `brk-${RUN}-retry`;
+    const app = await subscribedApp(group, `fleet-test-${RUN}-retry`);
+    await app.registerVehicle(vehicleId);
+    const store = app.stores.telemetry;
+    const commit = store.commit.bind(store);
+    let failures = 0;
+    store.commit = async (batches, merge) => {
+      if (failures++ === 0) throw new Error('disk full (simulated)');
+      return commit(batches, merge);
+    };
+    const client = await device();
+    await publish(client, vehicleId, { timestamp: at(1), data: { speed: 8 } });
+    await waitUntil(async () => (await storedTimestamps(app, vehicleId)).length === 1, 'the message stored on the second delivery', 10_000);
+    assert.ok(failures >= 2, 'the first commit failed, a later one stored it');
+  });
+});
+
+describe('broker configuration and connection state', () => {
+  test('an organization the store does not have stops the start', async () => {
+    await assert.rejects(
+      createTestApp({ env: { FLEET_MQTT_URL: 'mqtt://127.0.0.1:1', FLEET_MQTT_ORGANIZATION: 'org_doesNotExist0000', FLEET_MQTT_CLIENT_ID: `fleet-test-${RUN}-x` } }),
+      /FLEET_MQTT_ORGANIZATION: "org_doesNotExist0000" is not an organization of this store/,
+    );
+  });
+
+  test('while the broker cannot be reached, /readyz says degraded and HTTP still works', async () => {
+    const port = await freePort();
+    const app = await subscribedApp(`fleet-test-${RUN}-down`, `fleet-test-${RUN}-down`, { url: `mqtt://127.0.0.1:${port}`, wait: false });
+    const ready = await app.request('GET', '/readyz', { key: null });
+    assert.equal(ready.statusCode, 200);
+    assert.equal(ready.json().status, 'degraded');
+    assert.match(ready.json().checks.mqtt, /^degraded: /);
+    assert.equal((await app.request('GET', '/v2/fleet/vehicles')).statusCode, 200);
+  });
+
+  const mosquitto = spawnSync('mosquitto', ['-h'], { stdio: 'ignore' }).error === undefined;
+  test('reconnects by itself when the broker comes back', { skip: mosquitto ? false : 'no mosquitto binary to start a broker of our own' }, async (t) => {
+    const port = await freePort();
+    const start = () => {
+      const broker = spawn('mosquitto', ['-p', String(port)], { stdio: 'ignore' });
+      t.after(() => broker.kill('SIGKILL'));
+      return broker;
+    };
+    const url = `mqtt://127.0.0.1:${port}`;
+    const broker = start();
+    await waitUntil(() => brokerAnswers(url), 'our own Mosquitto to start');
+    const app = await subscribedApp(`fleet-test-${RUN}-back`, `fleet-test-${RUN}-back`, { url });
+    broker.kill('SIGTERM');
+    await waitUntil(async () => (await mqttCheck(app)).startsWith('degraded: '), '/readyz to report the broker gone');
+    start();
+    await waitUntil(async () => (await mqttCheck(app)) === 'up', '/readyz to report the broker back', 10_000);
+    const vehicleId = `brk-${RUN}-back`;
+    await app.registerVehicle(vehicleId);
+    const client = await connectDevice(url, { protocolVersion: 4 }, clients);
+    await publish(client, vehicleId, { timestamp: at(1), data: { speed: 3 } });
+    await waitUntil(async () => (await storedTimestamps(app, vehicleId)).length === 1, 'the record over the new connection');
+  });
+
+  const passwd = spawnSync('mosquitto_passwd', ['-h'], { stdio: 'ignore' }).error === undefined;
+  test('a broker that refuses the login: /readyz gives its reason; the right password subscribes',
+    { skip: mosquitto && passwd ? false : 'no mosquitto and mosquitto_passwd to start a broker of our own' }, async (t) => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'fleet-mosquitto-'));
+      // Started as root, Mosquitto drops to its own user before it reads the password file.
+      chmodSync(dir, 0o755);
+      t.after(() => rmSync(dir, { recursive: true, force: true }));
+      assert.equal(spawnSync('mosquitto_passwd', ['-c', '-b', path.join(dir, 'passwd'), 'fleet', 'right-password']).status, 0);
+      chmodSync(path.join(dir, 'passwd'), 0o644);
+      const port = await freePort();
+      writeFileSync(path.join(dir, 'mosquitto.conf'), [
+        `listener ${port} 127.0.0.1`, 'allow_anonymous false', `password_file ${path.join(dir, 'passwd')}`, 'persistence false', '',
+      ].join('\n'));
+      const broker = spawn('mosquitto', ['-c', path.join(dir, 'mosquitto.conf')], { stdio: 'ignore' });
+      t.after(() => broker.kill('SIGKILL'));
+      const url = `mqtt://127.0.0.1:${port}`;
+      await waitUntil(async () => {
+        const probe = connect(url, { reconnectPeriod: 0, connectTimeout: 1_000 });
+        const answered = await withTimeout(new Promise<boolean>((resolve) => {
+          probe.once('connect', () => resolve(true));
+          probe.once('error', (error) => resolve('code' in error && typeof error.code === 'number'));
+        }), 2_000, 'a probe').catch(() => false);
+        probe.end(true);
+        return answered;
+      }, 'our own Mosquitto to start');
+
+      const wrong = await createTestApp({
+        env: (organizationId) => ({ ...brokerEnv(organizationId, `fleet-test-${RUN}-auth`, `fleet-test-${RUN}-auth-1`, url), FLEET_MQTT_USERNAME: 'fleet', FLEET_MQTT_PASSWORD: 'wrong' }),
+      });
+      apps.push(wrong);
+      await waitUntil(async () => (await mqttCheck(wrong)).startsWith('degraded: the broker refused the connection'), 'the refusal in /readyz');
+      const right = await createTestApp({
+        env: (organizationId) => ({ ...brokerEnv(organizationId, `fleet-test-${RUN}-auth`, `fleet-test-${RUN}-auth-2`, url), FLEET_MQTT_USERNAME: 'fleet', FLEET_MQTT_PASSWORD: 'right-password' }),
+      });
+      apps.push(right);
+      await waitUntil(async () => (await mqttCheck(right)) === 'up', 'the right password to subscribe');
+    });
+});
