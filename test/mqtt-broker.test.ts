@@ -11,13 +11,13 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
 import { type MqttClient, connect } from 'mqtt';
 import pino from 'pino';
 import { buildApp } from '../src/app.ts';
 import { createTestApp, type TestApp, testConfig } from './helpers/app.ts';
 import { connectDevice, endAll, freePort, messagesCounted, storedTimestamps, waitUntil, withTimeout } from './helpers/mqtt.ts';
+import { captureLogs } from './helpers/logs.ts';
 
 const BROKER = process.env.FLEET_TEST_MQTT_URL || 'mqtt://127.0.0.1:1883';
 const RUN = randomBytes(4).toString('hex');
@@ -71,26 +71,12 @@ async function forgetSession(clientId: string) {
   await withTimeout(client.endAsync(true), 3_000, 'the cleaning client to end').catch(() => undefined);
 }
 
-function capture() {
-  let text = '';
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      text += chunk.toString();
-      done();
-    },
-  });
-  return {
-    logger: pino({ level: 'info' }, sink),
-    lines: () => text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>),
-  };
-}
-
 function brokerEnv(organizationId: string, group: string, clientId: string, url = BROKER) {
   return { FLEET_MQTT_URL: url, FLEET_MQTT_ORGANIZATION: organizationId, FLEET_MQTT_SHARE_GROUP: group, FLEET_MQTT_CLIENT_ID: clientId };
 }
 
 /** An app subscribed to the broker for its own organization, ready once /readyz says mqtt is up. */
-async function subscribedApp(group: string, clientId: string, options: { logger?: ReturnType<typeof capture>['logger']; url?: string; wait?: boolean } = {}) {
+async function subscribedApp(group: string, clientId: string, options: { logger?: ReturnType<typeof captureLogs>['logger']; url?: string; wait?: boolean } = {}) {
   sessions.push(clientId);
   const app = await createTestApp({
     ...(options.logger === undefined ? {} : { logger: options.logger }),
@@ -152,7 +138,7 @@ describe('an existing broker', { skip }, () => {
     const group = `fleet-test-${RUN}-redeliver`;
     const clientId = `fleet-test-${RUN}-redeliver`;
     const vehicleId = `brk-${RUN}-r1`;
-    const logs = capture();
+    const logs = captureLogs('info');
     const broken = await subscribedApp(group, clientId, { logger: logs.logger });
     await broken.stores.close();
     const client = await device();

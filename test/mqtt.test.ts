@@ -3,10 +3,8 @@
 // messages, port already taken, graceful close.
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type { MqttClient } from 'mqtt';
-import pino from 'pino';
 import type { CommitBatch } from '../src/telemetry/store.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import {
@@ -19,6 +17,7 @@ import {
   waitUntil,
   withTimeout,
 } from './helpers/mqtt.ts';
+import { captureLogs } from './helpers/logs.ts';
 
 const clients: MqttClient[] = [];
 const apps: TestApp[] = [];
@@ -241,7 +240,7 @@ describe('PUBACK after commit', () => {
   });
 
   test('when the store cannot commit, no PUBACK arrives, the connection closes, and the error is logged', async () => {
-    const logs = capture();
+    const logs = captureLogs('debug');
     const { app, url: own } = await appWithListener({ logger: logs.logger });
     await app.registerVehicle('commit-2');
     const client = await connectDevice(own, { username: 'device', password: await app.keyWith(['telemetry:write']) }, clients);
@@ -251,28 +250,13 @@ describe('PUBACK after commit', () => {
   });
 });
 
-/** A pino logger whose JSON lines the test can read. */
-function capture() {
-  let text = '';
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      text += chunk.toString();
-      done();
-    },
-  });
-  return {
-    logger: pino({ level: 'debug' }, sink),
-    lines: () => text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>),
-  };
-}
-
 describe('the port is taken', () => {
   test('a warning, the service runs on without MQTT, and /readyz says so', async (t) => {
     const squatter = net.createServer();
     await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
     t.after(() => new Promise<void>((resolve) => squatter.close(() => resolve())));
     const port = (squatter.address() as net.AddressInfo).port;
-    const logs = capture();
+    const logs = captureLogs('debug');
     const app = await createTestApp({ logger: logs.logger, env: { FLEET_MQTT_PORT: String(port), FLEET_MQTT_HOST: '127.0.0.1' } });
     apps.push(app);
 

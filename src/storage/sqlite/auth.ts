@@ -21,6 +21,16 @@ function toKey(row: Row): ApiKeyRecord {
   };
 }
 
+/** The organization columns a credential lookup joins in as `org_*`. */
+export function joinedOrganization(row: Row): OrganizationRecord {
+  return {
+    id: row.organization_id as string,
+    name: row.org_name as string,
+    platform: row.org_platform === 1,
+    createdAt: row.org_created_at as number,
+  };
+}
+
 function toOrganization(row: Row): OrganizationRecord {
   return {
     id: row.id as string,
@@ -112,15 +122,7 @@ export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
     async findKey(lookupId) {
       const row = findKey.get(lookupId);
       if (row === undefined) return undefined;
-      return {
-        key: toKey(row),
-        organization: {
-          id: row.organization_id as string,
-          name: row.org_name as string,
-          platform: row.org_platform === 1,
-          createdAt: row.org_created_at as number,
-        },
-      };
+      return { key: toKey(row), organization: joinedOrganization(row) };
     },
 
     async touchKey(id, at) {

@@ -1,6 +1,7 @@
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import type { OAuthClientRecord, OAuthStore, SigningKeyRecord } from '../../auth/oauth/store.ts';
 import { isScope } from '../../auth/scopes.ts';
+import { joinedOrganization } from './auth.ts';
 import { transaction } from './database.ts';
 
 type Row = Record<string, SQLInputValue>;
@@ -98,15 +99,7 @@ export function createSqliteOAuthStore(db: DatabaseSync): OAuthStore {
     async findClient(id) {
       const row = findClient.get(id);
       if (row === undefined) return undefined;
-      return {
-        client: toClient(row),
-        organization: {
-          id: row.organization_id as string,
-          name: row.org_name as string,
-          platform: row.org_platform === 1,
-          createdAt: row.org_created_at as number,
-        },
-      };
+      return { client: toClient(row), organization: joinedOrganization(row) };
     },
 
     async deleteClient(organizationId, id) {
