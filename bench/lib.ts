@@ -2,7 +2,9 @@
 // competes with the server for the server's event loop.
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { LoadOutcome, LoadSpec } from './load.ts';
 
 const run = promisify(execFile);
 const autocannonBin = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
@@ -41,3 +43,15 @@ export function row(r: LoadResult): string {
 }
 
 export const TABLE_HEAD = '| case | req/s | p50 ms | p99 ms | failures |\n|---|---|---|---|---|';
+
+/** Runs bench/load.ts (programmatic autocannon, per-request bodies) in its own process. */
+export async function loadVarying(spec: LoadSpec): Promise<LoadOutcome> {
+  const script = fileURLToPath(new URL('./load.ts', import.meta.url));
+  const { stdout } = await run(process.execPath, [script, JSON.stringify(spec)], { maxBuffer: 16 * 1024 * 1024 });
+  return JSON.parse(stdout) as LoadOutcome;
+}
+
+/** Prints `ms` with a precision that suits it. */
+export function ms(value: number): string {
+  return value < 10 ? value.toFixed(2) : value.toFixed(1);
+}

@@ -1,0 +1,564 @@
+// Fleet simulator: registers N vehicles and drives believable telemetry at R records per second in
+// total against a running service, over HTTP (a batch per tick, POST /v2/telemetry) or MQTT
+// (QoS 1 publishes to fleet/{id}/telemetry). The motion model is src/cli/simulation.ts.
+//
+//   FLEET_KEY=fleet_... npm run simulate -- --vehicles 20 --rate 50
+//
+// Exit status: 0 after Ctrl-C / SIGTERM, 1 when the service is unreachable or refuses the key,
+// 2 for bad arguments.
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import {
+  PROFILES,
+  type Resume,
+  type SimType,
+  type VehicleState,
+  advance,
+  createScheduler,
+  createVehicle,
+  sample,
+  typeFor,
+} from './simulation.ts';
+
+const USAGE = `Usage: npm run simulate -- [options]
+
+  --vehicles N       vehicles to simulate (default 20), ids <prefix>-0001...
+  --rate R           records per second in total, over all vehicles (default 10)
+  --url URL          the Fleet service (default $FLEET_URL or http://localhost:8080)
+  --key KEY          API key (default $FLEET_KEY; prefer the variable: arguments show in ps)
+  --mqtt             publish over MQTT (QoS 1) instead of HTTP batches
+  --mqtt-url URL     MQTT listener (default $FLEET_MQTT_URL or mqtt://localhost:1883)
+  --prefix P         vehicle id prefix (default sim)
+  --tick MS          how often a batch is sent, ms (default 1000)
+  --report S         seconds between status lines (default 5)
+  --seed N           varies routes and everything random (default 0)
+  -h, --help         this text
+
+The key needs fleet:write to register vehicles (already registered ones are reused) and
+telemetry:write to send; with fleet:read and telemetry:read a re-run resumes each vehicle
+where the service last saw it.`;
+
+const MAX_BATCH = 1000;
+const MAX_IN_FLIGHT = 8;
+const REQUEST_TIMEOUT_MS = 10_000;
+const GIVE_UP_AFTER_MS = 30_000;
+
+class Fatal extends Error {}
+
+function write(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+function usageError(message: string): never {
+  process.stderr.write(`fleet-simulate: ${message}\n\n${USAGE}\n`);
+  process.exit(2);
+}
+
+interface Options {
+  vehicles: number;
+  rate: number;
+  url: string;
+  key: string;
+  mqtt: boolean;
+  mqttUrl: string;
+  prefix: string;
+  tickMs: number;
+  reportMs: number;
+  seed: number;
+}
+
+function parseOptions(argv: string[]): Options {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      options: {
+        vehicles: { type: 'string', default: '20' },
+        rate: { type: 'string', default: '10' },
+        url: { type: 'string', default: process.env.FLEET_URL || 'http://localhost:8080' },
+        key: { type: 'string', default: process.env.FLEET_KEY ?? '' },
+        mqtt: { type: 'boolean', default: false },
+        'mqtt-url': { type: 'string', default: process.env.FLEET_MQTT_URL || 'mqtt://localhost:1883' },
+        prefix: { type: 'string', default: 'sim' },
+        tick: { type: 'string', default: '1000' },
+        report: { type: 'string', default: '5' },
+        seed: { type: 'string', default: '0' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }).values;
+  } catch (error) {
+    usageError((error as Error).message);
+  }
+  if (parsed.help) {
+    write(USAGE);
+    process.exit(0);
+  }
+  const number = (name: string, text: string, min: number, max: number, integer: boolean): number => {
+    const value = Number(text);
+    if (text.trim() === '' || !Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
+      usageError(`--${name} "${text}" must be ${integer ? 'a whole number' : 'a number'} from ${min} to ${max}`);
+    }
+    return value;
+  };
+  const url = (name: string, text: string, protocols: string[]): string => {
+    try {
+      const parsedUrl = new URL(text);
+      if (!protocols.includes(parsedUrl.protocol)) throw new Error('protocol');
+      return text.replace(/\/+$/, '');
+    } catch {
+      usageError(`--${name} "${text}" is not a ${protocols.join(' or ')} URL`);
+    }
+  };
+  if (parsed.key === '') usageError('no API key: set FLEET_KEY (or pass --key); the service prints its first admin key on first start');
+  if (!/^[A-Za-z0-9._:-]{1,40}$/.test(parsed.prefix)) usageError(`--prefix "${parsed.prefix}" must be 1 to 40 of A-Z a-z 0-9 . _ : -`);
+  return {
+    vehicles: number('vehicles', parsed.vehicles, 1, 100_000, true),
+    rate: number('rate', parsed.rate, 0.01, 1_000_000, false),
+    url: url('url', parsed.url, ['http:', 'https:']),
+    key: parsed.key,
+    mqtt: parsed.mqtt,
+    mqttUrl: url('mqtt-url', parsed['mqtt-url'], ['mqtt:', 'mqtts:', 'tcp:', 'ws:', 'wss:']),
+    prefix: parsed.prefix,
+    tickMs: number('tick', parsed.tick, 50, 60_000, true),
+    reportMs: number('report', parsed.report, 0.2, 3600, false) * 1000,
+    seed: number('seed', parsed.seed, 0, 2 ** 31, true),
+  };
+}
+
+// --- HTTP --------------------------------------------------------------------------------------
+
+interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+  retryAfterMs: number;
+}
+
+function problemText(answer: Answer): string {
+  const { code, detail } = answer.body;
+  return [answer.status, typeof code === 'string' ? code : undefined, typeof detail === 'string' ? `- ${detail}` : undefined]
+    .filter((part) => part !== undefined)
+    .join(' ');
+}
+
+/** A URL as printed: without any credentials in it. */
+function shown(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = '';
+  parsed.password = '';
+  return parsed.toString().replace(/\/$/, '');
+}
+
+function causeOf(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (error as Error).message;
+}
+
+function createHttp(options: Options) {
+  const authorization = `Bearer ${options.key}`;
+
+  async function call(method: string, pathname: string, body?: unknown): Promise<Answer> {
+    const headers: Record<string, string> = { authorization };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(options.url + pathname, {
+      method,
+      headers,
+      body: body === undefined ? null : JSON.stringify(body),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? {} : JSON.parse(text);
+    } catch {
+      parsed = { detail: text.slice(0, 200) };
+    }
+    const retryAfter = Number(res.headers.get('retry-after'));
+    return {
+      status: res.status,
+      body: typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {},
+      retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 60) * 1000 : 1000,
+    };
+  }
+
+  /** For setup: waits out rate limits, and turns a refused key into a clear fatal error. */
+  async function setupCall(method: string, pathname: string, body?: unknown): Promise<Answer> {
+    for (let attempt = 0; ; attempt++) {
+      const answer = await call(method, pathname, body);
+      if (answer.status === 401) {
+        throw new Fatal(`the service refused the key (${problemText(answer)}). Set FLEET_KEY or --key to a valid API key.`);
+      }
+      if (answer.status !== 429 || attempt >= 20) return answer;
+      await sleep(answer.retryAfterMs);
+    }
+  }
+
+  return { call, setupCall };
+}
+
+async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (next < items.length) await work(items[next++]!);
+    }),
+  );
+}
+
+async function checkReachable(options: Options): Promise<void> {
+  let res: Response;
+  try {
+    res = await fetch(`${options.url}/healthz`, { signal: AbortSignal.timeout(5000) });
+    await res.arrayBuffer();
+  } catch (error) {
+    throw new Fatal(`cannot reach Fleet at ${shown(options.url)} (${causeOf(error)}). Is the service running (npm start)? Or pass --url.`);
+  }
+  if (res.status !== 200) throw new Fatal(`${options.url}/healthz answered ${res.status}: is that a Fleet service?`);
+}
+
+interface Sim {
+  state: VehicleState;
+  /** Wall-clock ms of the state: the timestamp of its last record. */
+  at: number;
+  /** Deleted or retired meanwhile: skipped. */
+  dropped: boolean;
+}
+
+/**
+ * Lists the vehicles already there (when the key may read the fleet), registers the rest, and
+ * reads each existing vehicle's latest telemetry to resume from it (when the key may).
+ */
+async function prepareVehicles(options: Options, http: ReturnType<typeof createHttp>): Promise<{ sims: Sim[]; created: number }> {
+  const ids = Array.from({ length: options.vehicles }, (_, i) => `${options.prefix}-${String(i + 1).padStart(4, '0')}`);
+  const wanted = new Set(ids);
+  let existing: Set<string> | undefined = new Set();
+  const withTelemetry = new Set<string>();
+  const retired = new Set<string>();
+  /** Existing vehicles keep their registered type, when the model knows it. */
+  const types = new Map<string, SimType>();
+  for (let offset = 0; existing !== undefined; offset += 1000) {
+    const page = await http.setupCall('GET', `/v2/fleet/vehicles?limit=1000&offset=${offset}`);
+    if (page.status === 403) {
+      existing = undefined; // cannot read the fleet: try registering every one
+      break;
+    }
+    if (page.status !== 200) throw new Fatal(`listing vehicles failed: ${problemText(page)}`);
+    const items = page.body.vehicles as { id: string; type: string; status: string; lastUpdate: string | null }[] | undefined;
+    if (!Array.isArray(items)) break;
+    for (const item of items) {
+      if (!wanted.has(item.id)) continue;
+      existing.add(item.id);
+      if (item.status === 'retired') retired.add(item.id);
+      if (Object.hasOwn(PROFILES, item.type)) types.set(item.id, item.type as SimType);
+      if (item.lastUpdate !== null) withTelemetry.add(item.id);
+    }
+    if (items.length < 1000) break;
+  }
+
+  let created = 0;
+  const missing = ids.filter((id) => existing === undefined || !existing.has(id));
+  await pool(missing, 8, async (id) => {
+    const vehicleIndex = ids.indexOf(id);
+    const answer = await http.setupCall('POST', '/v2/fleet/vehicles', {
+      vehicleId: id,
+      type: typeFor(vehicleIndex),
+      configuration: { sensors: ['gps', 'imu'] },
+    });
+    if (answer.status === 201) created++;
+    else if (answer.status === 409 && answer.body.code === 'vehicle-exists') withTelemetry.add(id);
+    else if (answer.status === 403 && answer.body.code === 'insufficient-scope') {
+      throw new Fatal(`the key may not register vehicles (it needs the fleet:write scope): ${problemText(answer)}`);
+    } else throw new Fatal(`registering ${id} failed: ${problemText(answer)}`);
+  });
+
+  const resume = new Map<string, Resume>();
+  let mayRead = true;
+  await pool([...withTelemetry], 8, async (id) => {
+    if (!mayRead) return;
+    const answer = await http.setupCall('GET', `/v2/telemetry/${encodeURIComponent(id)}?fields=location,battery,temperature,odometer`);
+    if (answer.status === 403) mayRead = false;
+    if (answer.status !== 200) return;
+    const data = (answer.body.data ?? {}) as Resume;
+    resume.set(id, { location: data.location, battery: data.battery, odometer: data.odometer, temperature: data.temperature });
+  });
+
+  const now = Date.now();
+  const sims = ids.map((id, i): Sim => ({
+    state: createVehicle(id, types.get(id) ?? typeFor(i), { seed: options.seed, resume: resume.get(id) }),
+    at: now,
+    dropped: retired.has(id),
+  }));
+  if (retired.size > 0) write(`fleet-simulate: skipping retired ${[...retired].join(', ')}`);
+  if (sims.every((sim) => sim.dropped)) throw new Fatal('every vehicle to simulate is retired; pick another --prefix.');
+  return { sims, created };
+}
+
+// --- Transports ---------------------------------------------------------------------------------
+
+interface Counters {
+  sent: number;
+  accepted: number;
+  duplicates: number;
+  errors: number;
+  skipped: number;
+  lastError: string | undefined;
+  /** Since when every attempt to reach the service has failed; undefined while it answers. */
+  failingSince: number | undefined;
+}
+
+interface OutRecord {
+  vehicleId: string;
+  timestamp: string;
+  data: ReturnType<typeof sample>;
+}
+
+interface Transport {
+  name: string;
+  send(records: OutRecord[]): void;
+  /** Waits (bounded) for what is in flight, then closes. */
+  close(): Promise<void>;
+}
+
+function httpTransport(
+  http: ReturnType<typeof createHttp>,
+  counters: Counters,
+  on: { fatal(error: Fatal): void; refused(vehicleIds: string[], why: string): void },
+): Transport {
+  const inFlight = new Set<Promise<void>>();
+  let pausedUntil = 0;
+
+  async function post(records: OutRecord[]): Promise<void> {
+    try {
+      const answer = await http.call('POST', '/v2/telemetry', { records });
+      counters.failingSince = undefined;
+      if (answer.status === 202) {
+        counters.accepted += Number(answer.body.accepted ?? 0);
+        counters.duplicates += Number(answer.body.duplicates ?? 0);
+        return;
+      }
+      counters.errors += records.length;
+      counters.lastError = problemText(answer);
+      if (answer.status === 401) on.fatal(new Fatal(`the service refused the key (${problemText(answer)}).`));
+      if (answer.body.code === 'vehicle-not-found' || answer.body.code === 'vehicle-retired') {
+        // A batch is all or nothing: a vehicle deleted or retired meanwhile must leave the rotation.
+        const named = [...(typeof answer.body.detail === 'string' ? answer.body.detail : '').matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
+        on.refused(named, answer.body.code);
+      }
+      if (answer.status === 429) {
+        // Back off as told; records made meanwhile are skipped, not queued.
+        pausedUntil = Date.now() + answer.retryAfterMs;
+        counters.lastError = `rate limited; pausing ${answer.retryAfterMs / 1000} s (lower --rate, raise --tick, or raise FLEET_RATE_LIMIT_REQUESTS)`;
+      }
+    } catch (error) {
+      counters.errors += records.length;
+      counters.lastError = `request failed: ${causeOf(error)}`;
+      counters.failingSince ??= Date.now();
+    }
+  }
+
+  return {
+    name: 'HTTP',
+    send(records) {
+      for (let i = 0; i < records.length; i += MAX_BATCH) {
+        const chunk = records.slice(i, i + MAX_BATCH);
+        if (Date.now() < pausedUntil || inFlight.size >= MAX_IN_FLIGHT) {
+          counters.skipped += chunk.length;
+          continue;
+        }
+        counters.sent += chunk.length;
+        const request = post(chunk).finally(() => inFlight.delete(request));
+        inFlight.add(request);
+      }
+    },
+    async close() {
+      await Promise.race([Promise.allSettled([...inFlight]), sleep(5000)]);
+    },
+  };
+}
+
+async function mqttTransport(options: Options, counters: Counters): Promise<Transport> {
+  const mqtt = await import('mqtt');
+  let client: Awaited<ReturnType<typeof mqtt.connectAsync>>;
+  try {
+    client = await mqtt.connectAsync(
+      options.mqttUrl,
+      {
+        clientId: `fleet-sim-${randomBytes(4).toString('hex')}`,
+        username: 'fleet-simulator',
+        password: options.key,
+        connectTimeout: 5000,
+        reconnectPeriod: 1000,
+        clean: true,
+      },
+      false,
+    );
+  } catch (error) {
+    const { code, message } = error as { code?: number | string; message: string };
+    if (code === 4 || code === 5 || code === 134 || code === 135) {
+      throw new Fatal(`the MQTT listener at ${shown(options.mqttUrl)} refused the key (${message}). It needs the telemetry:write scope.`);
+    }
+    throw new Fatal(`cannot reach the MQTT listener at ${shown(options.mqttUrl)} (${typeof code === 'string' ? code : message}). Is it enabled? Or pass --mqtt-url.`);
+  }
+  client.on('error', (error) => {
+    counters.lastError = `mqtt: ${error.message}`;
+  });
+  client.on('offline', () => {
+    counters.lastError = 'mqtt: connection lost; reconnecting';
+    counters.failingSince ??= Date.now();
+  });
+  client.on('connect', () => {
+    counters.failingSince = undefined;
+  });
+  let outstanding = 0;
+  const maxOutstanding = Math.max(1000, options.rate * 5);
+  return {
+    name: 'MQTT',
+    send(records) {
+      for (const { vehicleId, timestamp, data } of records) {
+        if (outstanding >= maxOutstanding || !client.connected) {
+          counters.skipped++;
+          continue;
+        }
+        outstanding++;
+        counters.sent++;
+        client.publish(`fleet/${vehicleId}/telemetry`, JSON.stringify({ timestamp, data }), { qos: 1 }, (error) => {
+          outstanding--;
+          if (error === undefined || error === null) {
+            counters.accepted++;
+          } else {
+            counters.errors++;
+            counters.lastError = `mqtt: ${error.message}`;
+          }
+        });
+      }
+    },
+    async close() {
+      const deadline = Date.now() + 5000;
+      while (outstanding > 0 && client.connected && Date.now() < deadline) await sleep(20);
+      await Promise.race([client.endAsync(true), sleep(2000)]);
+    },
+  };
+}
+
+// --- Main loop ----------------------------------------------------------------------------------
+
+function clock(): string {
+  return new Date().toTimeString().slice(0, 8);
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2));
+  const http = createHttp(options);
+  await checkReachable(options);
+  const { sims, created } = await prepareVehicles(options, http);
+
+  const counters: Counters = {
+    sent: 0, accepted: 0, duplicates: 0, errors: 0, skipped: 0, lastError: undefined, failingSince: undefined,
+  };
+  let fatal: Fatal | undefined;
+  const stop = new AbortController();
+  const transport = options.mqtt
+    ? await mqttTransport(options, counters)
+    : httpTransport(http, counters, {
+        fatal(error) {
+          fatal ??= error;
+          stop.abort();
+        },
+        refused(vehicleIds, why) {
+          for (const sim of sims) {
+            if (!sim.dropped && vehicleIds.includes(sim.state.id)) {
+              sim.dropped = true;
+              write(`${clock()}  ${sim.state.id}: ${why}; no longer simulated`);
+            }
+          }
+          if (sims.every((sim) => sim.dropped)) this.fatal(new Fatal('no vehicle left to simulate.'));
+        },
+      });
+
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) process.exit(130);
+    write(`${clock()}  ${signal}: stopping (again to quit at once)`);
+    stop.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  // The rate is spread over the vehicles still simulated (a deleted or retired one leaves).
+  let active = sims.filter((sim) => !sim.dropped);
+  let scheduler = createScheduler(active.length, options.rate);
+
+  write(
+    `fleet-simulate: ${active.length} vehicles (${created} newly registered), ${options.rate} records/s over ${transport.name} ` +
+      `to ${shown(options.mqtt ? options.mqttUrl : options.url)}. Ctrl-C to stop.`,
+  );
+
+  let last = { sent: 0, accepted: 0, errors: 0, at: Date.now() };
+  let lastShownError: string | undefined;
+  const report = () => {
+    const now = Date.now();
+    const perSecond = ((counters.sent - last.sent) * 1000) / Math.max(1, now - last.at);
+    let line =
+      `${clock()}  sent ${counters.sent} (${perSecond.toFixed(1)}/s)  accepted ${counters.accepted}` +
+      (options.mqtt ? '' : `  duplicates ${counters.duplicates}`) +
+      `  errors ${counters.errors}`;
+    if (counters.skipped > 0) line += `  skipped ${counters.skipped}`;
+    if (counters.lastError !== undefined && (counters.errors > last.errors || counters.lastError !== lastShownError)) {
+      line += `  (last error: ${counters.lastError})`;
+      lastShownError = counters.lastError;
+    }
+    write(line);
+    last = { sent: counters.sent, accepted: counters.accepted, errors: counters.errors, at: now };
+  };
+  const reporter = setInterval(report, options.reportMs);
+
+  let tickStart = Date.now();
+  while (!stop.signal.aborted) {
+    try {
+      await sleep(Math.max(0, tickStart + options.tickMs - Date.now()), undefined, { signal: stop.signal });
+    } catch {
+      break; // aborted
+    }
+    const now = Date.now();
+    // The tick just past: each planned record is stamped at its moment within it, and its vehicle
+    // is moved on to that moment. A late tick simply covers more time, so the rate holds.
+    const records: OutRecord[] = [];
+    for (const { index, offsetMs } of scheduler.tick(now - tickStart)) {
+      const sim = active[index]!;
+      if (sim.dropped) continue;
+      const at = Math.max(tickStart + offsetMs, sim.at + 1);
+      advance(sim.state, (at - sim.at) / 1000);
+      sim.at = at;
+      records.push({ vehicleId: sim.state.id, timestamp: new Date(at).toISOString(), data: sample(sim.state) });
+    }
+    tickStart = now;
+    if (records.length > 0) transport.send(records);
+    if (active.some((sim) => sim.dropped)) {
+      active = active.filter((sim) => !sim.dropped);
+      scheduler = createScheduler(Math.max(1, active.length), options.rate);
+    }
+    if (counters.failingSince !== undefined && now - counters.failingSince > GIVE_UP_AFTER_MS) {
+      fatal = new Fatal(`lost the service: nothing got through for ${GIVE_UP_AFTER_MS / 1000} s (last error: ${counters.lastError ?? 'none'}); giving up.`);
+      break;
+    }
+  }
+
+  clearInterval(reporter);
+  await transport.close();
+  report();
+  if (fatal !== undefined) throw fatal;
+  write(`fleet-simulate: stopped. ${counters.sent} sent, ${counters.accepted} accepted, ${counters.errors} errors.`);
+}
+
+try {
+  await main();
+  process.exit(0);
+} catch (error) {
+  if (error instanceof Fatal) {
+    process.stderr.write(`fleet-simulate: ${error.message}\n`);
+    process.exit(1);
+  }
+  throw error;
+}

@@ -1,0 +1,177 @@
+// The simulator as a user runs it (`npm run simulate`): a child process against a real Fleet
+// process, over HTTP and MQTT. Every process is killed in t.after and every wait is bounded.
+import assert from 'node:assert/strict';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import type { Readable } from 'node:stream';
+import { describe, type TestContext, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { type Exit, request, type RunningFleet, startFleet, withTimeout } from './helpers/process.ts';
+
+const SIMULATE = fileURLToPath(new URL('../src/cli/simulate.ts', import.meta.url));
+const TEST_TIMEOUT = 45_000;
+const adminKey = () => `op_${randomBytes(24).toString('hex')}`;
+
+interface Simulator {
+  child: ChildProcessByStdio<null, Readable, Readable>;
+  stdout(): string;
+  stderr(): string;
+  closed: Promise<Exit>;
+  waitFor(predicate: () => boolean, what: string, ms?: number): Promise<void>;
+}
+
+function simulate(t: TestContext, args: string[], key: string): Simulator {
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', FLEET_KEY: key };
+  const child = spawn(process.execPath, [SIMULATE, '--report', '0.5', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let ended = false;
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const closed = new Promise<Exit>((resolve) => {
+    child.once('close', (code, signal) => {
+      ended = true;
+      resolve({ code, signal });
+    });
+  });
+  t.after(async () => {
+    if (!ended) {
+      child.kill('SIGKILL');
+      await withTimeout(closed, 5_000, 'a killed simulator to exit');
+    }
+  });
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    closed,
+    async waitFor(predicate, what, ms = 10_000) {
+      const deadline = Date.now() + ms;
+      while (!predicate()) {
+        if (ended) throw new Error(`the simulator exited before ${what}\n--- stdout:\n${out}\n--- stderr:\n${err}`);
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n--- stdout:\n${out}\n--- stderr:\n${err}`);
+        await sleep(20);
+      }
+    },
+  };
+}
+
+/** The totals of the simulator's last status line. */
+function totals(stdout: string): { sent: number; accepted: number; errors: number } {
+  const lines = [...stdout.matchAll(/sent (\d+) \([\d.]+\/s\)\s+accepted (\d+)(?:\s+duplicates \d+)?\s+errors (\d+)/g)];
+  const last = lines.at(-1);
+  if (last === undefined) return { sent: 0, accepted: 0, errors: 0 };
+  return { sent: Number(last[1]), accepted: Number(last[2]), errors: Number(last[3]) };
+}
+
+/** Runs until `accepted` records are acknowledged and at least `ms` have passed, then signals it. */
+async function runFor(sim: Simulator, ms: number, accepted: number, signal: NodeJS.Signals = 'SIGTERM') {
+  const started = Date.now();
+  await sim.waitFor(() => totals(sim.stdout()).accepted >= accepted && Date.now() - started >= ms, `${accepted} records accepted`);
+  sim.child.kill(signal);
+  const exit = await withTimeout(sim.closed, 10_000, `the simulator to stop after ${signal}`);
+  assert.deepEqual(exit, { code: 0, signal: null }, `exit after ${signal}\n--- stdout:\n${sim.stdout()}\n--- stderr:\n${sim.stderr()}`);
+  assert.match(sim.stdout(), /fleet-simulate: stopped\. \d+ sent, \d+ accepted, 0 errors\./);
+  return totals(sim.stdout());
+}
+
+async function json(res: Promise<Response>): Promise<any> {
+  const answer = await res;
+  assert.equal(answer.status, 200, await answer.clone().text());
+  return answer.json();
+}
+
+/** Every stored record of a vehicle, all pages. */
+async function history(fleet: RunningFleet, key: string, vehicleId: string): Promise<any[]> {
+  const records: any[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: any = await json(request(fleet, 'GET', `/v2/telemetry/${vehicleId}/history?limit=500${cursor === null ? '' : `&cursor=${cursor}`}`, { key }));
+    records.push(...page.records);
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return records;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe('npm run simulate', () => {
+  test('over HTTP: registers its vehicles, sends what it says, stops cleanly; a re-run reuses and resumes them', { timeout: TEST_TIMEOUT }, async (t) => {
+    const key = adminKey();
+    const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: key, FLEET_MQTT_PORT: '0' } });
+
+    const first = simulate(t, ['--url', fleet.url, '--vehicles', '4', '--rate', '40'], key);
+    const sent = await runFor(first, 2_000, 40);
+    assert.match(first.stdout(), /4 vehicles \(4 newly registered\), 40 records\/s over HTTP/);
+    assert.equal(sent.errors, 0);
+    assert.equal(sent.accepted, sent.sent, 'everything sent was acknowledged');
+
+    const list = await json(request(fleet, 'GET', '/v2/fleet/vehicles', { key }));
+    assert.deepEqual(list.vehicles.map((v: any) => v.id), ['sim-0001', 'sim-0002', 'sim-0003', 'sim-0004']);
+    assert.deepEqual(list.vehicles.map((v: any) => v.type), ['van', 'shuttle', 'scooter', 'van']);
+    for (const vehicle of list.vehicles) {
+      assert.equal(vehicle.status, 'active', 'telemetry arrived, so the vehicle is active');
+      assert.notEqual(vehicle.location, null);
+    }
+    let stored = 0;
+    for (const vehicle of list.vehicles) stored += (await history(fleet, key, vehicle.id)).length;
+    assert.equal(stored, sent.accepted, 'every acknowledged record is in the history');
+
+    // A second run: nothing registered again, and every vehicle carries on from where it was.
+    const second = simulate(t, ['--url', fleet.url, '--vehicles', '4', '--rate', '40'], key);
+    await runFor(second, 1_000, 20, 'SIGINT');
+    assert.match(second.stdout(), /4 vehicles \(0 newly registered\)/);
+    for (const vehicle of list.vehicles) {
+      const records = await history(fleet, key, vehicle.id);
+      const odometers = records.map((r) => r.data.odometer as number);
+      assert.ok(odometers.every((km, i) => i === 0 || km >= odometers[i - 1]!), `${vehicle.id}: odometer went back across runs`);
+      const latest = await json(request(fleet, 'GET', `/v2/telemetry/${vehicle.id}`, { key }));
+      assert.deepEqual(latest.data, records.at(-1).data);
+    }
+  });
+
+  test('exits 1 with a clear message when the service is unreachable or refuses the key', { timeout: TEST_TIMEOUT }, async (t) => {
+    const port = await freePort();
+    const nowhere = simulate(t, ['--url', `http://127.0.0.1:${port}`], adminKey());
+    assert.deepEqual(await withTimeout(nowhere.closed, 10_000, 'the simulator to give up'), { code: 1, signal: null });
+    assert.match(nowhere.stderr(), new RegExp(`cannot reach Fleet at http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\)`));
+
+    const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: adminKey(), FLEET_MQTT_PORT: '0' } });
+    const refused = simulate(t, ['--url', fleet.url], adminKey());
+    assert.deepEqual(await withTimeout(refused.closed, 10_000, 'the simulator to give up'), { code: 1, signal: null });
+    assert.match(refused.stderr(), /the service refused the key \(401 invalid-token/);
+    assert.doesNotMatch(refused.stdout() + refused.stderr(), /op_[0-9a-f]{48}/, 'the key is never printed');
+  });
+
+  test('over MQTT: QoS 1 publishes reach the history; a key without telemetry:write is refused', { timeout: TEST_TIMEOUT }, async (t) => {
+    const key = adminKey();
+    const port = await freePort();
+    const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: key, FLEET_MQTT_PORT: String(port), FLEET_MQTT_HOST: '127.0.0.1' } });
+    const mqttUrl = `mqtt://127.0.0.1:${port}`;
+    await fleet.waitFor(() => fleet.logs().some((l) => typeof l.msg === 'string' && l.msg.startsWith('MQTT listener on')), 'the MQTT listener');
+
+    const sim = simulate(t, ['--url', fleet.url, '--mqtt', '--mqtt-url', mqttUrl, '--vehicles', '3', '--rate', '30', '--prefix', 'mq'], key);
+    const sent = await runFor(sim, 2_000, 30);
+    assert.match(sim.stdout(), /over MQTT to mqtt:\/\/127\.0\.0\.1/);
+    let stored = 0;
+    for (const id of ['mq-0001', 'mq-0002', 'mq-0003']) stored += (await history(fleet, key, id)).length;
+    assert.equal(stored, sent.accepted, 'every PUBACKed record is in the history');
+
+    const created = await request(fleet, 'POST', '/v2/api-keys', { key, body: { name: 'no telemetry', scopes: ['fleet:read', 'fleet:write'] } });
+    assert.equal(created.status, 201, await created.clone().text());
+    const readOnly = ((await created.json()) as { key: string }).key;
+    const refused = simulate(t, ['--url', fleet.url, '--mqtt', '--mqtt-url', mqttUrl, '--vehicles', '1', '--prefix', 'mq'], readOnly);
+    assert.deepEqual(await withTimeout(refused.closed, 10_000, 'the simulator to give up'), { code: 1, signal: null });
+    assert.match(refused.stderr(), /the MQTT listener at mqtt:\/\/127\.0\.0\.1:\d+ refused the key/);
+  });
+});
