@@ -52,6 +52,8 @@ export function createAuthService(deps: {
   type Found = NonNullable<Awaited<ReturnType<AuthStore['findKey']>>>;
   type Entry = Found & { principal: Principal; until: number };
   const cache = new Map<string, Entry>();
+  /** Entries by the whole token, once its hash has matched (so never for a wrong secret). */
+  const verified = new Map<string, Entry>();
 
   async function findKey(lookupId: string, now: number): Promise<Entry | undefined> {
     const hit = cache.get(lookupId);
@@ -97,10 +99,17 @@ export function createAuthService(deps: {
       return deps.verifyAccessToken(token);
     }
     // A Fleet-format token with a bad checksum is refused before any store access.
-    if (looksLikeFleetKey(token) && !isWellFormedApiKey(token)) throw invalidToken();
     const now = clock.now();
-    const found = await findKey(lookupIdOf(token), now);
-    if (found === undefined || !hashesEqual(found.key.hash, hashSecret(token))) throw invalidToken();
+    // A token whose hash already matched within the cache period skips the checksum, the
+    // lookup and the hash: the hot path of a busy client is one map read.
+    let found = verified.get(token);
+    if (found === undefined || found.until <= now) {
+      if (looksLikeFleetKey(token) && !isWellFormedApiKey(token)) throw invalidToken();
+      found = await findKey(lookupIdOf(token), now);
+      if (found === undefined || !hashesEqual(found.key.hash, hashSecret(token))) throw invalidToken();
+      if (verified.size >= CACHE_MAX) verified.delete(verified.keys().next().value!);
+      verified.set(token, found);
+    }
     const { key } = found;
     if (key.revokedAt !== null || (key.expiresAt !== null && key.expiresAt <= now)) throw invalidToken();
     if (now - (lastTouched.get(key.id) ?? 0) >= TOUCH_INTERVAL_MS) {
@@ -162,6 +171,7 @@ export function createAuthService(deps: {
     const revoked = await store.revokeKey(who.organizationId, id, clock.now());
     if (revoked === undefined) throw keyNotFound(id);
     cache.delete(revoked.lookupId);
+    for (const [token, entry] of verified) if (entry.key.id === revoked.id) verified.delete(token);
   }
 
   function listOrganizations(page: { limit: number; offset: number }) {

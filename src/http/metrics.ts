@@ -24,14 +24,19 @@ export const metricsPlugin = fp(async function metrics(app: FastifyInstance, opt
     registers: [registry],
   });
 
+  // Labelled children are looked up once per (method, route, status), not on every request.
+  const children = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
   app.addHook('onResponse', (request, reply, done) => {
-    const labels = {
-      method: request.method,
-      route: request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched'),
-      status_code: String(reply.statusCode),
-    };
-    requests.inc(labels);
-    duration.observe(labels, reply.elapsedTime / 1000);
+    const route = request.is404 ? 'unmatched' : (request.routeOptions.url ?? 'unmatched');
+    const key = `${request.method} ${reply.statusCode} ${route}`;
+    let child = children.get(key);
+    if (child === undefined) {
+      const labels = { method: request.method, route, status_code: String(reply.statusCode) };
+      child = { count: requests.labels(labels), time: duration.labels(labels) };
+      children.set(key, child);
+    }
+    child.count.inc();
+    child.time.observe(reply.elapsedTime / 1000);
     done();
   });
 

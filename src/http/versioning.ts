@@ -1,8 +1,7 @@
 // /api/v1 is kept for existing clients. Every response on it says so: Deprecation (RFC 9745),
 // Sunset (RFC 8594) and a Link to the /v2 equivalent. A v1 route names its successor in its
 // config as a path template, e.g. `/v2/fleet/vehicles/{id}`.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import fp from 'fastify-plugin';
+import type { FastifyRequest, onSendHookHandler } from 'fastify';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -23,14 +22,16 @@ function successorUrl(template: string, request: FastifyRequest): string {
   return template.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(params[name] ?? ''));
 }
 
-export const versioningPlugin = fp(async function versioning(app: FastifyInstance) {
-  app.addHook('onSend', (request, reply, payload, done) => {
-    const successor = request.routeOptions.config?.successor;
-    if (successor !== undefined) {
-      void reply.header('deprecation', deprecationValue);
-      void reply.header('sunset', sunsetValue);
-      void reply.header('link', `<${successorUrl(successor, request)}>; rel="successor-version"`);
-    }
-    done(null, payload);
-  });
-}, { name: 'versioning' });
+/**
+ * An onSend hook for the deprecated family's plugin only (registered inside it, so /v2 requests
+ * never run it): adds the headers to every response, errors included.
+ */
+export const deprecationHeaders: onSendHookHandler = (request, reply, payload, done) => {
+  const successor = request.routeOptions.config?.successor;
+  if (successor !== undefined) {
+    void reply.header('deprecation', deprecationValue);
+    void reply.header('sunset', sunsetValue);
+    void reply.header('link', `<${successorUrl(successor, request)}>; rel="successor-version"`);
+  }
+  done(null, payload);
+};

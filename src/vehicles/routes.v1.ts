@@ -1,11 +1,13 @@
 // The deprecated /api/v1 family: the same operations as /v2, at the old paths. Every response
 // carries Deprecation, Sunset and a Link to its successor (see http/versioning.ts).
 import type { FastifyInstance } from 'fastify';
+import { deprecationHeaders } from '../http/versioning.ts';
 import { vehicleOperations, withMeta } from './routes.ts';
 import type { VehicleService } from './service.ts';
 import type { LatestLookup } from './view.ts';
 
 export async function vehicleRoutesV1(app: FastifyInstance, opts: { service: VehicleService; latest: LatestLookup }) {
+  app.addHook('onSend', deprecationHeaders);
   const ops = vehicleOperations(opts.service, opts.latest, (id) => `/api/v1/vehicles/${encodeURIComponent(id)}`);
   const meta = (operationId: string, successor: string) => ({ operationId, successor, tags: ['v1'], deprecated: true });
   app.get('/api/v1/fleet', withMeta(ops.list, meta('v1ListVehicles', '/v2/fleet/vehicles')), ops.list.handler);
