@@ -7,7 +7,10 @@ import { isWellFormedApiKey } from './auth/keys.ts';
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-export type DatabaseConfig = { kind: 'sqlite'; path: string };
+export type DatabaseConfig =
+  | { kind: 'sqlite'; path: string }
+  /** Cluster mode. `url` may hold a password: never log it (redactUrl). */
+  | { kind: 'postgres'; url: string; poolSize: number };
 
 export interface RateLimitConfig {
   /** Requests per credential per window; 0 turns per-credential limits off. */
@@ -65,6 +68,8 @@ export interface Config {
   oauth: { tokenTtlSeconds: number; external: ExternalIssuerConfig | undefined };
   telemetry: { retentionDays: number };
   mqtt: MqttConfig;
+  /** Browser origins allowed to open live-stream WebSockets (`*`: any); clients without Origin always may. */
+  streams: { allowedOrigins: string[] };
 }
 
 /** What each variable means, its default, and how it is parsed; README's table mirrors this. */
@@ -73,8 +78,9 @@ export const VARIABLES = {
   FLEET_PORT: { default: '8080', doc: 'HTTP port (0 picks a free one).' },
   FLEET_DATABASE_URL: {
     default: 'sqlite:./data/fleet.db',
-    doc: 'Store location: `sqlite:<file>` (embedded) or `sqlite::memory:`.',
+    doc: 'Store location: `sqlite:<file>` (embedded), `sqlite::memory:`, or `postgres://user:password@host:5432/database` (cluster mode).',
   },
+  FLEET_DATABASE_POOL_SIZE: { default: '10', doc: 'PostgreSQL only: connections each node opens at most (1 to 1000).' },
   FLEET_LOG_LEVEL: { default: 'info', doc: `One of ${LOG_LEVELS.join(', ')}.` },
   FLEET_ADMIN_KEY: {
     default: '',
@@ -91,6 +97,10 @@ export const VARIABLES = {
   FLEET_QUOTA_API_KEYS: { default: '100', doc: 'Active API keys per organization.' },
   FLEET_QUOTA_OAUTH_CLIENTS: { default: '20', doc: 'OAuth clients per organization.' },
   FLEET_QUOTA_STREAMS: { default: '100', doc: 'Open streams per organization.' },
+  FLEET_STREAM_ALLOWED_ORIGINS: {
+    default: '',
+    doc: 'Comma-separated browser origins (`https://app.example.com`) that may open live-stream WebSockets, or `*` for any (default: the origin of `FLEET_PUBLIC_URL`). Clients that send no `Origin` are not affected.',
+  },
   FLEET_TELEMETRY_RETENTION_DAYS: { default: '30', doc: 'Telemetry history older than this many days is deleted in the background.' },
   FLEET_OAUTH_TOKEN_TTL_SECONDS: { default: '900', doc: 'Lifetime of access tokens Fleet issues, seconds (60 to 86400).' },
   FLEET_OAUTH_ISSUER: { default: '', doc: 'External identity provider: its issuer (`iss`). Needs the two below.' },
@@ -173,19 +183,23 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     oauthClients: int('FLEET_QUOTA_OAUTH_CLIENTS', 0, 1_000_000),
     streams: int('FLEET_QUOTA_STREAMS', 0, 1_000_000),
   };
+  const poolSize = int('FLEET_DATABASE_POOL_SIZE', 1, 1000);
   const tokenTtlSeconds = int('FLEET_OAUTH_TOKEN_TTL_SECONDS', 60, 86_400);
   const retentionDays = int('FLEET_TELEMETRY_RETENTION_DAYS', 1, 36_500);
   const external = parseExternalIssuer(read, errors);
   const mqtt = parseMqtt(read, host, errors);
+  const allowedOrigins = parseOrigins(read('FLEET_STREAM_ALLOWED_ORIGINS'), publicUrl, errors);
 
   if (errors.length > 0 || database === undefined) return { ok: false, errors };
   return {
     ok: true,
     config: {
-      host, port, publicUrl, database, logLevel, adminKey, rateLimit, quotas,
+      host, port, publicUrl, logLevel, adminKey, rateLimit, quotas,
+      database: database.kind === 'postgres' ? { ...database, poolSize } : database,
       oauth: { tokenTtlSeconds, external },
       telemetry: { retentionDays },
       mqtt,
+      streams: { allowedOrigins },
     },
   };
 }
@@ -199,6 +213,34 @@ function parseHttpUrl(name: string, text: string, errors: string[]): string {
   }
   errors.push(`${name}: "${text}" is not an http(s) URL`);
   return text;
+}
+
+/** Origins as browsers send them (`scheme://host[:port]`, lower case, default port left out). */
+function parseOrigins(text: string, publicUrl: string, errors: string[]): string[] {
+  if (text === '') {
+    try {
+      return [new URL(publicUrl).origin];
+    } catch {
+      return []; // FLEET_PUBLIC_URL is reported already
+    }
+  }
+  if (text.trim() === '*') return ['*'];
+  const origins: string[] = [];
+  for (const item of text.split(',').map((part) => part.trim())) {
+    let url: URL | undefined;
+    try {
+      url = new URL(item);
+    } catch {
+      // reported below
+    }
+    const bare = url !== undefined && url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && !item.endsWith('?');
+    if (url === undefined || !['http:', 'https:'].includes(url.protocol) || !bare) {
+      errors.push(`FLEET_STREAM_ALLOWED_ORIGINS: "${item}" is not an origin (http(s)://host[:port], no path), nor "*" alone`);
+      continue;
+    }
+    origins.push(url.origin);
+  }
+  return origins;
 }
 
 function parseExternalIssuer(read: (name: VariableName) => string, errors: string[]): ExternalIssuerConfig | undefined {
@@ -272,7 +314,9 @@ function parseMqtt(read: (name: VariableName) => string, httpHost: string, error
   return { mode: 'broker', url, username, password, shareGroup, organizationId, clientId };
 }
 
-function parseDatabaseUrl(url: string, cwd: string, errors: string[]): DatabaseConfig | undefined {
+function parseDatabaseUrl(
+  url: string, cwd: string, errors: string[],
+): { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string } | undefined {
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
   switch (scheme ?? '') {
     case 'sqlite': {
@@ -284,14 +328,23 @@ function parseDatabaseUrl(url: string, cwd: string, errors: string[]): DatabaseC
       return { kind: 'sqlite', path: rest === ':memory:' ? rest : path.resolve(cwd, rest) };
     }
     case 'postgres':
-    case 'postgresql':
-      errors.push(
-        'FLEET_DATABASE_URL: PostgreSQL (cluster mode) is not available in this version; use sqlite:<file>',
-      );
-      return undefined;
+    case 'postgresql': {
+      let parsed: URL | undefined;
+      try {
+        parsed = new URL(url);
+      } catch {
+        // reported below
+      }
+      // A host is needed, in the URL or as ?host= (a Unix socket directory).
+      if (parsed === undefined || (parsed.hostname === '' && !parsed.searchParams.has('host'))) {
+        errors.push(`FLEET_DATABASE_URL: "${redactUrl(url)}" is not a PostgreSQL URL (postgres://user:password@host:5432/database)`);
+        return undefined;
+      }
+      return { kind: 'postgres', url };
+    }
     default:
       errors.push(
-        `FLEET_DATABASE_URL: unsupported scheme in "${redactUrl(url)}"; use sqlite:<file> (e.g. sqlite:./data/fleet.db)`,
+        `FLEET_DATABASE_URL: unsupported scheme in "${redactUrl(url)}"; use sqlite:<file> (e.g. sqlite:./data/fleet.db) or postgres://…`,
       );
       return undefined;
   }

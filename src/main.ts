@@ -13,7 +13,15 @@ if (!loaded.ok) {
 }
 const { config } = loaded;
 
-const stores = openStores(config.database);
+let stores: Awaited<ReturnType<typeof openStores>>;
+try {
+  stores = await openStores(config);
+} catch (error) {
+  // PostgreSQL unreachable or refusing the login, or a migration failed: nothing to serve with.
+  const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message || error.cause.name})` : '';
+  process.stderr.write(`fleet: cannot open the store: ${error instanceof Error ? error.message : String(error)}${cause}\n`);
+  process.exit(1);
+}
 const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(config.adminKey);
 const app = await buildApp({ config, stores });
 

@@ -21,6 +21,12 @@ function errors(env: Env, cwd = CWD): string[] {
   return result.errors;
 }
 
+/** The SQLite file a configuration names (failing if it names another backend). */
+function sqlitePath(config: Config): string {
+  if (config.database.kind !== 'sqlite') assert.fail(`expected SQLite, got ${config.database.kind}`);
+  return config.database.path;
+}
+
 /** Exactly one error, and it names `variable`. */
 function rejectsOnly(env: Env, variable: string): string {
   const list = errors(env);
@@ -44,6 +50,7 @@ describe('defaults', () => {
       oauth: { tokenTtlSeconds: 900, external: undefined },
       telemetry: { retentionDays: 30 },
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
+      streams: { allowedOrigins: ['http://localhost:8080'] },
     });
   });
 
@@ -57,7 +64,7 @@ describe('defaults', () => {
   test('the default SQLite file lives under <cwd>/data, for whatever cwd is given', () => {
     const other = path.resolve('/tmp/another-dir');
     const config = ok({}, other);
-    assert.equal(config.database.path, path.join(other, 'data', 'fleet.db'));
+    assert.equal(sqlitePath(config), path.join(other, 'data', 'fleet.db'));
   });
 
   test('a variable set to the empty string falls back to its default', () => {
@@ -107,11 +114,28 @@ describe('FLEET_DATABASE_URL', () => {
     rejectsOnly({ FLEET_DATABASE_URL: 'mysql://x' }, 'FLEET_DATABASE_URL');
   });
 
-  test('a postgres URL is rejected with a clear message that does not echo the password', () => {
-    const message = rejectsOnly({ FLEET_DATABASE_URL: 'postgres://u:secret@h/db' }, 'FLEET_DATABASE_URL');
-    assert.doesNotMatch(message, /secret/);
-    assert.match(message, /postgres/i, 'the message says what is wrong: PostgreSQL is not available');
-    assert.match(message, /sqlite:/, 'the message says what to use instead');
+  test('a postgres:// or postgresql:// URL selects PostgreSQL, kept as given, with a pool of 10 by default', () => {
+    assert.deepEqual(ok({ FLEET_DATABASE_URL: 'postgres://u:secret@db.internal:5432/fleet' }).database, {
+      kind: 'postgres', url: 'postgres://u:secret@db.internal:5432/fleet', poolSize: 10,
+    });
+    assert.deepEqual(ok({ FLEET_DATABASE_URL: 'postgresql://db/fleet?sslmode=require', FLEET_DATABASE_POOL_SIZE: '25' }).database, {
+      kind: 'postgres', url: 'postgresql://db/fleet?sslmode=require', poolSize: 25,
+    });
+    const socket = ok({ FLEET_DATABASE_URL: 'postgres:///fleet?host=/var/run/postgresql' }).database;
+    assert.equal(socket.kind, 'postgres', 'a Unix socket directory as ?host= is a host');
+  });
+
+  test('a malformed postgres URL is rejected with a message that does not echo the password', () => {
+    for (const url of ['postgres://u:secret@[::1/db', 'postgres://u:secret@/db', 'postgresql://u:sec@ret@/db']) {
+      const message = rejectsOnly({ FLEET_DATABASE_URL: url }, 'FLEET_DATABASE_URL');
+      assert.doesNotMatch(message, /sec/, message);
+      assert.match(message, /postgres:\/\/user:password@host/, 'the message shows the expected form');
+    }
+  });
+
+  test('FLEET_DATABASE_POOL_SIZE is a whole number from 1 to 1000', () => {
+    for (const value of ['0', '1001', '-1', 'ten', '2.5']) rejectsOnly({ FLEET_DATABASE_POOL_SIZE: value }, 'FLEET_DATABASE_POOL_SIZE');
+    assert.equal(sqlitePath(ok({ FLEET_DATABASE_POOL_SIZE: '50' })), path.join(CWD, 'data', 'fleet.db'), 'ignored by SQLite');
   });
 
   test('an unsupported scheme with credentials does not echo the password either', () => {
@@ -133,14 +157,14 @@ describe('FLEET_DATABASE_URL', () => {
   });
 
   test('a relative sqlite path is resolved against cwd', () => {
-    assert.equal(ok({ FLEET_DATABASE_URL: 'sqlite:./db/fleet.db' }).database.path, path.join(CWD, 'db', 'fleet.db'));
-    assert.equal(ok({ FLEET_DATABASE_URL: 'sqlite:fleet.db' }).database.path, path.join(CWD, 'fleet.db'));
-    assert.equal(ok({ FLEET_DATABASE_URL: 'sqlite:../up.db' }).database.path, path.resolve(CWD, '..', 'up.db'));
+    assert.equal(sqlitePath(ok({ FLEET_DATABASE_URL: 'sqlite:./db/fleet.db' })), path.join(CWD, 'db', 'fleet.db'));
+    assert.equal(sqlitePath(ok({ FLEET_DATABASE_URL: 'sqlite:fleet.db' })), path.join(CWD, 'fleet.db'));
+    assert.equal(sqlitePath(ok({ FLEET_DATABASE_URL: 'sqlite:../up.db' })), path.resolve(CWD, '..', 'up.db'));
   });
 
   test('an absolute sqlite path is kept', () => {
     const file = path.resolve('/var/lib/fleet/fleet.db');
-    assert.equal(ok({ FLEET_DATABASE_URL: `sqlite:${file}` }).database.path, file);
+    assert.equal(sqlitePath(ok({ FLEET_DATABASE_URL: `sqlite:${file}` })), file);
   });
 });
 
@@ -307,5 +331,26 @@ describe('MQTT', () => {
     assert.doesNotMatch(message, /hunter2/);
     rejectsOnly({ ...broker, FLEET_MQTT_SHARE_GROUP: 'a/b' }, 'FLEET_MQTT_SHARE_GROUP');
     rejectsOnly({ ...broker, FLEET_MQTT_CLIENT_ID: 'has space' }, 'FLEET_MQTT_CLIENT_ID');
+  });
+});
+
+describe('FLEET_STREAM_ALLOWED_ORIGINS', () => {
+  test('defaults to the origin of the public URL', () => {
+    assert.deepEqual(ok({ FLEET_PUBLIC_URL: 'https://fleet.example.com/api/' }).streams.allowedOrigins, ['https://fleet.example.com']);
+    assert.deepEqual(ok({ FLEET_PUBLIC_URL: 'http://127.0.0.1:9000' }).streams.allowedOrigins, ['http://127.0.0.1:9000']);
+  });
+
+  test('a comma-separated list of origins, normalized as browsers send them; or * alone', () => {
+    assert.deepEqual(
+      ok({ FLEET_STREAM_ALLOWED_ORIGINS: 'https://App.example.com, http://localhost:3000/ ,https://x.example:443' }).streams.allowedOrigins,
+      ['https://app.example.com', 'http://localhost:3000', 'https://x.example'],
+    );
+    assert.deepEqual(ok({ FLEET_STREAM_ALLOWED_ORIGINS: '*' }).streams.allowedOrigins, ['*']);
+  });
+
+  test('anything that is not an origin is rejected, naming the variable', () => {
+    for (const value of ['app.example.com', 'https://app.example.com/path', 'ftp://x', 'https://x?y', '*,https://x', 'https://a,', 'https://u:p@x']) {
+      rejectsOnly({ FLEET_STREAM_ALLOWED_ORIGINS: value }, 'FLEET_STREAM_ALLOWED_ORIGINS');
+    }
   });
 });

@@ -1,10 +1,11 @@
-// Every store the service uses, as one bundle handed to app.ts. Each backend (SQLite now,
-// PostgreSQL for cluster mode) provides the same bundle.
+// Every store the service uses, as one bundle handed to app.ts. Each backend (SQLite embedded,
+// PostgreSQL for cluster mode) provides the same bundle, and test/contract/ holds both to it.
 import type { OAuthStore } from '../auth/oauth/store.ts';
 import type { AuthStore } from '../auth/store.ts';
 import type { Config } from '../config.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
+import { createPostgresStores } from './postgres/index.ts';
 import { createSqliteStores } from './sqlite/index.ts';
 
 export interface Stores {
@@ -17,9 +18,13 @@ export interface Stores {
   close(): Promise<void>;
 }
 
-export function openStores(database: Config['database']): Stores {
+/** The configured backend's stores, migrated and ready; throws when PostgreSQL cannot be reached. */
+export async function openStores(config: Pick<Config, 'database' | 'telemetry'>): Promise<Stores> {
+  const { database } = config;
   switch (database.kind) {
     case 'sqlite':
       return createSqliteStores(database.path);
+    case 'postgres':
+      return createPostgresStores({ url: database.url, poolSize: database.poolSize, keepDays: config.telemetry.retentionDays });
   }
 }

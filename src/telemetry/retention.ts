@@ -1,5 +1,6 @@
 // Retention: history older than the configured number of days is deleted in the background, a
 // small step at a time, yielding to requests between steps so a large backlog never stalls them.
+// Each run first lets the store prepare what is coming (PostgreSQL: the next days' partitions).
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.ts';
 import type { TelemetryStore } from './store.ts';
@@ -22,6 +23,11 @@ export function startRetention(deps: {
     running = true;
     let total = 0;
     try {
+      try {
+        await deps.store.maintain(deps.clock.now(), deps.days);
+      } catch (error) {
+        deps.log.error({ err: error }, 'telemetry storage maintenance failed; will retry');
+      }
       const before = deps.clock.now() - deps.days * DAY_MS;
       for (;;) {
         const deleted = await deps.store.prune(before, STEP);

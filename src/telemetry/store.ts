@@ -58,6 +58,16 @@ export interface TelemetryStore {
   history(organizationId: string, vehicleId: string, range: HistoryRange): Promise<StoredRecord[]>;
   /** Every vehicle's latest state, to rebuild the in-memory view at start. */
   loadLatest(): Promise<LatestState[]>;
-  /** Deletes up to `max` records older than `before`; how many it deleted. */
+  /**
+   * Deletes records older than `before`, a step at a time: up to `max` one by one, and a backend
+   * that partitions by time also drops every partition wholly older than `before` at once (those
+   * count in the result). How many it deleted; fewer than `max` means none are left.
+   */
   prune(before: number, max: number): Promise<number>;
+  /**
+   * Housekeeping run at start and then beside retention: prepares storage for records from
+   * `keepDays` days before `now` to some days after it (PostgreSQL creates its daily partitions
+   * ahead of time; SQLite has nothing to do).
+   */
+  maintain(now: number, keepDays: number): Promise<void>;
 }

@@ -104,5 +104,9 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
     async prune(before, max) {
       return Number(pruneOldest.run(before, max).changes);
     },
+
+    async maintain() {
+      // One table, no partitions: nothing to prepare.
+    },
   };
 }

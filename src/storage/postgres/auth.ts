@@ -1,0 +1,151 @@
+import { isScope } from '../../auth/scopes.ts';
+import type { ApiKeyRecord, AuthStore, OrganizationRecord } from '../../auth/store.ts';
+import { type Database, type Queryable, type Row, advisoryLock } from './database.ts';
+
+/** bytea arrives as a Buffer; the interface (and the SQLite store) hands out plain Uint8Arrays. */
+export const bytes = (value: unknown): Uint8Array => new Uint8Array(value as Buffer);
+
+function toKey(row: Row): ApiKeyRecord {
+  return {
+    id: row.id as string,
+    organizationId: row.organization_id as string,
+    name: row.name as string,
+    lookupId: row.lookup_id as string,
+    displayPrefix: row.display_prefix as string,
+    hash: bytes(row.hash),
+    scopes: (row.scopes as string[]).filter(isScope),
+    createdAt: row.created_at as number,
+    expiresAt: (row.expires_at as number | null) ?? null,
+    revokedAt: (row.revoked_at as number | null) ?? null,
+    lastUsedAt: (row.last_used_at as number | null) ?? null,
+  };
+}
+
+/** The organization columns a credential lookup joins in as `org_*`. */
+export function joinedOrganization(row: Row): OrganizationRecord {
+  return {
+    id: row.organization_id as string,
+    name: row.org_name as string,
+    platform: row.org_platform as boolean,
+    createdAt: row.org_created_at as number,
+  };
+}
+
+function toOrganization(row: Row): OrganizationRecord {
+  return {
+    id: row.id as string,
+    name: row.name as string,
+    platform: row.platform as boolean,
+    createdAt: row.created_at as number,
+  };
+}
+
+const INSERT_KEY = `INSERT INTO api_keys (id, organization_id, name, lookup_id, display_prefix, hash, scopes, created_at, expires_at, revoked_at, last_used_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
+const COUNT_LIVE_KEYS = 'SELECT count(*) AS n FROM api_keys WHERE organization_id = $1 AND revoked_at IS NULL';
+
+export function createPostgresAuthStore(db: Database): AuthStore {
+  async function addKey(q: Queryable, key: ApiKeyRecord) {
+    await q.query({
+      name: 'auth.insert-key',
+      text: INSERT_KEY,
+      values: [
+        key.id, key.organizationId, key.name, key.lookupId, key.displayPrefix, key.hash, key.scopes,
+        key.createdAt, key.expiresAt, key.revokedAt, key.lastUsedAt,
+      ],
+    });
+  }
+  const countOrganizations = async () =>
+    (await db.query<{ n: number }>({ name: 'auth.count-orgs', text: 'SELECT count(*) AS n FROM organizations' })).rows[0]!.n;
+
+  return {
+    async createOrganizationWithKey(org, key) {
+      await db.transaction(async (client) => {
+        await client.query('INSERT INTO organizations (id, name, platform, created_at) VALUES ($1, $2, $3, $4)', [
+          org.id, org.name, org.platform, org.createdAt,
+        ]);
+        await addKey(client, key);
+      });
+    },
+
+    async insertKey(key, maxActive) {
+      if (maxActive === undefined) {
+        await addKey(db, key);
+        return true;
+      }
+      return db.transaction(async (client) => {
+        // Counted and inserted under one lock per organization, so concurrent inserts on any node
+        // cannot both see room for one more.
+        await advisoryLock(client, `fleet:api-keys:${key.organizationId}`);
+        const { rows } = await client.query<{ n: number }>({ name: 'auth.count-live-keys', text: COUNT_LIVE_KEYS, values: [key.organizationId] });
+        if (rows[0]!.n >= maxActive) return false;
+        await addKey(client, key);
+        return true;
+      });
+    },
+
+    countOrganizations,
+
+    async getOrganization(id) {
+      const { rows } = await db.query({ name: 'auth.get-org', text: 'SELECT * FROM organizations WHERE id = $1', values: [id] });
+      return rows[0] === undefined ? undefined : toOrganization(rows[0]);
+    },
+
+    async listOrganizations(page) {
+      const [{ rows }, total] = await Promise.all([
+        db.query({
+          name: 'auth.org-page',
+          text: 'SELECT * FROM organizations ORDER BY created_at, id LIMIT $1 OFFSET $2',
+          values: [page.limit, page.offset],
+        }),
+        countOrganizations(),
+      ]);
+      return { organizations: rows.map(toOrganization), total };
+    },
+
+    async listKeys(organizationId, page) {
+      const [{ rows }, count] = await Promise.all([
+        db.query({
+          name: 'auth.key-page',
+          text: 'SELECT * FROM api_keys WHERE organization_id = $1 AND revoked_at IS NULL ORDER BY created_at, id LIMIT $2 OFFSET $3',
+          values: [organizationId, page.limit, page.offset],
+        }),
+        db.query<{ n: number }>({ name: 'auth.count-live-keys', text: COUNT_LIVE_KEYS, values: [organizationId] }),
+      ]);
+      return { keys: rows.map(toKey), total: count.rows[0]!.n };
+    },
+
+    async getKey(organizationId, id) {
+      const { rows } = await db.query({
+        name: 'auth.get-key',
+        text: 'SELECT * FROM api_keys WHERE organization_id = $1 AND id = $2 AND revoked_at IS NULL',
+        values: [organizationId, id],
+      });
+      return rows[0] === undefined ? undefined : toKey(rows[0]);
+    },
+
+    async revokeKey(organizationId, id, at) {
+      const { rows } = await db.query({
+        name: 'auth.revoke-key',
+        text: 'UPDATE api_keys SET revoked_at = $1 WHERE organization_id = $2 AND id = $3 AND revoked_at IS NULL RETURNING *',
+        values: [at, organizationId, id],
+      });
+      return rows[0] === undefined ? undefined : toKey(rows[0]);
+    },
+
+    async findKey(lookupId) {
+      const { rows } = await db.query({
+        name: 'auth.find-key',
+        text: `SELECT k.*, o.name AS org_name, o.platform AS org_platform, o.created_at AS org_created_at
+               FROM api_keys k JOIN organizations o ON o.id = k.organization_id WHERE k.lookup_id = $1`,
+        values: [lookupId],
+      });
+      const row = rows[0];
+      return row === undefined ? undefined : { key: toKey(row), organization: joinedOrganization(row) };
+    },
+
+    async touchKey(id, at) {
+      await db.query({ name: 'auth.touch-key', text: 'UPDATE api_keys SET last_used_at = $1 WHERE id = $2', values: [at, id] });
+    },
+  };
+}

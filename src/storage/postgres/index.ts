@@ -1,0 +1,43 @@
+// The PostgreSQL backend (cluster mode): the same store interfaces as SQLite, over one pool.
+import type { Stores } from '../stores.ts';
+import { createPostgresAuthStore } from './auth.ts';
+import { type Database, type PostgresOptions, migrate, openPostgres } from './database.ts';
+import { createPostgresOAuthStore } from './oauth.ts';
+import { createPostgresTelemetryStore } from './telemetry.ts';
+import { createPostgresVehicleStore } from './vehicles.ts';
+
+export interface PostgresStoresOptions extends PostgresOptions {
+  /** Telemetry is kept this many days (FLEET_TELEMETRY_RETENTION_DAYS): its partitions are made from then on. */
+  keepDays: number;
+}
+
+/** Opens the pool, applies migrations and creates the telemetry partitions due; throws if it cannot. */
+export async function createPostgresStores(options: PostgresStoresOptions): Promise<Stores> {
+  if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
+    throw new Error(`not a plain schema name: ${options.schema}`);
+  }
+  const db = openPostgres(options);
+  const stores = postgresStores(db);
+  try {
+    await migrate(db);
+    await stores.telemetry.maintain(Date.now(), options.keepDays);
+  } catch (error) {
+    await db.end();
+    throw error;
+  }
+  return stores;
+}
+
+/** The stores over an open pool, as they are: no migration, no partitions made. */
+export function postgresStores(db: Database): Stores {
+  return {
+    auth: createPostgresAuthStore(db),
+    oauth: createPostgresOAuthStore(db),
+    vehicles: createPostgresVehicleStore(db),
+    telemetry: createPostgresTelemetryStore(db),
+    async ping() {
+      await db.query({ name: 'ping', text: 'SELECT 1' });
+    },
+    close: () => db.end(),
+  };
+}

@@ -1,0 +1,149 @@
+import type { Configuration, VehicleStatus, VehicleType } from '../../vehicles/schema.ts';
+import type { StatusChange, VehicleFilter, VehicleRecord, VehicleStore } from '../../vehicles/store.ts';
+import { type Database, type Queryable, type Row, advisoryLock } from './database.ts';
+
+const COLUMNS = 'organization_id, id, type, status, configuration, created_at, updated_at, status_changed_at';
+
+function toVehicle(row: Row): VehicleRecord {
+  return {
+    organizationId: row.organization_id as string,
+    id: row.id as string,
+    type: row.type as VehicleType,
+    status: row.status as VehicleStatus,
+    configuration: row.configuration as Configuration,
+    createdAt: row.created_at as number,
+    updatedAt: row.updated_at as number,
+    statusChangedAt: row.status_changed_at as number,
+  };
+}
+
+function toChange(row: Row): StatusChange {
+  return {
+    from: (row.from_status as VehicleStatus | null) ?? null,
+    to: row.to_status as VehicleStatus,
+    reason: (row.reason as string | null) ?? null,
+    at: row.at as number,
+    by: row.by as string,
+  };
+}
+
+const SELECT_ONE = `SELECT ${COLUMNS} FROM vehicles WHERE organization_id = $1 AND id = $2`;
+
+export function createPostgresVehicleStore(db: Database): VehicleStore {
+  async function selectOne(q: Queryable, organizationId: string, id: string) {
+    const { rows } = await q.query({ name: 'vehicles.get', text: SELECT_ONE, values: [organizationId, id] });
+    return rows[0];
+  }
+
+  return {
+    async insert(v, registration, maxVehicles) {
+      return db.transaction(async (client) => {
+        if (maxVehicles !== undefined) {
+          // Counted and inserted under one lock per organization: concurrent registrations on any
+          // node cannot both take the last place.
+          await advisoryLock(client, `fleet:vehicles:${v.organizationId}`);
+          const { rows } = await client.query<{ n: number }>({
+            name: 'vehicles.count',
+            text: 'SELECT count(*) AS n FROM vehicles WHERE organization_id = $1',
+            values: [v.organizationId],
+          });
+          if (rows[0]!.n >= maxVehicles) return (await selectOne(client, v.organizationId, v.id)) === undefined ? 'quota' : 'exists';
+        }
+        const inserted = await client.query({
+          name: 'vehicles.insert',
+          text: `INSERT INTO vehicles (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+          values: [
+            v.organizationId, v.id, v.type, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt,
+          ],
+        });
+        if (inserted.rowCount === 0) return 'exists';
+        await client.query({
+          name: 'vehicles.insert-change',
+          text: `INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+          values: [v.organizationId, v.id, registration.from, registration.to, registration.reason, registration.at, registration.by],
+        });
+        return 'created';
+      });
+    },
+
+    async get(organizationId, id) {
+      const row = await selectOne(db, organizationId, id);
+      return row === undefined ? undefined : toVehicle(row);
+    },
+
+    async list(organizationId, filter: VehicleFilter) {
+      const statuses = filter.statuses ?? [];
+      const types = filter.types ?? [];
+      let where = 'organization_id = $1';
+      const params: unknown[] = [organizationId];
+      if (statuses.length > 0) where += ` AND status = ANY($${params.push(statuses)}::text[])`;
+      if (types.length > 0) where += ` AND type = ANY($${params.push(types)}::text[])`;
+      const shape = `${statuses.length > 0 ? 's' : ''}${types.length > 0 ? 't' : ''}`;
+      const [page, count] = await Promise.all([
+        db.query({
+          name: `vehicles.page.${shape}`,
+          text: `SELECT ${COLUMNS} FROM vehicles WHERE ${where} ORDER BY id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+          values: [...params, filter.limit, filter.offset],
+        }),
+        db.query<{ n: number }>({ name: `vehicles.count.${shape}`, text: `SELECT count(*) AS n FROM vehicles WHERE ${where}`, values: params }),
+      ]);
+      return { vehicles: page.rows.map(toVehicle), total: count.rows[0]!.n };
+    },
+
+    async delete(organizationId, id) {
+      return db.transaction(async (client) => {
+        const deleted = await client.query({
+          name: 'vehicles.delete',
+          text: 'DELETE FROM vehicles WHERE organization_id = $1 AND id = $2',
+          values: [organizationId, id],
+        });
+        if (deleted.rowCount === 0) return false;
+        // A second statement, not a CTE of the first: it must see telemetry that a commit holding
+        // the vehicle's row lock wrote before the DELETE above could proceed (a new snapshot).
+        await client.query({
+          name: 'vehicles.delete-telemetry',
+          text: 'DELETE FROM telemetry WHERE organization_id = $1 AND vehicle_id = $2',
+          values: [organizationId, id],
+        });
+        return true;
+      });
+    },
+
+    async changeStatus(organizationId, id, change) {
+      // Compare-and-set and the history entry in one statement. A concurrent change of the same
+      // vehicle makes this one wait for its row lock, then re-check `status = from` on the new row.
+      const { rows } = await db.query({
+        name: 'vehicles.change-status',
+        text: `WITH changed AS (
+                 UPDATE vehicles SET status = $3, status_changed_at = $4, updated_at = $4
+                 WHERE organization_id = $1 AND id = $2 AND status = $5
+                 RETURNING ${COLUMNS}
+               ), logged AS (
+                 INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by)
+                 SELECT organization_id, id, $5, $3, $6, $4, $7 FROM changed
+               )
+               SELECT * FROM changed`,
+        values: [organizationId, id, change.to, change.at, change.from, change.reason, change.by],
+      });
+      return rows[0] === undefined ? undefined : toVehicle(rows[0]);
+    },
+
+    async statusHistory(organizationId, id, page) {
+      const [entries, count] = await Promise.all([
+        db.query({
+          name: 'vehicles.history-page',
+          text: `SELECT from_status, to_status, reason, at, by FROM vehicle_status_history
+                 WHERE organization_id = $1 AND vehicle_id = $2 ORDER BY seq DESC LIMIT $3 OFFSET $4`,
+          values: [organizationId, id, page.limit, page.offset],
+        }),
+        db.query<{ n: number }>({
+          name: 'vehicles.history-count',
+          text: 'SELECT count(*) AS n FROM vehicle_status_history WHERE organization_id = $1 AND vehicle_id = $2',
+          values: [organizationId, id],
+        }),
+      ]);
+      return { entries: entries.rows.map(toChange), total: count.rows[0]!.n };
+    },
+  };
+}

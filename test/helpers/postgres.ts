@@ -1,0 +1,165 @@
+// PostgreSQL for tests: FLEET_TEST_DATABASE_URL (default: the local server), a fresh schema per
+// store, dropped afterwards. When the server cannot be reached the PostgreSQL suites are skipped
+// with a loud message, except under CI=true, where that is a failure.
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { test } from 'node:test';
+import pg from 'pg';
+import { createPostgresStores } from '../../src/storage/postgres/index.ts';
+import type { Stores } from '../../src/storage/stores.ts';
+
+export const TEST_DATABASE_URL = process.env.FLEET_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+let reachable: Promise<string | undefined> | undefined;
+
+/** Undefined when PostgreSQL answers; otherwise why not. Asked once per process. */
+function unreachable(): Promise<string | undefined> {
+  reachable ??= (async () => {
+    const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 3000 });
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return undefined;
+    } catch (error) {
+      return error instanceof Error ? error.message || (error as { code?: string }).code || error.name : String(error);
+    } finally {
+      await client.end().catch(() => {});
+    }
+  })();
+  return reachable;
+}
+
+/**
+ * For `describe(name, { skip }, ...)`: false when PostgreSQL is there; otherwise the reason, after
+ * a loud warning. Under CI=true an unreachable server is a failing test instead.
+ */
+export async function skipUnlessPostgres(): Promise<string | false> {
+  const why = await unreachable();
+  if (why === undefined) return false;
+  const message = `PostgreSQL at ${redacted(TEST_DATABASE_URL)} is unreachable (${why})`;
+  if (process.env.CI === 'true') {
+    test('PostgreSQL is reachable (required under CI=true)', () => {
+      throw new Error(`${message}; set FLEET_TEST_DATABASE_URL or start PostgreSQL`);
+    });
+  } else {
+    process.stderr.write(`\n${'!'.repeat(100)}\n!!! SKIPPING the PostgreSQL suites: ${message}.\n!!! Set FLEET_TEST_DATABASE_URL or start PostgreSQL to run them.\n${'!'.repeat(100)}\n\n`);
+  }
+  return `${message}: skipped`;
+}
+
+function redacted(url: string): string {
+  return url.replace(/\/\/([^:/@]*):.*@/, '//$1:***@');
+}
+
+/** Runs `sql` on its own short-lived connection (schema creation and drops, inspection). */
+export async function adminQuery<R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, values?: unknown[]): Promise<R[]> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  try {
+    return (await client.query<R>(sql, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** A new, empty schema with a unique name; `drop` removes it with everything in it. */
+export async function freshSchema(label = 'test'): Promise<{ name: string; drop(): Promise<void> }> {
+  const name = `fleet_${label.replace(/[^a-z0-9_]/g, '_')}_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await adminQuery(`CREATE SCHEMA ${name}`);
+  return {
+    name,
+    async drop() {
+      await adminQuery(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+    },
+  };
+}
+
+/**
+ * The PostgreSQL stores on a fresh schema; closing them also drops the schema. `url` connects the
+ * stores another way (a proxy) to the same server; the schema is always made directly.
+ */
+export async function openPostgresTestStores(options: { label?: string; url?: string; keepDays?: number; poolSize?: number } = {}): Promise<
+  Stores & { schema: string }
+> {
+  const schema = await freshSchema(options.label);
+  let stores: Stores;
+  try {
+    stores = await createPostgresStores({
+      url: options.url ?? TEST_DATABASE_URL,
+      poolSize: options.poolSize ?? 5,
+      schema: schema.name,
+      applicationName: schema.name,
+      // Few partitions make a fresh schema quick; the partition tests ask for what they need.
+      keepDays: options.keepDays ?? 2,
+    });
+  } catch (error) {
+    await schema.drop();
+    throw error;
+  }
+  return {
+    ...stores,
+    schema: schema.name,
+    async close() {
+      await stores.close();
+      await schema.drop();
+    },
+  };
+}
+
+/** Another node: more stores on an existing schema (its close leaves the schema). */
+export function openAnotherNode(schema: string, options: { url?: string; keepDays?: number; poolSize?: number } = {}): Promise<Stores> {
+  return createPostgresStores({
+    url: options.url ?? TEST_DATABASE_URL, poolSize: options.poolSize ?? 5, schema, applicationName: schema, keepDays: options.keepDays ?? 2,
+  });
+}
+
+/** Ends every connection the stores on `schema` hold (they carry its name as application_name). */
+export async function terminateConnections(schema: string): Promise<number> {
+  const rows = await adminQuery('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [schema]);
+  return rows.length;
+}
+
+/**
+ * A TCP proxy in front of PostgreSQL that the test can cut (every connection dropped, new ones
+ * closed at once, as when the database host goes away) and restore, without touching the server
+ * that other test files share.
+ */
+export async function databaseProxy(target = TEST_DATABASE_URL) {
+  const upstream = new URL(target);
+  const sockets = new Set<net.Socket>();
+  let cut = false;
+  const server = net.createServer((client) => {
+    if (cut) {
+      client.destroy();
+      return;
+    }
+    const server = net.connect(Number(upstream.port || 5432), upstream.hostname);
+    for (const [a, b] of [[client, server], [server, client]] as const) {
+      sockets.add(a);
+      a.on('error', () => b.destroy());
+      a.on('close', () => {
+        sockets.delete(a);
+        b.destroy();
+      });
+      a.pipe(b);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target);
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as net.AddressInfo).port);
+  return {
+    url: url.toString(),
+    cut() {
+      cut = true;
+      for (const socket of sockets) socket.destroy();
+    },
+    restore() {
+      cut = false;
+    },
+    async close() {
+      this.cut();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

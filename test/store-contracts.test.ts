@@ -1,0 +1,47 @@
+// Every store contract against every backend: SQLite (a temp file per test) and PostgreSQL (a fresh
+// schema per test, dropped after it), so the embedded and cluster modes cannot drift apart.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe } from 'node:test';
+import { createSqliteStores } from '../src/storage/sqlite/index.ts';
+import type { Stores } from '../src/storage/stores.ts';
+import { authStoreContract } from './contract/auth-store.ts';
+import { addOrganization } from './contract/fixtures.ts';
+import { oauthStoreContract } from './contract/oauth-store.ts';
+import { telemetryStoreContract } from './contract/telemetry-store.ts';
+import { vehicleStoreContract } from './contract/vehicle-store.ts';
+import { openPostgresTestStores, skipUnlessPostgres } from './helpers/postgres.ts';
+
+async function sqlite(): Promise<Stores> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'fleet-contract-'));
+  const stores = createSqliteStores(path.join(dir, 'fleet.db'));
+  return {
+    ...stores,
+    async close() {
+      await stores.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const postgres = (): Promise<Stores> => openPostgresTestStores({ label: 'contract' });
+
+const contracts = (name: string, makeStores: () => Promise<Stores>) => {
+  vehicleStoreContract(name, makeStores);
+  authStoreContract(name, makeStores);
+  telemetryStoreContract(name, makeStores);
+};
+
+contracts('sqlite', sqlite);
+
+const skip = await skipUnlessPostgres();
+describe('PostgreSQL', { skip }, () => {
+  contracts('postgres', postgres);
+  // The OAuth contract's SQLite run is in oauth-store.test.ts; its fixture holds two organizations.
+  oauthStoreContract('postgres', async () => {
+    const stores = await postgres();
+    const organizations: [string, string] = [await addOrganization(stores, { platform: true }), await addOrganization(stores)];
+    return { store: stores.oauth, organizations, close: () => stores.close() };
+  });
+});
