@@ -1,6 +1,7 @@
 // buildApp wires the service together: cross-cutting plugins first, then each module. This is
 // the one place that knows every part; each part knows only the few interfaces it is given.
 import { randomUUID } from 'node:crypto';
+import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
 import pkg from '../package.json' with { type: 'json' };
@@ -17,10 +18,13 @@ import { openapiPlugin } from './http/openapi.ts';
 import { problemsPlugin } from './http/problems.ts';
 import { rateLimitPlugin } from './http/rate-limit.ts';
 import { validatorCompiler } from './http/validation.ts';
-import { versioningPlugin } from './http/versioning.ts';
 import { organizationRoutes } from './organizations/routes.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
 import type { Stores } from './storage/stores.ts';
+import { createStreamHub } from './streams/hub.ts';
+import { streamRoutes } from './streams/routes.ts';
+import type { StreamSettings } from './streams/settings.ts';
+import { createSocketManager } from './streams/socket.ts';
 import { createLatestView, summaryOf } from './telemetry/latest.ts';
 import { createMqttIngestion } from './telemetry/mqtt.ts';
 import { startRetention } from './telemetry/retention.ts';
@@ -57,6 +61,8 @@ export interface AppDeps {
   metrics?: Registry;
   /** Rate-limit counters shared by several nodes (cluster mode) or a test; default: this process. */
   rateLimitStore?: RateLimitStore;
+  /** Live-stream time limits and sizes (decisions.md §5); tests shorten them. */
+  streams?: Partial<StreamSettings>;
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -111,10 +117,22 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     store: deps.stores.auth, clock, maxApiKeys: deps.config.quotas.apiKeys, verifyAccessToken: oauth.verifyAccessToken,
   });
   const latest = createLatestView();
-  const vehicles = createVehicleService({
-    store: deps.stores.vehicles, clock, maxVehicles: deps.config.quotas.vehicles, onDeleted: latest.forget,
+  // Live streams hear of every committed telemetry record (HTTP and MQTT alike) and status change.
+  const streams = createStreamHub({
+    vehicles: deps.stores.vehicles, latest, clock, maxStreams: deps.config.quotas.streams, settings: deps.streams,
   });
-  const telemetry = createTelemetryService({ store: deps.stores.telemetry, vehicles: deps.stores.vehicles, latest, clock });
+  const vehicles = createVehicleService({
+    store: deps.stores.vehicles, clock, maxVehicles: deps.config.quotas.vehicles,
+    onDeleted: (organizationId, vehicleId) => {
+      latest.forget(organizationId, vehicleId);
+      streams.forgetVehicle(organizationId, vehicleId);
+    },
+    onStatusChanged: streams.statusChanged,
+  });
+  const telemetry = createTelemetryService({
+    store: deps.stores.telemetry, vehicles: deps.stores.vehicles, latest, clock,
+    events: { telemetry: streams.telemetry, activated: streams.activated },
+  });
   await telemetry.load();
   const latestOf: LatestLookup = (organizationId, vehicleId) => {
     const state = latest.get(organizationId, vehicleId);
@@ -122,6 +140,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   };
 
   await app.register(problemsPlugin);
+  const sockets = createSocketManager({ hub: streams, clock, log: app.log });
+  // Before auth: its hooks must see every request, so that an upgrade refused by auth (a bad ticket,
+  // a foreign origin) still has its socket closed after the error response.
+  await app.register(websocket, {
+    // Client messages over 64 KiB close the socket with 1009 (ws's default allows 100 MiB).
+    options: { maxPayload: streams.settings.maxClientMessageBytes },
+    // Shutdown closes every stream's socket with 1001 (the plugin's default sends no code).
+    preClose: async () => {
+      await sockets.closeAll(1001, 'server shutting down');
+      streams.stop();
+    },
+    // ws closes the socket itself on protocol errors (1009 for a message too large, 1002): let it finish.
+    errorHandler: (error, socket, request) => {
+      request.log.debug({ err: error }, 'live stream socket error');
+      if (socket.readyState === socket.OPEN) socket.close(1011, 'internal error');
+    },
+  });
   // auth first: its onRoute check must see every route registered after it.
   await app.register(authPlugin, { auth });
   // Right after auth: its onRequest hook needs the principal, and must refuse before any other work.
@@ -137,7 +172,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(openapiPlugin, { version: pkg.version });
   const metrics = deps.metrics ?? createMetricsRegistry();
   await app.register(metricsPlugin, { registry: metrics });
-  await app.register(versioningPlugin);
   // MQTT ingestion (own listener, existing broker, or off) over the same ingest function as HTTP.
   const mqtt = createMqttIngestion({ config: deps.config.mqtt, telemetry, auth, registry: metrics, log: app.log });
   await app.register(healthRoutes, { checks: { store: () => deps.stores.ping(), mqtt: () => mqtt.readiness() } });
@@ -147,6 +181,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(apiKeyRoutes, { auth });
   await app.register(organizationRoutes, { auth });
   await app.register(oauthRoutes, { oauth, publicUrl: deps.config.publicUrl });
+  await app.register(streamRoutes, {
+    hub: streams, sockets, publicUrl: deps.config.publicUrl, allowedOrigins: deps.config.streams.allowedOrigins,
+  });
 
   const retention = startRetention({
     store: deps.stores.telemetry, clock, days: deps.config.telemetry.retentionDays, log: app.log,

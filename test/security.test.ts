@@ -73,6 +73,9 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/oauth/signing-keys': () => undefined,
   '/v2/telemetry/:vehicleId': () => ({ timestamp: new Date(Date.now() - ++counter).toISOString(), data: { speed: 1 } }),
   '/v2/telemetry': (id) => ({ records: [{ vehicleId: id, timestamp: new Date(Date.now() - ++counter).toISOString(), data: { battery: 50 } }] }),
+  '/v2/telemetry/:vehicleId/stream': () => ({ events: ['location'] }),
+  '/v2/telemetry/stream': () => ({ events: ['status'], interval: 0 }),
+  '/v2/streams/:streamId/tickets': () => undefined,
 };
 
 function bodyFor(route: RouteEntry, vehicleId = unique('no-vehicle')): unknown {
@@ -98,6 +101,8 @@ const KNOWN_ROUTES: Record<string, number> = {
   'POST /v2/telemetry/:vehicleId': 202,
   'POST /v2/telemetry': 202,
   'GET /v2/telemetry/:vehicleId/history': 200,
+  'POST /v2/telemetry/:vehicleId/stream': 201,
+  'POST /v2/telemetry/stream': 201,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {

@@ -15,6 +15,12 @@ declare module 'fastify' {
     scope?: Scope;
     /** Only credentials of the platform organization (the one created on first start). */
     platform?: boolean;
+    /**
+     * A credential the route accepts besides the bearer token (a live stream's single-use
+     * WebSocket ticket), tried first; undefined falls back to the bearer token. The route still
+     * declares its `scope`, which the principal it returns must hold, and OpenAPI documents both.
+     */
+    alternativeCredential?: (request: FastifyRequest) => Promise<Principal | undefined>;
   }
   interface FastifyRequest {
     /** The caller; set before the handler of every non-public route runs. */
@@ -51,6 +57,14 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
     if (request.is404) return;
     const config = request.routeOptions.config;
     if (config.public === true) return;
+    const alternative = config.alternativeCredential === undefined ? undefined : await config.alternativeCredential(request);
+    if (alternative !== undefined) {
+      if (config.scope !== undefined && !alternative.scopes.has(config.scope)) {
+        throw new AppError('insufficient-scope', `This operation needs the "${config.scope}" scope.`);
+      }
+      request.principal = alternative;
+      return;
+    }
 
     const token = bearerToken(request);
     if (token === undefined) {

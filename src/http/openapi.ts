@@ -29,6 +29,14 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
               'An API key (`fleet_…`) or an OAuth 2.0 access token (JWT from `/oauth/token` or the configured identity provider). ' +
               'The route\'s required scope is listed in its security requirement.',
           },
+          ticket: {
+            type: 'apiKey',
+            in: 'query',
+            name: 'ticket',
+            description:
+              'A live stream\'s single-use WebSocket ticket, from the `url` of `POST /v2/telemetry/…/stream` or `POST /v2/streams/{streamId}/tickets`. ' +
+              'Accepted only on the WebSocket upgrade of `GET /v2/streams/{streamId}`, so browsers can connect without an Authorization header.',
+          },
         },
       },
       tags: [
@@ -37,13 +45,16 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
         { name: 'organizations', description: 'Organizations (platform organization only).' },
         { name: 'oauth', description: 'OAuth 2.0: clients, the token endpoint, revocation, introspection, signing keys.' },
         { name: 'telemetry', description: 'Send telemetry; read the latest state and history.' },
+        { name: 'streams', description: 'Live telemetry and status over WebSocket: create a stream, attach to it, read and end it.' },
         { name: 'v1', description: 'Deprecated /api/v1 family, same representations as /v2.' },
         { name: 'operations', description: 'Health, readiness, metrics and this document.' },
       ],
     },
     transform: ({ schema, url, route }) => {
       const config = route.config ?? {};
-      const security = config.public === true ? [] : [{ bearer: config.scope === undefined ? [] : [config.scope] }];
+      const scopes = config.scope === undefined ? [] : [config.scope];
+      const security: Array<Record<string, string[]>> = config.public === true ? [] : [{ bearer: scopes }];
+      if (config.public !== true && config.alternativeCredential !== undefined) security.push({ ticket: scopes });
       return { schema: { ...schema, security }, url };
     },
   });

@@ -1,4 +1,5 @@
-// A fresh world per test: each call builds the app on its own SQLite file in its own temp folder.
+// A fresh world per test: each call builds the app on its own SQLite file in its own temp folder,
+// or with `backend: 'postgres'` on its own PostgreSQL schema, dropped by close().
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,6 +10,8 @@ import { createAuthService } from '../../src/auth/service.ts';
 import { type Clock, systemClock } from '../../src/clock.ts';
 import { type Config, type Env, loadConfig } from '../../src/config.ts';
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts';
+import type { Stores } from '../../src/storage/stores.ts';
+import { openPostgresTestStores } from './postgres.ts';
 
 export interface RequestOptions {
   key?: string | null;
@@ -32,16 +35,28 @@ export async function createTestApp(options: {
   /** Variables on top of the defaults; a function gets the bootstrapped organization's id first. */
   env?: Env | ((organizationId: string) => Env);
   logger?: AppDeps['logger'];
+  /** Default SQLite; PostgreSQL uses FLEET_TEST_DATABASE_URL (see helpers/postgres.ts). */
+  backend?: 'sqlite' | 'postgres';
+  /** PostgreSQL: the app connects this way (e.g. through a proxy the test can cut). */
+  databaseUrl?: string;
+  /** Live-stream time limits, shortened by the stream suites. */
+  streams?: AppDeps['streams'];
 } = {}) {
   const clock = options.clock ?? systemClock;
   const dir = mkdtempSync(path.join(tmpdir(), 'fleet-test-'));
   const file = path.join(dir, 'fleet.db');
-  const stores = createSqliteStores(file);
+  const stores: Stores = options.backend === 'postgres'
+    ? await openPostgresTestStores({ label: 'app', ...(options.databaseUrl === undefined ? {} : { url: options.databaseUrl }) })
+    : createSqliteStores(file);
   const auth = createAuthService({ store: stores.auth, clock });
   const first = await auth.bootstrap(undefined);
   if (first === undefined) throw new Error('a fresh store must bootstrap');
   const config = testConfig(typeof options.env === 'function' ? options.env(first.organization.id) : options.env);
-  const app = await buildApp({ config, stores, clock, ...(options.logger === undefined ? {} : { logger: options.logger }) });
+  const app = await buildApp({
+    config, stores, clock,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.streams === undefined ? {} : { streams: options.streams }),
+  });
   await app.ready();
 
   /** Sends a request through the whole HTTP stack. `key: null` sends no credential. */

@@ -1,0 +1,46 @@
+// The time limits and sizes of live streams (decisions.md §5). Not configuration for operators:
+// the contract fixes them; tests shorten them to keep waits short.
+
+export interface StreamSettings {
+  /** A stream not attached within this long of its creation expires; tickets last as long. */
+  attachWindowMs: number;
+  /** A stream whose socket closed expires after this long unless a socket attaches again. */
+  detachedTtlMs: number;
+  /** How long an ended or expired stream can still be read (status `closed`) before it is forgotten. */
+  closedRetentionMs: number;
+  /** Messages are kept at least this long for replay (`lastSeq`)... */
+  replayWindowMs: number;
+  /** ...up to this many per stream (a power of two)... */
+  replayMaxMessages: number;
+  /** ...and, over all streams, this many distinct events and bytes of them. */
+  logMaxEntries: number;
+  logMaxBytes: number;
+  /** The server pings every socket this often... */
+  pingIntervalMs: number;
+  /** ...and terminates one that has not answered a ping within this long. */
+  pongTimeoutMs: number;
+  /** Above this many bytes waiting to be sent, a socket gets conflated (newest-value) updates... */
+  slowConsumerBytes: number;
+  /** ...and if it stays above it this long, it is closed with 1013. */
+  slowConsumerMs: number;
+  /** A socket we closed that has not finished closing after this long is terminated. */
+  closeGraceMs: number;
+  /** Client messages larger than this close the socket with 1009. */
+  maxClientMessageBytes: number;
+}
+
+export const DEFAULT_STREAM_SETTINGS: StreamSettings = {
+  attachWindowMs: 60_000,
+  detachedTtlMs: 60_000,
+  closedRetentionMs: 15 * 60_000,
+  replayWindowMs: 60_000,
+  replayMaxMessages: 16_384,
+  logMaxEntries: 1_000_000,
+  logMaxBytes: 256 * 1024 * 1024,
+  pingIntervalMs: 30_000,
+  pongTimeoutMs: 30_000,
+  slowConsumerBytes: 1024 * 1024,
+  slowConsumerMs: 10_000,
+  closeGraceMs: 5_000,
+  maxClientMessageBytes: 64 * 1024,
+};
