@@ -1,44 +1,7 @@
-import { isScope } from '../../auth/scopes.ts';
-import type { ApiKeyRecord, AuthStore, OrganizationRecord } from '../../auth/store.ts';
-import { type Database, type Queryable, type Row, advisoryLock } from './database.ts';
+import type { ApiKeyRecord, AuthStore } from '../../auth/store.ts';
+import { postgresRows } from '../rows.ts';
+import { type Database, type Queryable, advisoryLock } from './database.ts';
 
-/** bytea arrives as a Buffer; the interface (and the SQLite store) hands out plain Uint8Arrays. */
-export const bytes = (value: unknown): Uint8Array => new Uint8Array(value as Buffer);
-
-function toKey(row: Row): ApiKeyRecord {
-  return {
-    id: row.id as string,
-    organizationId: row.organization_id as string,
-    name: row.name as string,
-    lookupId: row.lookup_id as string,
-    displayPrefix: row.display_prefix as string,
-    hash: bytes(row.hash),
-    scopes: (row.scopes as string[]).filter(isScope),
-    createdAt: row.created_at as number,
-    expiresAt: (row.expires_at as number | null) ?? null,
-    revokedAt: (row.revoked_at as number | null) ?? null,
-    lastUsedAt: (row.last_used_at as number | null) ?? null,
-  };
-}
-
-/** The organization columns a credential lookup joins in as `org_*`. */
-export function joinedOrganization(row: Row): OrganizationRecord {
-  return {
-    id: row.organization_id as string,
-    name: row.org_name as string,
-    platform: row.org_platform as boolean,
-    createdAt: row.org_created_at as number,
-  };
-}
-
-function toOrganization(row: Row): OrganizationRecord {
-  return {
-    id: row.id as string,
-    name: row.name as string,
-    platform: row.platform as boolean,
-    createdAt: row.created_at as number,
-  };
-}
 
 const INSERT_KEY = `INSERT INTO api_keys (id, organization_id, name, lookup_id, display_prefix, hash, scopes, created_at, expires_at, revoked_at, last_used_at)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
@@ -88,7 +51,7 @@ export function createPostgresAuthStore(db: Database): AuthStore {
 
     async getOrganization(id) {
       const { rows } = await db.query({ name: 'auth.get-org', text: 'SELECT * FROM organizations WHERE id = $1', values: [id] });
-      return rows[0] === undefined ? undefined : toOrganization(rows[0]);
+      return rows[0] === undefined ? undefined : postgresRows.organization(rows[0]);
     },
 
     async listOrganizations(page) {
@@ -100,7 +63,7 @@ export function createPostgresAuthStore(db: Database): AuthStore {
         }),
         countOrganizations(),
       ]);
-      return { organizations: rows.map(toOrganization), total };
+      return { organizations: rows.map(postgresRows.organization), total };
     },
 
     async listKeys(organizationId, page) {
@@ -112,7 +75,7 @@ export function createPostgresAuthStore(db: Database): AuthStore {
         }),
         db.query<{ n: number }>({ name: 'auth.count-live-keys', text: COUNT_LIVE_KEYS, values: [organizationId] }),
       ]);
-      return { keys: rows.map(toKey), total: count.rows[0]!.n };
+      return { keys: rows.map(postgresRows.key), total: count.rows[0]!.n };
     },
 
     async getKey(organizationId, id) {
@@ -121,7 +84,7 @@ export function createPostgresAuthStore(db: Database): AuthStore {
         text: 'SELECT * FROM api_keys WHERE organization_id = $1 AND id = $2 AND revoked_at IS NULL',
         values: [organizationId, id],
       });
-      return rows[0] === undefined ? undefined : toKey(rows[0]);
+      return rows[0] === undefined ? undefined : postgresRows.key(rows[0]);
     },
 
     async revokeKey(organizationId, id, at) {
@@ -130,7 +93,7 @@ export function createPostgresAuthStore(db: Database): AuthStore {
         text: 'UPDATE api_keys SET revoked_at = $1 WHERE organization_id = $2 AND id = $3 AND revoked_at IS NULL RETURNING *',
         values: [at, organizationId, id],
       });
-      return rows[0] === undefined ? undefined : toKey(rows[0]);
+      return rows[0] === undefined ? undefined : postgresRows.key(rows[0]);
     },
 
     async findKey(lookupId) {
@@ -141,7 +104,7 @@ export function createPostgresAuthStore(db: Database): AuthStore {
         values: [lookupId],
       });
       const row = rows[0];
-      return row === undefined ? undefined : { key: toKey(row), organization: joinedOrganization(row) };
+      return row === undefined ? undefined : { key: postgresRows.key(row), organization: postgresRows.joinedOrganization(row) };
     },
 
     async touchKey(id, at) {

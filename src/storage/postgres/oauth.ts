@@ -1,36 +1,12 @@
-import type { OAuthClientRecord, OAuthStore, SigningKeyRecord } from '../../auth/oauth/store.ts';
-import { isScope } from '../../auth/scopes.ts';
-import { bytes, joinedOrganization } from './auth.ts';
-import { type Database, type Row, advisoryLock } from './database.ts';
-
-function toSigningKey(row: Row): SigningKeyRecord {
-  return {
-    kid: row.kid as string,
-    algorithm: row.algorithm as 'ES256',
-    privateJwk: row.private_jwk as string,
-    publicJwk: row.public_jwk as string,
-    createdAt: row.created_at as number,
-    retiredAt: (row.retired_at as number | null) ?? null,
-  };
-}
-
-function toClient(row: Row): OAuthClientRecord {
-  return {
-    id: row.id as string,
-    organizationId: row.organization_id as string,
-    name: row.name as string,
-    secretHash: bytes(row.secret_hash),
-    scopes: (row.scopes as string[]).filter(isScope),
-    createdAt: row.created_at as number,
-    createdBy: row.created_by as string,
-  };
-}
+import type { OAuthStore } from '../../auth/oauth/store.ts';
+import { postgresRows } from '../rows.ts';
+import { type Database, advisoryLock } from './database.ts';
 
 export function createPostgresOAuthStore(db: Database): OAuthStore {
   return {
     async listSigningKeys() {
       const { rows } = await db.query({ name: 'oauth.keys', text: 'SELECT * FROM oauth_signing_keys ORDER BY created_at, kid' });
-      return rows.map(toSigningKey);
+      return rows.map(postgresRows.signingKey);
     },
 
     async addFirstSigningKey(key) {
@@ -83,7 +59,7 @@ export function createPostgresOAuthStore(db: Database): OAuthStore {
         text: 'SELECT * FROM oauth_clients WHERE organization_id = $1 ORDER BY created_at, id',
         values: [organizationId],
       });
-      return rows.map(toClient);
+      return rows.map(postgresRows.client);
     },
 
     async getClient(organizationId, id) {
@@ -92,7 +68,7 @@ export function createPostgresOAuthStore(db: Database): OAuthStore {
         text: 'SELECT * FROM oauth_clients WHERE organization_id = $1 AND id = $2',
         values: [organizationId, id],
       });
-      return rows[0] === undefined ? undefined : toClient(rows[0]);
+      return rows[0] === undefined ? undefined : postgresRows.client(rows[0]);
     },
 
     async findClient(id) {
@@ -103,7 +79,7 @@ export function createPostgresOAuthStore(db: Database): OAuthStore {
         values: [id],
       });
       const row = rows[0];
-      return row === undefined ? undefined : { client: toClient(row), organization: joinedOrganization(row) };
+      return row === undefined ? undefined : { client: postgresRows.client(row), organization: postgresRows.joinedOrganization(row) };
     },
 
     async deleteClient(organizationId, id) {

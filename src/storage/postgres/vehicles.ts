@@ -1,31 +1,8 @@
-import type { Configuration, VehicleStatus, VehicleType } from '../../vehicles/schema.ts';
-import type { StatusChange, VehicleFilter, VehicleRecord, VehicleStore } from '../../vehicles/store.ts';
-import { type Database, type Queryable, type Row, advisoryLock } from './database.ts';
+import type { VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
+import { VEHICLE_COLUMNS, postgresRows } from '../rows.ts';
+import { type Database, type Queryable, advisoryLock } from './database.ts';
 
-const COLUMNS = 'organization_id, id, type, status, configuration, created_at, updated_at, status_changed_at';
-
-function toVehicle(row: Row): VehicleRecord {
-  return {
-    organizationId: row.organization_id as string,
-    id: row.id as string,
-    type: row.type as VehicleType,
-    status: row.status as VehicleStatus,
-    configuration: row.configuration as Configuration,
-    createdAt: row.created_at as number,
-    updatedAt: row.updated_at as number,
-    statusChangedAt: row.status_changed_at as number,
-  };
-}
-
-function toChange(row: Row): StatusChange {
-  return {
-    from: (row.from_status as VehicleStatus | null) ?? null,
-    to: row.to_status as VehicleStatus,
-    reason: (row.reason as string | null) ?? null,
-    at: row.at as number,
-    by: row.by as string,
-  };
-}
+const COLUMNS = VEHICLE_COLUMNS;
 
 const SELECT_ONE = `SELECT ${COLUMNS} FROM vehicles WHERE organization_id = $1 AND id = $2`;
 
@@ -69,7 +46,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
 
     async get(organizationId, id) {
       const row = await selectOne(db, organizationId, id);
-      return row === undefined ? undefined : toVehicle(row);
+      return row === undefined ? undefined : postgresRows.vehicle(row);
     },
 
     async list(organizationId, filter: VehicleFilter) {
@@ -88,7 +65,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
         }),
         db.query<{ n: number }>({ name: `vehicles.count.${shape}`, text: `SELECT count(*) AS n FROM vehicles WHERE ${where}`, values: params }),
       ]);
-      return { vehicles: page.rows.map(toVehicle), total: count.rows[0]!.n };
+      return { vehicles: page.rows.map(postgresRows.vehicle), total: count.rows[0]!.n };
     },
 
     async delete(organizationId, id) {
@@ -126,7 +103,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
                SELECT * FROM changed`,
         values: [organizationId, id, change.to, change.at, change.from, change.reason, change.by],
       });
-      return rows[0] === undefined ? undefined : toVehicle(rows[0]);
+      return rows[0] === undefined ? undefined : postgresRows.vehicle(rows[0]);
     },
 
     async statusHistory(organizationId, id, page) {
@@ -143,7 +120,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
           values: [organizationId, id],
         }),
       ]);
-      return { entries: entries.rows.map(toChange), total: count.rows[0]!.n };
+      return { entries: entries.rows.map(postgresRows.change), total: count.rows[0]!.n };
     },
   };
 }

@@ -1,44 +1,7 @@
-import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
-import { isScope } from '../../auth/scopes.ts';
+import type { DatabaseSync } from 'node:sqlite';
 import type { ApiKeyRecord, AuthStore, OrganizationRecord } from '../../auth/store.ts';
+import { sqliteRows } from '../rows.ts';
 import { transaction } from './database.ts';
-
-type Row = Record<string, SQLInputValue>;
-
-function toKey(row: Row): ApiKeyRecord {
-  return {
-    id: row.id as string,
-    organizationId: row.organization_id as string,
-    name: row.name as string,
-    lookupId: row.lookup_id as string,
-    displayPrefix: row.display_prefix as string,
-    hash: row.hash as Uint8Array,
-    scopes: (row.scopes as string).split(' ').filter(isScope),
-    createdAt: row.created_at as number,
-    expiresAt: (row.expires_at as number | null) ?? null,
-    revokedAt: (row.revoked_at as number | null) ?? null,
-    lastUsedAt: (row.last_used_at as number | null) ?? null,
-  };
-}
-
-/** The organization columns a credential lookup joins in as `org_*`. */
-export function joinedOrganization(row: Row): OrganizationRecord {
-  return {
-    id: row.organization_id as string,
-    name: row.org_name as string,
-    platform: row.org_platform === 1,
-    createdAt: row.org_created_at as number,
-  };
-}
-
-function toOrganization(row: Row): OrganizationRecord {
-  return {
-    id: row.id as string,
-    name: row.name as string,
-    platform: row.platform === 1,
-    createdAt: row.created_at as number,
-  };
-}
 
 export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
   const insertOrg = db.prepare('INSERT INTO organizations (id, name, platform, created_at) VALUES (?, ?, ?, ?)');
@@ -92,37 +55,37 @@ export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
 
     async getOrganization(id) {
       const row = getOrg.get(id);
-      return row === undefined ? undefined : toOrganization(row);
+      return row === undefined ? undefined : sqliteRows.organization(row);
     },
 
     async listOrganizations(page) {
       return {
-        organizations: orgPage.all(page.limit, page.offset).map(toOrganization),
+        organizations: orgPage.all(page.limit, page.offset).map(sqliteRows.organization),
         total: Number(countOrgs.get()?.n ?? 0),
       };
     },
 
     async listKeys(organizationId, page) {
       return {
-        keys: keyPage.all(organizationId, page.limit, page.offset).map(toKey),
+        keys: keyPage.all(organizationId, page.limit, page.offset).map(sqliteRows.key),
         total: Number(countActiveKeys.get(organizationId)?.n ?? 0),
       };
     },
 
     async getKey(organizationId, id) {
       const row = getActiveKey.get(organizationId, id);
-      return row === undefined ? undefined : toKey(row);
+      return row === undefined ? undefined : sqliteRows.key(row);
     },
 
     async revokeKey(organizationId, id, at) {
       const row = revoke.get(at, organizationId, id);
-      return row === undefined ? undefined : toKey(row);
+      return row === undefined ? undefined : sqliteRows.key(row);
     },
 
     async findKey(lookupId) {
       const row = findKey.get(lookupId);
       if (row === undefined) return undefined;
-      return { key: toKey(row), organization: joinedOrganization(row) };
+      return { key: sqliteRows.key(row), organization: sqliteRows.joinedOrganization(row) };
     },
 
     async touchKey(id, at) {

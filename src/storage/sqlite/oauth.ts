@@ -1,33 +1,7 @@
-import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
-import type { OAuthClientRecord, OAuthStore, SigningKeyRecord } from '../../auth/oauth/store.ts';
-import { isScope } from '../../auth/scopes.ts';
-import { joinedOrganization } from './auth.ts';
+import type { DatabaseSync } from 'node:sqlite';
+import type { OAuthStore } from '../../auth/oauth/store.ts';
+import { sqliteRows } from '../rows.ts';
 import { transaction } from './database.ts';
-
-type Row = Record<string, SQLInputValue>;
-
-function toSigningKey(row: Row): SigningKeyRecord {
-  return {
-    kid: row.kid as string,
-    algorithm: row.algorithm as 'ES256',
-    privateJwk: row.private_jwk as string,
-    publicJwk: row.public_jwk as string,
-    createdAt: row.created_at as number,
-    retiredAt: (row.retired_at as number | null) ?? null,
-  };
-}
-
-function toClient(row: Row): OAuthClientRecord {
-  return {
-    id: row.id as string,
-    organizationId: row.organization_id as string,
-    name: row.name as string,
-    secretHash: row.secret_hash as Uint8Array,
-    scopes: (row.scopes as string).split(' ').filter(isScope),
-    createdAt: row.created_at as number,
-    createdBy: row.created_by as string,
-  };
-}
 
 export function createSqliteOAuthStore(db: DatabaseSync): OAuthStore {
   const keys = db.prepare('SELECT * FROM oauth_signing_keys ORDER BY created_at, kid');
@@ -60,7 +34,7 @@ export function createSqliteOAuthStore(db: DatabaseSync): OAuthStore {
 
   return {
     async listSigningKeys() {
-      return keys.all().map(toSigningKey);
+      return keys.all().map(sqliteRows.signingKey);
     },
 
     async addFirstSigningKey(key) {
@@ -88,18 +62,18 @@ export function createSqliteOAuthStore(db: DatabaseSync): OAuthStore {
     },
 
     async listClients(organizationId) {
-      return listClients.all(organizationId).map(toClient);
+      return listClients.all(organizationId).map(sqliteRows.client);
     },
 
     async getClient(organizationId, id) {
       const row = getClient.get(organizationId, id);
-      return row === undefined ? undefined : toClient(row);
+      return row === undefined ? undefined : sqliteRows.client(row);
     },
 
     async findClient(id) {
       const row = findClient.get(id);
       if (row === undefined) return undefined;
-      return { client: toClient(row), organization: joinedOrganization(row) };
+      return { client: sqliteRows.client(row), organization: sqliteRows.joinedOrganization(row) };
     },
 
     async deleteClient(organizationId, id) {

@@ -1,34 +1,9 @@
-import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
-import type { Configuration, VehicleStatus, VehicleType } from '../../vehicles/schema.ts';
-import type { StatusChange, VehicleFilter, VehicleRecord, VehicleStore } from '../../vehicles/store.ts';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { StatusChange, VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
+import { VEHICLE_COLUMNS, sqliteRows } from '../rows.ts';
 import { transaction } from './database.ts';
 
-type Row = Record<string, SQLInputValue>;
-
-const COLUMNS = 'organization_id, id, type, status, configuration, created_at, updated_at, status_changed_at';
-
-function toVehicle(row: Row): VehicleRecord {
-  return {
-    organizationId: row.organization_id as string,
-    id: row.id as string,
-    type: row.type as VehicleType,
-    status: row.status as VehicleStatus,
-    configuration: JSON.parse(row.configuration as string) as Configuration,
-    createdAt: row.created_at as number,
-    updatedAt: row.updated_at as number,
-    statusChangedAt: row.status_changed_at as number,
-  };
-}
-
-function toChange(row: Row): StatusChange {
-  return {
-    from: (row.from_status as VehicleStatus | null) ?? null,
-    to: row.to_status as VehicleStatus,
-    reason: (row.reason as string | null) ?? null,
-    at: row.at as number,
-    by: row.by as string,
-  };
-}
+const COLUMNS = VEHICLE_COLUMNS;
 
 export function createSqliteVehicleStore(db: DatabaseSync): VehicleStore {
   const insertVehicle = db.prepare(
@@ -91,7 +66,7 @@ export function createSqliteVehicleStore(db: DatabaseSync): VehicleStore {
 
     async get(organizationId, id) {
       const row = selectOne.get(organizationId, id);
-      return row === undefined ? undefined : toVehicle(row);
+      return row === undefined ? undefined : sqliteRows.vehicle(row);
     },
 
     async list(organizationId, filter: VehicleFilter) {
@@ -100,7 +75,7 @@ export function createSqliteVehicleStore(db: DatabaseSync): VehicleStore {
       const { page, count } = listStatement(statuses.length, types.length);
       const params = [organizationId, ...statuses, ...types];
       return {
-        vehicles: page.all(...params, filter.limit, filter.offset).map(toVehicle),
+        vehicles: page.all(...params, filter.limit, filter.offset).map(sqliteRows.vehicle),
         total: Number(count.get(...params)?.n ?? 0),
       };
     },
@@ -114,13 +89,13 @@ export function createSqliteVehicleStore(db: DatabaseSync): VehicleStore {
         const row = updateStatus.get(change.to, change.at, change.at, organizationId, id, change.from);
         if (row === undefined) return undefined;
         addChange(organizationId, id, change);
-        return toVehicle(row);
+        return sqliteRows.vehicle(row);
       });
     },
 
     async statusHistory(organizationId, id, page) {
       return {
-        entries: historyPage.all(organizationId, id, page.limit, page.offset).map(toChange),
+        entries: historyPage.all(organizationId, id, page.limit, page.offset).map(sqliteRows.change),
         total: Number(historyCount.get(organizationId, id)?.n ?? 0),
       };
     },

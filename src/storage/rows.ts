@@ -1,0 +1,101 @@
+// Rows to records, once for every backend. The backends store the same columns and differ only
+// in how a few column types arrive (SQLite: scopes as a space-separated string, JSON as text,
+// booleans as 0/1, blobs as Uint8Array; PostgreSQL: text[], json, boolean, Buffer), which each
+// passes in as decoders.
+import type { OAuthClientRecord, SigningKeyRecord } from '../auth/oauth/store.ts';
+import { isScope } from '../auth/scopes.ts';
+import type { ApiKeyRecord, OrganizationRecord } from '../auth/store.ts';
+import type { Configuration, VehicleStatus, VehicleType } from '../vehicles/schema.ts';
+import type { StatusChange, VehicleRecord } from '../vehicles/store.ts';
+
+export type Row = Record<string, unknown>;
+
+export interface ColumnDecoders {
+  bytes(value: unknown): Uint8Array;
+  list(value: unknown): string[];
+  json<T>(value: unknown): T;
+  bool(value: unknown): boolean;
+}
+
+export const VEHICLE_COLUMNS = 'organization_id, id, type, status, configuration, created_at, updated_at, status_changed_at';
+
+const orNull = <T>(value: unknown): T | null => (value as T | null | undefined) ?? null;
+
+export function rowMappers(d: ColumnDecoders) {
+  return {
+    key: (row: Row): ApiKeyRecord => ({
+      id: row.id as string,
+      organizationId: row.organization_id as string,
+      name: row.name as string,
+      lookupId: row.lookup_id as string,
+      displayPrefix: row.display_prefix as string,
+      hash: d.bytes(row.hash),
+      scopes: d.list(row.scopes).filter(isScope),
+      createdAt: row.created_at as number,
+      expiresAt: orNull<number>(row.expires_at),
+      revokedAt: orNull<number>(row.revoked_at),
+      lastUsedAt: orNull<number>(row.last_used_at),
+    }),
+    organization: (row: Row): OrganizationRecord => ({
+      id: row.id as string,
+      name: row.name as string,
+      platform: d.bool(row.platform),
+      createdAt: row.created_at as number,
+    }),
+    /** The organization columns a credential lookup joins in as `org_*`. */
+    joinedOrganization: (row: Row): OrganizationRecord => ({
+      id: row.organization_id as string,
+      name: row.org_name as string,
+      platform: d.bool(row.org_platform),
+      createdAt: row.org_created_at as number,
+    }),
+    vehicle: (row: Row): VehicleRecord => ({
+      organizationId: row.organization_id as string,
+      id: row.id as string,
+      type: row.type as VehicleType,
+      status: row.status as VehicleStatus,
+      configuration: d.json<Configuration>(row.configuration),
+      createdAt: row.created_at as number,
+      updatedAt: row.updated_at as number,
+      statusChangedAt: row.status_changed_at as number,
+    }),
+    change: (row: Row): StatusChange => ({
+      from: orNull<VehicleStatus>(row.from_status),
+      to: row.to_status as VehicleStatus,
+      reason: orNull<string>(row.reason),
+      at: row.at as number,
+      by: row.by as string,
+    }),
+    signingKey: (row: Row): SigningKeyRecord => ({
+      kid: row.kid as string,
+      algorithm: row.algorithm as 'ES256',
+      privateJwk: row.private_jwk as string,
+      publicJwk: row.public_jwk as string,
+      createdAt: row.created_at as number,
+      retiredAt: orNull<number>(row.retired_at),
+    }),
+    client: (row: Row): OAuthClientRecord => ({
+      id: row.id as string,
+      organizationId: row.organization_id as string,
+      name: row.name as string,
+      secretHash: d.bytes(row.secret_hash),
+      scopes: d.list(row.scopes).filter(isScope),
+      createdAt: row.created_at as number,
+      createdBy: row.created_by as string,
+    }),
+  };
+}
+
+export const sqliteRows = rowMappers({
+  bytes: (value) => value as Uint8Array,
+  list: (value) => (value as string).split(' '),
+  json: <T>(value: unknown) => JSON.parse(value as string) as T,
+  bool: (value) => value === 1,
+});
+
+export const postgresRows = rowMappers({
+  bytes: (value) => new Uint8Array(value as Buffer),
+  list: (value) => value as string[],
+  json: <T>(value: unknown) => value as T,
+  bool: (value) => value as boolean,
+});
