@@ -71,3 +71,32 @@ export interface TelemetryStore {
    */
   maintain(now: number, keepDays: number): Promise<void>;
 }
+
+/**
+ * The part of a commit every backend shares: a batch's records grouped by vehicle, and the
+ * batch judged against its vehicles' statuses (`undefined` for a vehicle that does not exist).
+ * A refusal is decided before any write, so a refused batch leaves nothing behind.
+ */
+export function judgeBatch(
+  batch: CommitBatch,
+  statusOf: (vehicleId: string) => string | undefined,
+): { refused: BatchOutcome & { ok: false } } | { refused: undefined; byVehicle: Map<string, StoredRecord[]>; registered: string[] } {
+  const byVehicle = new Map<string, StoredRecord[]>();
+  for (const record of batch.records) {
+    const list = byVehicle.get(record.vehicleId);
+    if (list === undefined) byVehicle.set(record.vehicleId, [record]);
+    else list.push(record);
+  }
+  const missing: string[] = [];
+  const retired: string[] = [];
+  const registered: string[] = [];
+  for (const vehicleId of byVehicle.keys()) {
+    const status = statusOf(vehicleId);
+    if (status === undefined) missing.push(vehicleId);
+    else if (status === 'retired') retired.push(vehicleId);
+    else if (status === 'registered') registered.push(vehicleId);
+  }
+  if (missing.length > 0) return { refused: { ok: false, reason: 'vehicle-not-found', vehicleIds: missing } };
+  if (retired.length > 0) return { refused: { ok: false, reason: 'vehicle-retired', vehicleIds: retired } };
+  return { refused: undefined, byVehicle, registered };
+}

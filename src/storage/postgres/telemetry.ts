@@ -1,5 +1,5 @@
 import type { TelemetryData } from '../../telemetry/schema.ts';
-import type { BatchOutcome, LatestState, StoredRecord, TelemetryStore } from '../../telemetry/store.ts';
+import { type BatchOutcome, type LatestState, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
 import type { Database } from './database.ts';
 import { AHEAD_DAYS, DAY_MS, dayOf, ensurePartitions, prunePartitions } from './partitions.ts';
 
@@ -65,29 +65,12 @@ export function createPostgresTelemetryStore(db: Database): TelemetryStore {
         const outcomes: BatchOutcome[] = [];
         for (const batch of batches) {
           const org = batch.organizationId;
-          const byVehicle = new Map<string, StoredRecord[]>();
-          for (const record of batch.records) {
-            const list = byVehicle.get(record.vehicleId);
-            if (list === undefined) byVehicle.set(record.vehicleId, [record]);
-            else list.push(record);
-          }
-          const missing: string[] = [];
-          const retired: string[] = [];
-          const registered: string[] = [];
-          for (const vehicleId of byVehicle.keys()) {
-            const current = status.get(keyOf(org, vehicleId));
-            if (current === undefined) missing.push(vehicleId);
-            else if (current === 'retired') retired.push(vehicleId);
-            else if (current === 'registered') registered.push(vehicleId);
-          }
-          if (missing.length > 0) {
-            outcomes.push({ ok: false, reason: 'vehicle-not-found', vehicleIds: missing });
+          const judged = judgeBatch(batch, (vehicleId) => status.get(keyOf(org, vehicleId)));
+          if (judged.refused !== undefined) {
+            outcomes.push(judged.refused);
             continue;
           }
-          if (retired.length > 0) {
-            outcomes.push({ ok: false, reason: 'vehicle-retired', vehicleIds: retired });
-            continue;
-          }
+          const { byVehicle, registered } = judged;
 
           const n = batch.records.length;
           const ids = new Array<string>(n);

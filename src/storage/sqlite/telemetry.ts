@@ -1,6 +1,6 @@
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import type { TelemetryData } from '../../telemetry/schema.ts';
-import type { BatchOutcome, LatestState, StoredRecord, TelemetryStore } from '../../telemetry/store.ts';
+import { type BatchOutcome, type LatestState, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
 import { transaction } from './database.ts';
 
 type Row = Record<string, SQLInputValue>;
@@ -44,23 +44,9 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
       return transaction(db, () =>
         batches.map((batch): BatchOutcome => {
           const org = batch.organizationId;
-          const byVehicle = new Map<string, StoredRecord[]>();
-          for (const record of batch.records) {
-            const list = byVehicle.get(record.vehicleId);
-            if (list === undefined) byVehicle.set(record.vehicleId, [record]);
-            else list.push(record);
-          }
-          const missing: string[] = [];
-          const retired: string[] = [];
-          const registered: string[] = [];
-          for (const vehicleId of byVehicle.keys()) {
-            const status = vehicleStatus.get(org, vehicleId)?.status;
-            if (status === undefined) missing.push(vehicleId);
-            else if (status === 'retired') retired.push(vehicleId);
-            else if (status === 'registered') registered.push(vehicleId);
-          }
-          if (missing.length > 0) return { ok: false, reason: 'vehicle-not-found', vehicleIds: missing };
-          if (retired.length > 0) return { ok: false, reason: 'vehicle-retired', vehicleIds: retired };
+          const judged = judgeBatch(batch, (vehicleId) => vehicleStatus.get(org, vehicleId)?.status as string | undefined);
+          if (judged.refused !== undefined) return judged.refused;
+          const { byVehicle, registered } = judged;
 
           // Refusals above are decided before any write, so a refused batch leaves nothing
           // behind; a store error fails the whole transaction and every batch in it.
