@@ -9,10 +9,12 @@ import { apiKeyRoutes } from './auth/keys-routes.ts';
 import { createOAuthService } from './auth/oauth/clients.ts';
 import { oauthRoutes } from './auth/oauth/routes.ts';
 import { createAuthService } from './auth/service.ts';
+import type { Bus } from './bus/bus.ts';
+import { type ClusterOutbox, joinCluster } from './cluster/node.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import { authPlugin } from './http/auth.ts';
-import { healthRoutes } from './http/health.ts';
+import { type CheckState, healthRoutes } from './http/health.ts';
 import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
 import { problemsPlugin } from './http/problems.ts';
@@ -21,6 +23,7 @@ import { validatorCompiler } from './http/validation.ts';
 import { organizationRoutes } from './organizations/routes.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
 import type { Stores } from './storage/stores.ts';
+import type { StreamDirectory } from './streams/directory.ts';
 import { createStreamHub } from './streams/hub.ts';
 import { streamRoutes } from './streams/routes.ts';
 import type { StreamSettings } from './streams/settings.ts';
@@ -63,6 +66,8 @@ export interface AppDeps {
   rateLimitStore?: RateLimitStore;
   /** Live-stream time limits and sizes (decisions.md §5); tests shorten them. */
   streams?: Partial<StreamSettings>;
+  /** Cluster mode: the bus to the other nodes, the directory of streams, and the state /readyz reports. */
+  cluster?: { bus: Bus; directory: StreamDirectory; state(): CheckState };
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -113,27 +118,52 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     external: deps.config.oauth.external,
     findOrganization: (id) => deps.stores.auth.getOrganization(id),
   });
+  // Set once every part exists: what this node does is then also sent to the other nodes.
+  let cluster: ClusterOutbox | undefined;
   const auth = createAuthService({
     store: deps.stores.auth, clock, maxApiKeys: deps.config.quotas.apiKeys, verifyAccessToken: oauth.verifyAccessToken,
+    onKeyRevoked: (keyId, lookupId) => cluster?.keyRevoked(keyId, lookupId),
   });
   const latest = createLatestView();
   // Live streams hear of every committed telemetry record (HTTP and MQTT alike) and status change.
   const streams = createStreamHub({
     vehicles: deps.stores.vehicles, latest, clock, maxStreams: deps.config.quotas.streams, settings: deps.streams,
+    ...(deps.cluster === undefined ? {} : {
+      cluster: {
+        directory: deps.cluster.directory, node: deps.cluster.bus.node, log: app.log,
+        announce: (event: 'taken' | 'ended', streamId: string) => cluster?.stream(event, streamId),
+      },
+    }),
   });
   const vehicles = createVehicleService({
     store: deps.stores.vehicles, clock, maxVehicles: deps.config.quotas.vehicles,
     onDeleted: (organizationId, vehicleId) => {
       latest.forget(organizationId, vehicleId);
       streams.forgetVehicle(organizationId, vehicleId);
+      cluster?.vehicleDeleted(organizationId, vehicleId);
     },
-    onStatusChanged: streams.statusChanged,
+    onStatusChanged: (organizationId, vehicleId, change) => {
+      streams.statusChanged(organizationId, vehicleId, change);
+      cluster?.statusChanged(organizationId, vehicleId, change);
+    },
   });
   const telemetry = createTelemetryService({
     store: deps.stores.telemetry, vehicles: deps.stores.vehicles, latest, clock,
-    events: { telemetry: streams.telemetry, activated: streams.activated },
+    events: {
+      telemetry: (organizationId, records, states) => {
+        streams.telemetry(organizationId, records, states);
+        cluster?.telemetry(organizationId, records, states);
+      },
+      activated: (organizationId, vehicleId, at) => {
+        streams.activated(organizationId, vehicleId, at);
+        cluster?.statusChanged(organizationId, vehicleId, { from: 'registered', to: 'active', reason: 'first telemetry', at });
+      },
+    },
   });
   await telemetry.load();
+  if (deps.cluster !== undefined) {
+    cluster = joinCluster(deps.cluster.bus, { latest, streams, auth, reloadLatest: () => telemetry.load(), log: app.log });
+  }
   const latestOf: LatestLookup = (organizationId, vehicleId) => {
     const state = latest.get(organizationId, vehicleId);
     return state === undefined ? undefined : summaryOf(state);
@@ -174,7 +204,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(metricsPlugin, { registry: metrics });
   // MQTT ingestion (own listener, existing broker, or off) over the same ingest function as HTTP.
   const mqtt = createMqttIngestion({ config: deps.config.mqtt, telemetry, auth, registry: metrics, log: app.log });
-  await app.register(healthRoutes, { checks: { store: () => deps.stores.ping(), mqtt: () => mqtt.readiness() } });
+  await app.register(healthRoutes, {
+    checks: {
+      store: () => deps.stores.ping(),
+      mqtt: () => mqtt.readiness(),
+      cluster: async () => deps.cluster?.state() ?? 'disabled',
+    },
+  });
   await app.register(vehicleRoutesV2, { service: vehicles, latest: latestOf });
   await app.register(vehicleRoutesV1, { service: vehicles, latest: latestOf });
   await app.register(telemetryRoutes, { service: telemetry });

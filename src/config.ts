@@ -70,6 +70,8 @@ export interface Config {
   mqtt: MqttConfig;
   /** Browser origins allowed to open live-stream WebSockets (`*`: any); clients without Origin always may. */
   streams: { allowedOrigins: string[] };
+  /** Cluster mode's Redis (the bus between nodes, shared rate limits); undefined: one node. `url` may hold a password. */
+  redis: { url: string; prefix: string } | undefined;
 }
 
 /** What each variable means, its default, and how it is parsed; README's table mirrors this. */
@@ -80,6 +82,11 @@ export const VARIABLES = {
     default: 'sqlite:./data/fleet.db',
     doc: 'Store location: `sqlite:<file>` (embedded), `sqlite::memory:`, or `postgres://user:password@host:5432/database` (cluster mode).',
   },
+  FLEET_REDIS_URL: {
+    default: '',
+    doc: 'Cluster mode: `redis://[user:password@]host:6379[/db]` or `rediss://…`. Nodes share rate limits and pass live-stream events, latest state and revocations through it. Needs a PostgreSQL `FLEET_DATABASE_URL`.',
+  },
+  FLEET_REDIS_PREFIX: { default: 'fleet:', doc: 'Cluster mode: prefix of every Redis key and channel, so that several deployments can share one Redis.' },
   FLEET_DATABASE_POOL_SIZE: { default: '10', doc: 'PostgreSQL only: connections each node opens at most (1 to 1000).' },
   FLEET_LOG_LEVEL: { default: 'info', doc: `One of ${LOG_LEVELS.join(', ')}.` },
   FLEET_ADMIN_KEY: {
@@ -189,6 +196,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const external = parseExternalIssuer(read, errors);
   const mqtt = parseMqtt(read, host, errors);
   const allowedOrigins = parseOrigins(read('FLEET_STREAM_ALLOWED_ORIGINS'), publicUrl, errors);
+  const redis = parseRedis(read, database, errors);
 
   if (errors.length > 0 || database === undefined) return { ok: false, errors };
   return {
@@ -200,6 +208,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       telemetry: { retentionDays },
       mqtt,
       streams: { allowedOrigins },
+      redis,
     },
   };
 }
@@ -214,6 +223,7 @@ function parseHttpUrl(name: string, text: string, errors: string[]): string {
   errors.push(`${name}: "${text}" is not an http(s) URL`);
   return text;
 }
+
 
 /** Origins as browsers send them (`scheme://host[:port]`, lower case, default port left out). */
 function parseOrigins(text: string, publicUrl: string, errors: string[]): string[] {
@@ -312,6 +322,29 @@ function parseMqtt(read: (name: VariableName) => string, httpHost: string, error
     errors.push(`FLEET_MQTT_CLIENT_ID: "${clientId}" is not 1 to 128 characters of A-Z a-z 0-9 _ . : -`);
   }
   return { mode: 'broker', url, username, password, shareGroup, organizationId, clientId };
+}
+
+function parseRedis(
+  read: (name: VariableName) => string, database: { kind: string } | undefined, errors: string[],
+): Config['redis'] {
+  const url = read('FLEET_REDIS_URL');
+  const prefix = read('FLEET_REDIS_PREFIX');
+  if (!/^[A-Za-z0-9:._-]{1,64}$/.test(prefix)) errors.push(`FLEET_REDIS_PREFIX: "${prefix}" must be 1 to 64 of A-Z a-z 0-9 : . _ -`);
+  if (url === '') return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || !['redis:', 'rediss:'].includes(parsed.protocol) || parsed.hostname === '') {
+    errors.push(`FLEET_REDIS_URL: "${redactUrl(url)}" is not a Redis URL (redis://host:6379 or rediss://host:6380)`);
+    return undefined;
+  }
+  if (database !== undefined && database.kind !== 'postgres') {
+    errors.push('FLEET_REDIS_URL: cluster mode needs a PostgreSQL FLEET_DATABASE_URL (the nodes share one database)');
+  }
+  return { url, prefix };
 }
 
 function parseDatabaseUrl(

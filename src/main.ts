@@ -1,8 +1,10 @@
 // Process entry: read the configuration, open the store, serve, and shut down cleanly on
 // SIGTERM/SIGINT (stop accepting, finish in-flight requests, close the store, exit 0).
+import { pino } from 'pino';
 import { buildApp } from './app.ts';
 import { createAuthService } from './auth/service.ts';
 import { systemClock } from './clock.ts';
+import { type Cluster, openCluster } from './cluster/open.ts';
 import { loadConfig } from './config.ts';
 import { openStores } from './storage/stores.ts';
 
@@ -22,8 +24,23 @@ try {
   process.stderr.write(`fleet: cannot open the store: ${error instanceof Error ? error.message : String(error)}${cause}\n`);
   process.exit(1);
 }
+// Cluster mode: Redis must answer at start (a wrong URL is found now, not at the first outage).
+let cluster: Cluster | undefined;
+if (config.redis !== undefined) {
+  try {
+    cluster = await openCluster({ ...config.redis, log: pino({ level: config.logLevel }) });
+  } catch (error) {
+    const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message || error.cause.name})` : '';
+    process.stderr.write(`fleet: ${error instanceof Error ? error.message : String(error)}${cause}\n`);
+    await stores.close();
+    process.exit(1);
+  }
+}
 const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(config.adminKey);
-const app = await buildApp({ config, stores });
+const app = await buildApp({
+  config, stores,
+  ...(cluster === undefined ? {} : { cluster, rateLimitStore: cluster.rateLimitStore }),
+});
 
 let closing = false;
 async function shutdown(signal: string) {
@@ -37,6 +54,7 @@ async function shutdown(signal: string) {
   timer.unref();
   try {
     await app.close();
+    await cluster?.close();
     await stores.close();
     app.log.info('shut down cleanly');
     process.exit(0);
@@ -53,6 +71,7 @@ try {
 } catch (error) {
   // Listening starts the parts that start with the app too (the MQTT listener or broker client).
   app.log.fatal({ err: error }, 'could not start');
+  await cluster?.close();
   await stores.close();
   process.exit(1);
 }

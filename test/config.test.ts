@@ -51,6 +51,7 @@ describe('defaults', () => {
       telemetry: { retentionDays: 30 },
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
       streams: { allowedOrigins: ['http://localhost:8080'] },
+      redis: undefined,
     });
   });
 
@@ -165,6 +166,37 @@ describe('FLEET_DATABASE_URL', () => {
   test('an absolute sqlite path is kept', () => {
     const file = path.resolve('/var/lib/fleet/fleet.db');
     assert.equal(sqlitePath(ok({ FLEET_DATABASE_URL: `sqlite:${file}` })), file);
+  });
+});
+
+describe('FLEET_REDIS_URL', () => {
+  const pg = { FLEET_DATABASE_URL: 'postgres://db/fleet' };
+
+  test('absent: one node, no Redis', () => {
+    assert.equal(ok(pg).redis, undefined);
+    assert.equal(ok({}).redis, undefined);
+  });
+
+  test('redis:// or rediss:// with PostgreSQL turns cluster mode on, with the default prefix unless given', () => {
+    assert.deepEqual(ok({ ...pg, FLEET_REDIS_URL: 'redis://cache:6379' }).redis, { url: 'redis://cache:6379', prefix: 'fleet:' });
+    assert.deepEqual(ok({ ...pg, FLEET_REDIS_URL: 'rediss://u:pw@cache:6380/2', FLEET_REDIS_PREFIX: 'eu-1:' }).redis, {
+      url: 'rediss://u:pw@cache:6380/2', prefix: 'eu-1:',
+    });
+  });
+
+  test('with SQLite it is refused: the nodes of a cluster share one database', () => {
+    assert.match(rejectsOnly({ FLEET_REDIS_URL: 'redis://cache:6379' }, 'FLEET_REDIS_URL'), /PostgreSQL/);
+  });
+
+  test('another scheme or garbage is refused without echoing a password', () => {
+    const message = rejectsOnly({ ...pg, FLEET_REDIS_URL: 'http://u:hunter2@cache:6379' }, 'FLEET_REDIS_URL');
+    assert.doesNotMatch(message, /hunter2/);
+    rejectsOnly({ ...pg, FLEET_REDIS_URL: 'not a url' }, 'FLEET_REDIS_URL');
+  });
+
+  test('a prefix with spaces, or too long, is refused', () => {
+    rejectsOnly({ ...pg, FLEET_REDIS_PREFIX: 'my prefix' }, 'FLEET_REDIS_PREFIX');
+    rejectsOnly({ ...pg, FLEET_REDIS_PREFIX: 'x'.repeat(65) }, 'FLEET_REDIS_PREFIX');
   });
 });
 

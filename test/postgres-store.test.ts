@@ -1,9 +1,12 @@
-// What only the PostgreSQL backend has to prove, beyond the shared contracts: migrations raced by
-// two nodes, daily partitions (made ahead, dropped whole by retention, repaired when late), commits
-// of two nodes at once, and a lost database answered as 'service-unavailable', never as a crash.
+// What only the PostgreSQL backend has to prove, beyond the shared contracts: migrations and the
+// first start raced by two nodes, daily partitions (made ahead, dropped whole by retention,
+// repaired when late), commits of two nodes at once, and a lost database answered as
+// 'service-unavailable', never as a crash.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { createAuthService } from '../src/auth/service.ts';
+import { systemClock } from '../src/clock.ts';
 import { isAppError } from '../src/errors.ts';
 import { openPostgres } from '../src/storage/postgres/database.ts';
 import { createPostgresStores, postgresStores } from '../src/storage/postgres/index.ts';
@@ -159,6 +162,26 @@ describe('PostgreSQL backend', { skip }, () => {
           assert.equal(state.fields.speed?.value, 39, `${state.vehicleId}: the newest speed (request 39) won`);
           assert.deepEqual(state.fields.battery, { value: 0, at: T0 - 1 });
         }
+      } finally {
+        await two.close();
+        await one.close();
+      }
+    });
+
+    test('starting together on an empty database, one node bootstraps the platform organization; the other finds it made', async () => {
+      const one = await openPostgresTestStores({ label: 'bootstrap' });
+      const two = await openAnotherNode(one.schema);
+      try {
+        const services = [one, two].map((node) => createAuthService({ store: node.auth, clock: systemClock }));
+        const results = await Promise.all(services.map((service) => service.bootstrap(undefined)));
+        const made = results.filter((r) => r !== undefined);
+        assert.equal(made.length, 1, 'one caller gets the key');
+        assert.equal(results.filter((r) => r === undefined).length, 1, 'the other gets undefined');
+        const { organizations, total } = await two.auth.listOrganizations({ limit: 10, offset: 0 });
+        assert.equal(total, 1);
+        assert.equal(organizations[0]!.platform, true);
+        // The key printed by the winner works on either node.
+        for (const service of services) assert.equal((await service.authenticate(made[0]!.secret)).organizationId, organizations[0]!.id);
       } finally {
         await two.close();
         await one.close();

@@ -11,33 +11,39 @@ import { addOrganization } from './contract/fixtures.ts';
 import { oauthStoreContract } from './contract/oauth-store.ts';
 import { telemetryStoreContract } from './contract/telemetry-store.ts';
 import { vehicleStoreContract } from './contract/vehicle-store.ts';
-import { openPostgresTestStores, skipUnlessPostgres } from './helpers/postgres.ts';
+import { openAnotherNode, openPostgresTestStores, skipUnlessPostgres } from './helpers/postgres.ts';
+
+/** The database file of each SQLite test store, for another connection to it (another node). */
+const sqliteFiles = new WeakMap<Stores, string>();
 
 async function sqlite(): Promise<Stores> {
   const dir = mkdtempSync(path.join(tmpdir(), 'fleet-contract-'));
-  const stores = createSqliteStores(path.join(dir, 'fleet.db'));
-  return {
+  const file = path.join(dir, 'fleet.db');
+  const stores = createSqliteStores(file);
+  const wrapped: Stores = {
     ...stores,
     async close() {
       await stores.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  sqliteFiles.set(wrapped, file);
+  return wrapped;
 }
 
 const postgres = (): Promise<Stores> => openPostgresTestStores({ label: 'contract' });
 
-const contracts = (name: string, makeStores: () => Promise<Stores>) => {
+const contracts = (name: string, makeStores: () => Promise<Stores>, anotherNode: (stores: Stores) => Promise<Stores>) => {
   vehicleStoreContract(name, makeStores);
-  authStoreContract(name, makeStores);
+  authStoreContract(name, makeStores, { anotherNode });
   telemetryStoreContract(name, makeStores);
 };
 
-contracts('sqlite', sqlite);
+contracts('sqlite', sqlite, async (stores) => createSqliteStores(sqliteFiles.get(stores)!));
 
 const skip = await skipUnlessPostgres();
 describe('PostgreSQL', { skip }, () => {
-  contracts('postgres', postgres);
+  contracts('postgres', postgres, (stores) => openAnotherNode((stores as Stores & { schema: string }).schema));
   // The OAuth contract's SQLite run is in oauth-store.test.ts; its fixture holds two organizations.
   oauthStoreContract('postgres', async () => {
     const stores = await postgres();

@@ -19,8 +19,8 @@ import type { ApiKeyRecord, AuthStore, OrganizationRecord } from './store.ts';
 const TOUCH_INTERVAL_MS = 60_000;
 /**
  * Resolved keys are kept this long, so a busy client costs one store lookup per period, not one
- * per request. Revocation through this service evicts at once; the TTL bounds how long a change
- * made elsewhere (another process on the same store) can go unseen.
+ * per request. Revocation through this service evicts at once, on every node of a cluster (the bus
+ * carries it); the TTL bounds how long a change the bus missed (an outage) can go unseen.
  */
 const CACHE_TTL_MS = 5_000;
 const CACHE_MAX = 10_000;
@@ -46,6 +46,8 @@ export function createAuthService(deps: {
   verifyAccessToken?: AccessTokenVerifier;
   /** Unrevoked API keys an organization may hold. */
   maxApiKeys?: number;
+  /** A key was revoked through this node (cluster mode tells the other nodes to forget it). */
+  onKeyRevoked?: (keyId: string, lookupId: string) => void;
 }) {
   const { store, clock } = deps;
   const lastTouched = new Map<string, number>();
@@ -119,8 +121,8 @@ export function createAuthService(deps: {
     return found.principal;
   }
 
-  /** A new organization and its first key, which holds every scope. */
-  async function createOrganization(spec: { name: string; platform?: boolean; adminSecret?: string }) {
+  /** A new organization's records and its first key, which holds every scope. */
+  function organizationRecords(spec: { name: string; platform?: boolean; adminSecret?: string }) {
     const organization: OrganizationRecord = {
       id: newId('org'),
       name: spec.name,
@@ -132,8 +134,13 @@ export function createAuthService(deps: {
       scopes: SCOPES,
       ...(spec.adminSecret === undefined ? {} : { secret: spec.adminSecret }),
     });
-    await store.createOrganizationWithKey(organization, record);
     return { organization, key: record, secret };
+  }
+
+  async function createOrganization(spec: { name: string; platform?: boolean; adminSecret?: string }) {
+    const created = organizationRecords(spec);
+    await store.createOrganizationWithKey(created.organization, created.key);
+    return created;
   }
 
   async function createKey(organizationId: string, spec: NewKey) {
@@ -170,8 +177,14 @@ export function createAuthService(deps: {
   async function revokeKey(who: Principal, id: string): Promise<void> {
     const revoked = await store.revokeKey(who.organizationId, id, clock.now());
     if (revoked === undefined) throw keyNotFound(id);
-    cache.delete(revoked.lookupId);
-    for (const [token, entry] of verified) if (entry.key.id === revoked.id) verified.delete(token);
+    forgetKey(revoked.id, revoked.lookupId);
+    deps.onKeyRevoked?.(revoked.id, revoked.lookupId);
+  }
+
+  /** Drops a key from the caches: the next request with it reads the store. */
+  function forgetKey(keyId: string, lookupId: string): void {
+    cache.delete(lookupId);
+    for (const [token, entry] of verified) if (entry.key.id === keyId) verified.delete(token);
   }
 
   function listOrganizations(page: { limit: number; offset: number }) {
@@ -184,18 +197,23 @@ export function createAuthService(deps: {
     return organization;
   }
 
-  /** On an empty store: the platform organization and an admin key with every scope. */
+  /**
+   * On an empty store: the platform organization and an admin key with every scope. Of several
+   * nodes starting together on one empty database, one creates them; the others get undefined.
+   */
   async function bootstrap(adminKey: string | undefined) {
+    // Every start but the first ends here, without making (and hashing) a key for nothing.
     if ((await store.countOrganizations()) > 0) return undefined;
-    return createOrganization({
+    const first = organizationRecords({
       name: 'Default organization',
       platform: true,
       ...(adminKey === undefined ? {} : { adminSecret: adminKey }),
     });
+    return (await store.createFirstOrganization(first.organization, first.key)) ? first : undefined;
   }
 
   return {
-    authenticate, createOrganization, createKey, issueKey, listKeys, getKey, revokeKey, listOrganizations, getOrganization, bootstrap,
+    authenticate, createOrganization, createKey, issueKey, listKeys, getKey, revokeKey, forgetKey, listOrganizations, getOrganization, bootstrap,
   };
 }
 

@@ -28,6 +28,12 @@ export interface AuthStore {
   /** Creates the organization and its first key together, or neither. */
   createOrganizationWithKey(org: OrganizationRecord, key: ApiKeyRecord): Promise<void>;
   /**
+   * Creates the organization and its key only if the store holds no organization yet; false when
+   * it did. Atomic across every process on the store: of nodes starting together on an empty
+   * database, exactly one creates the first organization.
+   */
+  createFirstOrganization(org: OrganizationRecord, key: ApiKeyRecord): Promise<boolean>;
+  /**
    * Stores the key unless its organization already has `maxActive` unrevoked keys (counted and
    * inserted in one transaction); false when the quota refused it.
    */

@@ -23,8 +23,8 @@ const Ready = Type.Object(
   {
     additionalProperties: false,
     examples: [
-      { status: 'ready', checks: { store: 'up', mqtt: 'up' } },
-      { status: 'degraded', checks: { store: 'up', mqtt: 'degraded: port 1883 is in use; MQTT ingestion is off' } },
+      { status: 'ready', checks: { store: 'up', mqtt: 'up', cluster: 'disabled' } },
+      { status: 'degraded', checks: { store: 'up', mqtt: 'degraded: port 1883 is in use; MQTT ingestion is off', cluster: 'up' } },
     ],
   },
 );

@@ -17,6 +17,7 @@ import type { LatestView } from '../telemetry/latest.ts';
 import type { LatestState, StoredRecord } from '../telemetry/store.ts';
 import type { StatusChange, VehicleRecord, VehicleStore } from '../vehicles/store.ts';
 import { FIELDS_OF, STATUS, TELEMETRY_TYPES, connectedMessage, frame, statusPart, subscriptionsMessage, telemetryPart, versionOf } from './messages.ts';
+import type { StreamDirectory, StreamEntry } from './directory.ts';
 import { EventLog, SeqRing } from './replay.ts';
 import { DEFAULT_STREAM_SETTINGS, type StreamSettings } from './settings.ts';
 
@@ -95,13 +96,25 @@ export type StreamHub = ReturnType<typeof createStreamHub>;
 const keyOf = (type: number, vehicleId: string) => String.fromCharCode(48 + type) + vehicleId;
 const hashTicket = (ticket: string) => createHash('sha256').update(ticket).digest('base64url');
 
+/** Cluster mode: where the other nodes find this node's streams, and how they hear of a change. */
+export interface StreamCluster {
+  directory: StreamDirectory;
+  /** This node's name. */
+  node: string;
+  /** This node took a stream over (the node that held it lets go), or ended one held elsewhere. */
+  announce(event: 'taken' | 'ended', streamId: string): void;
+  log: { debug(obj: object, msg: string): void };
+}
+
 export function createStreamHub(deps: {
   vehicles: VehicleStore;
   latest: LatestView;
   clock?: Clock;
   maxStreams: number;
   settings?: Partial<StreamSettings>;
+  cluster?: StreamCluster;
 }) {
+  const cluster = deps.cluster;
   const clock = deps.clock ?? systemClock;
   const settings: StreamSettings = { ...DEFAULT_STREAM_SETTINGS, ...deps.settings };
   const log = new EventLog({ windowMs: settings.replayWindowMs, maxEntries: settings.logMaxEntries, maxBytes: settings.logMaxBytes });
@@ -173,20 +186,137 @@ export function createStreamHub(deps: {
       flushTimer: undefined,
       timer: undefined,
     };
+    register(stream);
+    expireAt(stream, stream.expiresAt!);
+    // Written before the answer, so that any node can find the stream as soon as its creator can.
+    await publish(stream);
+    // The first ticket expires exactly when the unattached stream does.
+    const { ticket, expiresAt } = await issueTicket(stream, stream.expiresAt!);
+    return { stream, ticket, ticketExpiresAt: expiresAt };
+  }
+
+  function register(stream: Stream): void {
+    const index = indexOf(stream.organizationId);
     streams.set(stream.id, stream);
     index.open++;
-    if (ids === null) index.fleet.add(stream);
+    if (stream.vehicleIds === null) index.fleet.add(stream);
     else {
-      for (const id of ids) {
+      for (const id of stream.vehicleIds) {
         let set = index.byVehicle.get(id);
         if (set === undefined) index.byVehicle.set(id, (set = new Set()));
         set.add(stream);
       }
     }
-    expireAt(stream, stream.expiresAt!);
-    // The first ticket expires exactly when the unattached stream does.
-    const { ticket, expiresAt } = issueTicket(stream, stream.expiresAt!);
-    return { stream, ticket, ticketExpiresAt: expiresAt };
+  }
+
+  /** Takes the stream out of the organization's index (it ended, or another node took it). */
+  function unregister(stream: Stream): void {
+    const index = organizations.get(stream.organizationId);
+    if (index === undefined) return;
+    index.open--;
+    index.fleet.delete(stream);
+    for (const id of stream.vehicleIds ?? []) {
+      const set = index.byVehicle.get(id);
+      set?.delete(stream);
+      if (set?.size === 0) {
+        index.byVehicle.delete(id);
+        if (index.fleet.size === 0) index.current.delete(id);
+      }
+    }
+    if (index.open === 0) organizations.delete(stream.organizationId);
+  }
+
+  // ---- cluster: the directory ------------------------------------------------------------------
+
+  function entryOf(stream: Stream): StreamEntry {
+    return {
+      id: stream.id, organizationId: stream.organizationId, credentialId: stream.credentialId, vehicleId: stream.vehicleId,
+      vehicleIds: stream.vehicleIds === null ? null : [...stream.vehicleIds], interval: stream.interval, mask: stream.mask,
+      createdAt: stream.createdAt, node: cluster?.node ?? '', attached: stream.sink !== undefined, expiresAt: stream.expiresAt,
+      closedAt: stream.closedAt,
+    };
+  }
+
+  /**
+   * Tells the directory how the stream stands. Best effort: while the directory (Redis) is away,
+   * streams work on their own node, and only a reconnection to another node fails.
+   */
+  function publish(stream: Stream): Promise<void> {
+    if (cluster === undefined) return Promise.resolve();
+    // An attached stream is kept an hour and written again at every attach; otherwise as long as it may wait.
+    const ttl = stream.status === 'closed' ? settings.closedRetentionMs
+      : stream.expiresAt === null ? 3_600_000 : stream.expiresAt - clock.now() + settings.attachWindowMs;
+    return cluster.directory.put(entryOf(stream), ttl).catch((error: unknown) => {
+      cluster.log.debug({ err: error, streamId: stream.id }, 'live stream: the directory is unavailable');
+    });
+  }
+
+  /** A stream another node held: this node takes it over (a client reconnected here). */
+  async function adopt(entry: StreamEntry): Promise<Stream | undefined> {
+    const held = streams.get(entry.id);
+    if (held !== undefined) return held;
+    if (entry.closedAt !== null || stopped) return undefined;
+    const index = indexOf(entry.organizationId);
+    if (index.open >= deps.maxStreams) throw quotaExceeded(deps.maxStreams, 'open streams');
+    const stream: Stream = {
+      id: entry.id, organizationId: entry.organizationId, credentialId: entry.credentialId, vehicleId: entry.vehicleId ?? undefined,
+      vehicleIds: entry.vehicleIds, interval: entry.interval, createdAt: entry.createdAt, mask: entry.mask,
+      status: 'connected', expiresAt: null, closedAt: null, sink: undefined, recording: false,
+      replay: new SeqRing(settings.replayMaxMessages), hold: 0, pending: new Map(), lastSent: new Map(),
+      flushAt: Infinity, flushTimer: undefined, timer: undefined,
+    };
+    register(stream);
+    expireAt(stream, clock.now() + settings.attachWindowMs);
+    cluster?.announce('taken', stream.id);
+    return stream;
+  }
+
+  /** Another node took the stream over: its socket here, if any, is closed, and this node forgets it. */
+  function release(streamId: string): void {
+    const stream = streams.get(streamId);
+    if (stream === undefined || stream.status !== 'connected') return;
+    unregister(stream);
+    streams.delete(streamId);
+    clearTimeout(stream.timer);
+    clearTimeout(stream.flushTimer);
+    const sink = stream.sink;
+    stream.sink = undefined;
+    sink?.close(4000, 'replaced by a newer connection');
+  }
+
+  /**
+   * The stream wherever it is: held here, or (cluster mode) known to the directory. Another
+   * organization's is undefined, as a missing one.
+   */
+  async function locate(organizationId: string, streamId: string): Promise<{ stream: Stream } | { entry: StreamEntry } | undefined> {
+    const local = find(organizationId, streamId);
+    if (local !== undefined || cluster === undefined) return local === undefined ? undefined : { stream: local };
+    const entry = await cluster.directory.get(streamId).catch(() => undefined);
+    return entry?.organizationId === organizationId ? { entry } : undefined;
+  }
+
+  /** The last seq a stream held elsewhere has sent, for its details. */
+  async function lastSeqOf(streamId: string): Promise<number> {
+    return cluster === undefined ? 0 : (await cluster.directory.recorded(streamId, Number.MAX_SAFE_INTEGER).catch(() => ({ last: 0 }))).last;
+  }
+
+  /** Takes over a stream held elsewhere, so that a socket can attach here. */
+  async function takeOver(entry: StreamEntry): Promise<Stream | undefined> {
+    return adopt(entry);
+  }
+
+  /** Ends a stream held by another node: the directory marks it closed, and its node ends it. */
+  async function endElsewhere(entry: StreamEntry): Promise<void> {
+    if (cluster === undefined || entry.closedAt !== null) return;
+    const now = clock.now();
+    await cluster.directory.put({ ...entry, attached: false, expiresAt: null, closedAt: now }, settings.closedRetentionMs);
+    cluster.announce('ended', entry.id);
+  }
+
+  /** Another node ended one of this node's streams (DELETE there). */
+  function endedElsewhere(streamId: string): void {
+    const stream = streams.get(streamId);
+    if (stream !== undefined) end(stream, 1000, 'stream ended', false);
   }
 
   /** The stream, if it exists and belongs to the organization (closed ones included, for a while). */
@@ -195,11 +325,20 @@ export function createStreamHub(deps: {
     return stream?.organizationId === organizationId ? stream : undefined;
   }
 
-  /** A single-use ticket to attach a socket, valid for the attach window. */
-  function issueTicket(stream: Stream, expiresAt = clock.now() + settings.attachWindowMs): { ticket: string; expiresAt: number } {
+  /**
+   * A single-use ticket to attach a socket, valid for the attach window. In cluster mode the
+   * directory holds it too, so that it works on any node, once.
+   */
+  async function issueTicket(stream: Stream | StreamEntry, expiresAt = clock.now() + settings.attachWindowMs): Promise<{ ticket: string; expiresAt: number }> {
     const ticket = randomBytes(32).toString('base64url');
     const hash = hashTicket(ticket);
-    tickets.set(hash, { streamId: stream.id, expiresAt });
+    if (streams.has(stream.id)) tickets.set(hash, { streamId: stream.id, expiresAt });
+    if (cluster !== undefined) {
+      const stored = cluster.directory.putTicket(hash, stream.id, expiresAt);
+      // A ticket for a stream held elsewhere exists only in the directory: it must be there.
+      if (!streams.has(stream.id)) await stored;
+      else await stored.catch(() => undefined);
+    }
     return { ticket, expiresAt };
   }
 
@@ -207,43 +346,58 @@ export function createStreamHub(deps: {
    * The principal a ticket stands for, or undefined when it is unknown, expired, used, or for
    * another stream. Presented once, it is gone: it cannot be tried again, even on a refusal.
    */
-  function redeemTicket(streamId: string, ticket: string): Principal | undefined {
+  async function redeemTicket(streamId: string, ticket: string): Promise<Principal | undefined> {
     const hash = hashTicket(ticket);
-    const found = tickets.get(hash);
-    if (found === undefined) return undefined;
+    let found = tickets.get(hash);
     tickets.delete(hash);
-    const stream = streams.get(found.streamId);
-    if (found.streamId !== streamId || found.expiresAt <= clock.now() || stream === undefined || stream.status !== 'connected') return undefined;
+    if (cluster !== undefined) {
+      // The directory decides, so that a ticket is redeemed once in the whole cluster. While it is
+      // away, this node's own tickets still work here (a reconnection elsewhere waits for it).
+      try {
+        const id = await cluster.directory.takeTicket(hash);
+        found = id === undefined ? undefined : { streamId: id, expiresAt: found?.expiresAt ?? Infinity };
+      } catch {
+        // found stays this node's own record, if any
+      }
+    }
+    if (found === undefined || found.streamId !== streamId || found.expiresAt <= clock.now()) return undefined;
+    let stream = streams.get(found.streamId);
+    if (stream === undefined && cluster !== undefined) {
+      const entry = await cluster.directory.get(found.streamId).catch(() => undefined);
+      if (entry !== undefined) stream = await adopt(entry);
+    }
+    if (stream === undefined || stream.status !== 'connected') return undefined;
     return { organizationId: stream.organizationId, credentialId: stream.credentialId, scopes: new Set(['streams']), platform: false };
   }
 
   function expireAt(stream: Stream, at: number): void {
     clearTimeout(stream.timer);
     stream.expiresAt = at;
-    stream.timer = setTimeout(() => end(stream, 1000, 'stream expired'), Math.max(0, at - clock.now()));
+    stream.timer = setTimeout(() => void expire(stream), Math.max(0, at - clock.now()));
     stream.timer.unref();
   }
 
-  /** Ends a stream: its socket is closed with `code`, it stays readable as `closed` for a while. */
-  function end(stream: Stream, code = 1000, reason = 'stream ended'): void {
+  async function expire(stream: Stream): Promise<void> {
+    // In a cluster, another node may have taken it over just now: then it is not this node's to end.
+    const entry = cluster === undefined ? undefined : await cluster.directory.get(stream.id).catch(() => undefined);
+    if (entry !== undefined && entry.node !== cluster!.node && entry.closedAt === null) {
+      release(stream.id);
+      return;
+    }
+    end(stream, 1000, 'stream expired');
+  }
+
+  /**
+   * Ends a stream: its socket is closed with `code`, it stays readable as `closed` for a while.
+   * `announce`: tell the other nodes (false when one of them ended it).
+   */
+  function end(stream: Stream, code = 1000, reason = 'stream ended', announce = true): void {
     if (stream.status === 'closed') return;
     stream.status = 'closed';
     stream.closedAt = clock.now();
     stream.expiresAt = null;
-    const index = organizations.get(stream.organizationId);
-    if (index !== undefined) {
-      index.open--;
-      index.fleet.delete(stream);
-      for (const id of stream.vehicleIds ?? []) {
-        const set = index.byVehicle.get(id);
-        set?.delete(stream);
-        if (set?.size === 0) {
-          index.byVehicle.delete(id);
-          if (index.fleet.size === 0) index.current.delete(id);
-        }
-      }
-      if (index.open === 0) organizations.delete(stream.organizationId);
-    }
+    unregister(stream);
+    if (announce) void publish(stream);
     // Its unused tickets are refused from now on (the stream is closed) and swept once expired.
     clearTimeout(stream.flushTimer);
     stream.pending.clear();
@@ -275,25 +429,46 @@ export function createStreamHub(deps: {
     clearTimeout(stream.timer);
     stream.timer = undefined;
     stream.expiresAt = null;
+    void publish(stream);
 
     const replayed = lastSeq !== undefined && stream.recording ? stream.replay.after(lastSeq, log) : undefined;
-    sink.send(connectedMessage(stream.id, stream.mask, stream.interval, { resumed: replayed !== undefined, lastSeq: stream.replay.last }));
-    if (replayed !== undefined) {
-      let seq = lastSeq!;
-      for (const g of replayed) sink.send(frame(log.type(g), ++seq, log.shared(g)));
-      stream.recording = true;
-      flush(stream);
-    } else {
-      stream.recording = true;
-      void snapshot(stream, stream.mask);
+    if (replayed === undefined && lastSeq !== undefined && cluster !== undefined) {
+      // The messages after lastSeq may have been sent by another node: the directory has them.
+      stream.hold++;
+      void cluster.directory.recorded(stream.id, lastSeq)
+        .catch(() => ({ frames: undefined, last: 0 }))
+        .then((recorded) => {
+          stream.hold--;
+          if (stream.sink !== sink || stream.status !== 'connected') return;
+          // Numbering goes on after the newest seq anyone sent, even when a snapshot replaces the replay.
+          stream.replay.restart(Math.max(stream.replay.last, recorded.last, recorded.frames === undefined ? lastSeq : 0));
+          begin(stream, sink, recorded.frames);
+        });
+      return;
     }
+    begin(stream, sink, replayed?.map((g, i) => frame(log.type(g), lastSeq! + 1 + i, log.shared(g))));
+  }
+
+  /** `connected`, then the replayed messages (resumed) or else a snapshot, then live updates. */
+  function begin(stream: Stream, sink: Sink, replayed: Buffer[] | undefined): void {
+    sink.send(connectedMessage(stream.id, stream.mask, stream.interval, { resumed: replayed !== undefined, lastSeq: stream.replay.last }));
+    stream.recording = true;
+    if (replayed === undefined) {
+      void snapshot(stream, stream.mask);
+      return;
+    }
+    for (const message of replayed) sink.send(message);
+    flush(stream);
   }
 
   /** The socket is gone; the stream waits for another, and expires if none comes. */
   function detach(stream: Stream, sink: Sink): void {
     if (stream.sink !== sink) return;
     stream.sink = undefined;
-    if (stream.status === 'connected' && !stopped) expireAt(stream, clock.now() + settings.detachedTtlMs);
+    if (stream.status === 'connected' && !stopped) {
+      expireAt(stream, clock.now() + settings.detachedTtlMs);
+      void publish(stream);
+    }
   }
 
   /** The consumer caught up: what was held goes out, newest values only. */
@@ -324,7 +499,9 @@ export function createStreamHub(deps: {
   function emit(stream: Stream, entry: Entry): void {
     if (!log.has(entry.g)) entry.g = log.append(entry.type, entry.shared, clock.now());
     const seq = stream.replay.push(entry.g, log);
-    stream.sink?.send(frame(entry.type, seq, entry.shared));
+    const message = frame(entry.type, seq, entry.shared);
+    cluster?.directory.record(stream.id, seq, message);
+    stream.sink?.send(message);
   }
 
   function deliver(stream: Stream, vehicleId: string, entry: Entry): void {
@@ -417,11 +594,22 @@ export function createStreamHub(deps: {
     const index = organizations.get(organizationId);
     if (index === undefined) return;
     let touched: Map<string, number> | undefined;
+    deliverStates(index, states, (vehicleId) => (touched ??= typesTouched(records)).get(vehicleId) ?? 0);
+  }
+
+  /** Another node committed telemetry: the states it stored, with the event types each record touched. */
+  function remoteTelemetry(organizationId: string, states: readonly LatestState[], touched: readonly number[]): void {
+    const index = organizations.get(organizationId);
+    if (index === undefined) return;
+    const masks = new Map(states.map((state, i) => [state.vehicleId, touched[i] ?? 0]));
+    deliverStates(index, states, (vehicleId) => masks.get(vehicleId) ?? 0);
+  }
+
+  function deliverStates(index: OrganizationIndex, states: readonly LatestState[], touchedOf: (vehicleId: string) => number): void {
     const now = clock.now();
     for (const state of states) {
       if (index.fleet.size === 0 && !index.byVehicle.has(state.vehicleId)) continue;
-      touched ??= typesTouched(records);
-      const mask = touched.get(state.vehicleId) ?? 0;
+      const mask = touchedOf(state.vehicleId);
       for (const type of TELEMETRY_TYPES) {
         if ((mask & (1 << type)) === 0) continue;
         const found = telemetryEntry(index, state, type, now);
@@ -501,6 +689,16 @@ export function createStreamHub(deps: {
     }
   }
 
+  /**
+   * Events may have been missed (the cluster bus was down): every attached stream gets a fresh
+   * snapshot of the current state, read after the latest view was reloaded.
+   */
+  function resnapshot(): void {
+    for (const stream of streams.values()) {
+      if (stream.status === 'connected' && stream.recording) void snapshot(stream, stream.mask);
+    }
+  }
+
   /** Stops every timer; streams end with the process. */
   function stop(): void {
     stopped = true;
@@ -513,9 +711,9 @@ export function createStreamHub(deps: {
 
   return {
     settings,
-    create, find, issueTicket, redeemTicket, end,
+    create, find, locate, lastSeqOf, takeOver, issueTicket, redeemTicket, end, endElsewhere, endedElsewhere, release,
     attach, detach, resume, subscribe, unsubscribe,
-    telemetry, statusChanged, activated, forgetVehicle,
+    telemetry, remoteTelemetry, statusChanged, activated, forgetVehicle, resnapshot,
     stop,
     /** For metrics and tests: how much the hub holds. */
     stats: () => ({ streams: streams.size, tickets: tickets.size, logEntries: log.size }),
@@ -523,7 +721,7 @@ export function createStreamHub(deps: {
 }
 
 /** For each vehicle in the records, the event types their fields belong to (a bit mask). */
-function typesTouched(records: readonly StoredRecord[]): Map<string, number> {
+export function typesTouched(records: readonly StoredRecord[]): Map<string, number> {
   const out = new Map<string, number>();
   for (const record of records) {
     let mask = out.get(record.vehicleId) ?? 0;

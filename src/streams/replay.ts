@@ -143,6 +143,13 @@ export class SeqRing {
     return out;
   }
 
+  /** Forgets what it holds and goes on numbering after `last` (a stream taken over from another node). */
+  restart(last: number): void {
+    this.#head = 0;
+    this.#count = 0;
+    this.last = last;
+  }
+
   clear(): void {
     this.#ring = new Uint32Array(0);
     this.#head = 0;

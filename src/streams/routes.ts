@@ -16,6 +16,7 @@ import { AppError } from '../errors.ts';
 import { REALM } from '../http/auth.ts';
 import { NoContent, responses } from '../http/schema.ts';
 import { VehicleId } from '../vehicles/schema.ts';
+import type { StreamEntry } from './directory.ts';
 import type { Stream, StreamHub } from './hub.ts';
 import { eventsOf, maskOf } from './messages.ts';
 import {
@@ -69,7 +70,7 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
   const { hub, sockets } = opts;
   const tags = ['streams'];
   const wsBase = opts.publicUrl.replace(/^http/, 'ws');
-  const attachUrl = (stream: Stream, ticket: string) => `${wsBase}/v2/streams/${stream.id}?ticket=${ticket}`;
+  const attachUrl = (stream: { id: string }, ticket: string) => `${wsBase}/v2/streams/${stream.id}?ticket=${ticket}`;
   const anyOrigin = opts.allowedOrigins.includes('*');
   const origins = new Set(opts.allowedOrigins);
 
@@ -86,7 +87,7 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
     }
     const ticket = (request.query as { ticket?: unknown }).ticket;
     if (typeof ticket !== 'string' || ticket === '') return undefined;
-    const principal = hub.redeemTicket((request.params as StreamIdParams).streamId, ticket);
+    const principal = await hub.redeemTicket((request.params as StreamIdParams).streamId, ticket);
     if (principal === undefined) {
       throw new AppError('invalid-token', 'The ticket is unknown, expired, already used or for another stream; ask for a new one.', {
         headers: { 'www-authenticate': `Bearer realm="${REALM}", error="invalid_token"` },
@@ -95,20 +96,22 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
     return principal;
   }
 
-  function streamOf(request: FastifyRequest): Stream {
+  /** The stream held by this node, or (cluster mode) its directory entry when another node holds it. */
+  async function streamOf(request: FastifyRequest): Promise<{ stream: Stream } | { entry: StreamEntry }> {
     const { streamId } = request.params as StreamIdParams;
-    const stream = hub.find(request.principal.organizationId, streamId);
-    if (stream === undefined) throw new AppError('stream-not-found', `No stream "${streamId}" in this organization.`);
-    return stream;
+    const found = await hub.locate(request.principal.organizationId, streamId);
+    if (found === undefined) throw new AppError('stream-not-found', `No stream "${streamId}" in this organization.`);
+    return found;
   }
 
-  function openStreamOf(request: FastifyRequest): Stream {
-    const stream = streamOf(request);
-    if (stream.status !== 'connected') throw new AppError('stream-closed', `Stream "${stream.id}" has ended or expired; create a new one.`);
-    return stream;
+  async function openStreamOf(request: FastifyRequest): Promise<{ stream: Stream } | { entry: StreamEntry }> {
+    const found = await streamOf(request);
+    const closed = 'stream' in found ? found.stream.status !== 'connected' : found.entry.closedAt !== null;
+    if (closed) throw new AppError('stream-closed', `Stream "${(request.params as StreamIdParams).streamId}" has ended or expired; create a new one.`);
+    return found;
   }
 
-  const vehicleFields = (stream: Stream) =>
+  const vehicleFields = (stream: Pick<Stream, 'vehicleId' | 'vehicleIds'>) =>
     stream.vehicleId !== undefined ? { vehicleId: stream.vehicleId } : { vehicleIds: stream.vehicleIds === null ? null : [...stream.vehicleIds] };
 
   async function created(request: FastifyRequest, body: { events: string[]; interval?: number }, where: { vehicleId?: string; vehicleIds?: string[] | null }) {
@@ -182,9 +185,17 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
       response: responses({ 200: StreamDetails }, { errors: [404, 409] }),
     },
     preHandler: async (request) => {
-      if (isUpgrade(request)) openStreamOf(request);
+      if (!isUpgrade(request)) return;
+      const found = await openStreamOf(request);
+      // Held by another node (cluster mode): the socket attaches here, so this node takes it over.
+      if ('entry' in found && (await hub.takeOver(found.entry)) === undefined) {
+        throw new AppError('stream-closed', `Stream "${found.entry.id}" has ended or expired; create a new one.`);
+      }
     },
-    handler: async (request) => details(streamOf(request)),
+    handler: async (request) => {
+      const found = await streamOf(request);
+      return 'stream' in found ? details(found.stream) : remoteDetails(found.entry, await hub.lastSeqOf(found.entry.id));
+    },
     wsHandler: (socket, request) => {
       const { streamId } = request.params as StreamIdParams;
       const stream = hub.find(request.principal.organizationId, streamId);
@@ -207,7 +218,9 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
       response: responses({ 204: NoContent }, { errors: [404] }),
     },
   }, async (request, reply) => {
-    hub.end(streamOf(request), 1000, 'stream ended');
+    const found = await streamOf(request);
+    if ('stream' in found) hub.end(found.stream, 1000, 'stream ended');
+    else await hub.endElsewhere(found.entry);
     return reply.code(204).send();
   });
 
@@ -222,8 +235,9 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
       response: responses({ 200: StreamTicket }, { errors: [404, 409] }),
     },
   }, async (request) => {
-    const stream = openStreamOf(request);
-    const { ticket, expiresAt } = hub.issueTicket(stream);
+    const found = await openStreamOf(request);
+    const stream = 'stream' in found ? found.stream : found.entry;
+    const { ticket, expiresAt } = await hub.issueTicket(stream);
     return { streamId: stream.id, url: attachUrl(stream, ticket), expiresAt: iso(expiresAt) };
   });
 
@@ -241,6 +255,24 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
       closedAt: stream.closedAt === null ? null : iso(stream.closedAt),
       bufferedBytes: stream.sink?.bufferedAmount ?? 0,
       conflated: stream.pending.size,
+    };
+  }
+
+  /** A stream another node holds, as the directory tells it; its socket's buffer is that node's to know. */
+  function remoteDetails(entry: StreamEntry, lastSeq: number) {
+    return {
+      streamId: entry.id,
+      status: entry.closedAt === null ? ('connected' as const) : ('closed' as const),
+      subscriptions: eventsOf(entry.mask),
+      ...vehicleFields({ vehicleId: entry.vehicleId ?? undefined, vehicleIds: entry.vehicleIds }),
+      interval: entry.interval,
+      attached: entry.attached,
+      lastSeq,
+      createdAt: iso(entry.createdAt),
+      expiresAt: entry.expiresAt === null ? null : iso(entry.expiresAt),
+      closedAt: entry.closedAt === null ? null : iso(entry.closedAt),
+      bufferedBytes: 0,
+      conflated: 0,
     };
   }
 }

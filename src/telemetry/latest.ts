@@ -38,15 +38,34 @@ export function summaryOf(state: LatestState): LatestSummary {
   return { location: location ?? null, battery: battery ?? null, lastUpdate: state.timestamp };
 }
 
-/** In-memory mirror of every vehicle's latest state, kept in step with the store's commits. */
+/** The newer value of each field of two states of one vehicle (another node's and this one's). */
+export function mergeStates(known: LatestState | undefined, incoming: LatestState): LatestState {
+  if (known === undefined) return incoming;
+  const fields: LatestState['fields'] = { ...known.fields };
+  for (const field of TELEMETRY_FIELDS) {
+    const value = incoming.fields[field];
+    if (value !== undefined && (fields[field] === undefined || value.at >= fields[field].at)) fields[field] = value;
+  }
+  return { ...known, timestamp: Math.max(known.timestamp, incoming.timestamp), fields };
+}
+
+/**
+ * In-memory mirror of every vehicle's latest state, kept in step with the store's commits: this
+ * node's (`put`, the state as stored) and, in a cluster, the other nodes' (`merge`, field by field,
+ * since the bus may deliver them in another order than they were committed).
+ */
 export function createLatestView() {
   const byOrganization = new Map<string, Map<string, LatestState>>();
+  /** Bumped by every change, so a reload can tell what changed while it was reading. */
+  let generation = 0;
+  const changedAt = new WeakMap<LatestState, number>();
 
   function get(organizationId: string, vehicleId: string): LatestState | undefined {
     return byOrganization.get(organizationId)?.get(vehicleId);
   }
 
   function put(state: LatestState): void {
+    changedAt.set(state, ++generation);
     let vehicles = byOrganization.get(state.organizationId);
     if (vehicles === undefined) {
       vehicles = new Map();
@@ -59,7 +78,29 @@ export function createLatestView() {
     byOrganization.get(organizationId)?.delete(vehicleId);
   }
 
-  return { get, put, forget };
+  function merge(state: LatestState): void {
+    put(mergeStates(get(state.organizationId, state.vehicleId), state));
+  }
+
+  /**
+   * Replaces the view with `states` read from the store, keeping what changed since `since`
+   * (a `mark()` taken before the read): after a bus outage, what the other nodes committed
+   * meanwhile comes in, and vehicles deleted meanwhile go.
+   */
+  function reload(states: readonly LatestState[], since: number): void {
+    const loaded = new Set<string>();
+    for (const state of states) {
+      loaded.add(`${state.organizationId}\u0000${state.vehicleId}`);
+      merge(state);
+    }
+    for (const [organizationId, vehicles] of byOrganization) {
+      for (const [vehicleId, state] of vehicles) {
+        if (!loaded.has(`${organizationId}\u0000${vehicleId}`) && (changedAt.get(state) ?? 0) <= since) vehicles.delete(vehicleId);
+      }
+    }
+  }
+
+  return { get, put, merge, forget, reload, mark: () => generation };
 }
 
 export type LatestView = ReturnType<typeof createLatestView>;

@@ -92,8 +92,10 @@ export function createTelemetryService(deps: {
     };
   }
 
+  /** Reads every vehicle's latest state from the store (at start, and after a cluster bus outage). */
   async function load() {
-    for (const state of await store.loadLatest()) latest.put(state);
+    const since = latest.mark();
+    latest.reload(await store.loadLatest(), since);
   }
 
   return { ingestForVehicle, ingestForFleet, latestFor, history, load, drain: () => writer.drain() };

@@ -3,14 +3,66 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ApiKeyRecord, OrganizationRecord } from '../../src/auth/store.ts';
+import type { Stores } from '../../src/storage/stores.ts';
 import { type MakeStores, T0, addOrganization, freshStores, keyRecord } from './fixtures.ts';
 
 /** Uint8Array and Buffer compare alike. */
 const plain = (key: ApiKeyRecord | undefined) => (key === undefined ? undefined : { ...key, hash: Buffer.from(key.hash) });
 
-export function authStoreContract(name: string, makeStores: MakeStores): void {
+export interface AuthContractOptions {
+  /** More stores on the same database as `stores` (another node); the test closes them. */
+  anotherNode?: (stores: Stores) => Promise<Stores>;
+}
+
+export function authStoreContract(name: string, makeStores: MakeStores, options: AuthContractOptions = {}): void {
   describe(`AuthStore contract: ${name}`, () => {
     const fresh = freshStores(makeStores);
+
+    const platformOrg = (id: string): OrganizationRecord => ({ id, name: 'Default organization', platform: true, createdAt: T0 });
+
+    test('the first organization is created only while the store holds none', async () => {
+      const stores = await fresh();
+      const first = platformOrg('org_first');
+      const key = keyRecord(first.id);
+      assert.equal(await stores.auth.createFirstOrganization(first, key), true);
+      assert.deepEqual(await stores.auth.getOrganization(first.id), first);
+      assert.deepEqual(plain((await stores.auth.findKey(key.lookupId))?.key), plain(key));
+
+      const second = platformOrg('org_second');
+      const secondKey = keyRecord(second.id);
+      assert.equal(await stores.auth.createFirstOrganization(second, secondKey), false);
+      assert.equal(await stores.auth.getOrganization(second.id), undefined);
+      assert.equal(await stores.auth.findKey(secondKey.lookupId), undefined, 'nor its key');
+      assert.equal(await stores.auth.countOrganizations(), 1);
+    });
+
+    test('concurrent first organizations: exactly one is created', async () => {
+      const stores = await fresh();
+      const results = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => stores.auth.createFirstOrganization(platformOrg(`org_race${i}`), keyRecord(`org_race${i}`))),
+      );
+      assert.equal(results.filter(Boolean).length, 1);
+      assert.equal(await stores.auth.countOrganizations(), 1);
+    });
+
+    test('two nodes starting together on one empty database: exactly one creates the first organization', { skip: options.anotherNode === undefined }, async () => {
+      const stores = await fresh();
+      const other = await options.anotherNode!(stores);
+      try {
+        const nodes = [stores, other, stores, other];
+        const results = await Promise.all(
+          nodes.map((node, i) => node.auth.createFirstOrganization(platformOrg(`org_node${i}`), keyRecord(`org_node${i}`))),
+        );
+        assert.equal(results.filter(Boolean).length, 1, `created: ${results.join(', ')}`);
+        const winner = `org_node${results.indexOf(true)}`;
+        for (const node of [stores, other]) {
+          assert.equal(await node.auth.countOrganizations(), 1);
+          assert.equal((await node.auth.getOrganization(winner))?.platform, true);
+        }
+      } finally {
+        await other.close();
+      }
+    });
 
     test('an organization and its first key are stored together, and the key is found with its organization', async () => {
       const stores = await fresh();

@@ -11,7 +11,7 @@ import { type Clock, systemClock } from '../../src/clock.ts';
 import { type Config, type Env, loadConfig } from '../../src/config.ts';
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts';
 import type { Stores } from '../../src/storage/stores.ts';
-import { openPostgresTestStores } from './postgres.ts';
+import { openAnotherNode, openPostgresTestStores } from './postgres.ts';
 
 export interface RequestOptions {
   key?: string | null;
@@ -41,21 +41,33 @@ export async function createTestApp(options: {
   databaseUrl?: string;
   /** Live-stream time limits, shortened by the stream suites. */
   streams?: AppDeps['streams'];
+  /** Cluster mode: the bus to the other nodes (and the state /readyz reports for it). */
+  cluster?: AppDeps['cluster'];
+  rateLimitStore?: AppDeps['rateLimitStore'];
+  /** Another node of `join`'s cluster: the same PostgreSQL schema and first organization. */
+  join?: { stores: Stores; adminKey: string; organizationId: string };
 } = {}) {
   const clock = options.clock ?? systemClock;
   const dir = mkdtempSync(path.join(tmpdir(), 'fleet-test-'));
   const file = path.join(dir, 'fleet.db');
-  const stores: Stores = options.backend === 'postgres'
-    ? await openPostgresTestStores({ label: 'app', ...(options.databaseUrl === undefined ? {} : { url: options.databaseUrl }) })
-    : createSqliteStores(file);
+  const databaseUrl = options.databaseUrl === undefined ? {} : { url: options.databaseUrl };
+  const stores: Stores = options.join !== undefined
+    ? await openAnotherNode((options.join.stores as Stores & { schema: string }).schema, databaseUrl)
+    : options.backend === 'postgres'
+      ? await openPostgresTestStores({ label: 'app', ...databaseUrl })
+      : createSqliteStores(file);
   const auth = createAuthService({ store: stores.auth, clock });
-  const first = await auth.bootstrap(undefined);
+  const first = options.join !== undefined
+    ? { secret: options.join.adminKey, organization: { id: options.join.organizationId } }
+    : await auth.bootstrap(undefined);
   if (first === undefined) throw new Error('a fresh store must bootstrap');
   const config = testConfig(typeof options.env === 'function' ? options.env(first.organization.id) : options.env);
   const app = await buildApp({
     config, stores, clock,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.streams === undefined ? {} : { streams: options.streams }),
+    ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
+    ...(options.rateLimitStore === undefined ? {} : { rateLimitStore: options.rateLimitStore }),
   });
   await app.ready();
 

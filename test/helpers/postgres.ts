@@ -2,11 +2,11 @@
 // store, dropped afterwards. When the server cannot be reached the PostgreSQL suites are skipped
 // with a loud message, except under CI=true, where that is a failure.
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { test } from 'node:test';
 import pg from 'pg';
 import { createPostgresStores } from '../../src/storage/postgres/index.ts';
 import type { Stores } from '../../src/storage/stores.ts';
+import { tcpProxy } from './proxy.ts';
 
 export const TEST_DATABASE_URL = process.env.FLEET_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -120,46 +120,19 @@ export async function terminateConnections(schema: string): Promise<number> {
 }
 
 /**
- * A TCP proxy in front of PostgreSQL that the test can cut (every connection dropped, new ones
- * closed at once, as when the database host goes away) and restore, without touching the server
- * that other test files share.
+ * A TCP proxy in front of PostgreSQL that the test can cut and restore (see tcpProxy), without
+ * touching the server that other test files share.
  */
 export async function databaseProxy(target = TEST_DATABASE_URL) {
   const upstream = new URL(target);
-  const sockets = new Set<net.Socket>();
-  let cut = false;
-  const server = net.createServer((client) => {
-    if (cut) {
-      client.destroy();
-      return;
-    }
-    const server = net.connect(Number(upstream.port || 5432), upstream.hostname);
-    for (const [a, b] of [[client, server], [server, client]] as const) {
-      sockets.add(a);
-      a.on('error', () => b.destroy());
-      a.on('close', () => {
-        sockets.delete(a);
-        b.destroy();
-      });
-      a.pipe(b);
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const proxy = await tcpProxy(upstream.hostname, Number(upstream.port || 5432));
   const url = new URL(target);
-  url.hostname = '127.0.0.1';
-  url.port = String((server.address() as net.AddressInfo).port);
+  url.hostname = proxy.host;
+  url.port = String(proxy.port);
   return {
     url: url.toString(),
-    cut() {
-      cut = true;
-      for (const socket of sockets) socket.destroy();
-    },
-    restore() {
-      cut = false;
-    },
-    async close() {
-      this.cut();
-      await new Promise((resolve) => server.close(resolve));
-    },
+    cut: () => proxy.cut(),
+    restore: () => proxy.restore(),
+    close: () => proxy.close(),
   };
 }

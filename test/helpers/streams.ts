@@ -14,12 +14,15 @@ export { withTimeout };
 
 export type StreamApp = TestApp & { publicUrl: string; wsUrl: string };
 
-export async function createStreamApp(options: { env?: Env; streams?: Partial<StreamSettings> } = {}): Promise<StreamApp> {
+export async function createStreamApp(
+  options: { env?: Env; streams?: Partial<StreamSettings> } & Pick<Parameters<typeof createTestApp>[0] & object, 'backend' | 'cluster' | 'join'> = {},
+): Promise<StreamApp> {
   const port = await freePort();
   const publicUrl = `http://127.0.0.1:${port}`;
+  const { env, ...rest } = options;
   const ctx = await createTestApp({
-    env: { FLEET_PORT: String(port), FLEET_PUBLIC_URL: publicUrl, FLEET_RATE_LIMIT_REQUESTS: '0', ...options.env },
-    ...(options.streams === undefined ? {} : { streams: options.streams }),
+    ...rest,
+    env: { FLEET_PORT: String(port), FLEET_PUBLIC_URL: publicUrl, FLEET_RATE_LIMIT_REQUESTS: '0', ...env },
   });
   await ctx.app.listen({ host: '127.0.0.1', port });
   return Object.assign(ctx, { publicUrl, wsUrl: publicUrl.replace(/^http/, 'ws') });

@@ -1,4 +1,4 @@
-import type { ApiKeyRecord, AuthStore } from '../../auth/store.ts';
+import type { ApiKeyRecord, AuthStore, OrganizationRecord } from '../../auth/store.ts';
 import { postgresRows } from '../rows.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
 
@@ -18,16 +18,32 @@ export function createPostgresAuthStore(db: Database): AuthStore {
       ],
     });
   }
+  async function insertOrganization(q: Queryable, org: OrganizationRecord) {
+    await q.query('INSERT INTO organizations (id, name, platform, created_at) VALUES ($1, $2, $3, $4)', [
+      org.id, org.name, org.platform, org.createdAt,
+    ]);
+  }
   const countOrganizations = async () =>
     (await db.query<{ n: number }>({ name: 'auth.count-orgs', text: 'SELECT count(*) AS n FROM organizations' })).rows[0]!.n;
 
   return {
     async createOrganizationWithKey(org, key) {
       await db.transaction(async (client) => {
-        await client.query('INSERT INTO organizations (id, name, platform, created_at) VALUES ($1, $2, $3, $4)', [
-          org.id, org.name, org.platform, org.createdAt,
-        ]);
+        await insertOrganization(client, org);
         await addKey(client, key);
+      });
+    },
+
+    async createFirstOrganization(org, key) {
+      return db.transaction(async (client) => {
+        // An empty table has no row to lock, so nodes starting together take turns on one lock per
+        // schema instead; the count runs after the lock, on a snapshot that sees the winner's rows.
+        await client.query("SELECT pg_advisory_xact_lock(hashtextextended('fleet:first-organization:' || current_schema(), 0))");
+        const { rows } = await client.query<{ n: number }>('SELECT count(*) AS n FROM organizations');
+        if (rows[0]!.n > 0) return false;
+        await insertOrganization(client, org);
+        await addKey(client, key);
+        return true;
       });
     },
 

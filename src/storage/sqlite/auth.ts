@@ -41,6 +41,17 @@ export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
       });
     },
 
+    async createFirstOrganization(org, key) {
+      // BEGIN IMMEDIATE takes the write lock before the count: another connection to the file
+      // cannot insert between the count and the insert.
+      return transaction(db, () => {
+        if (Number(countOrgs.get()?.n ?? 0) > 0) return false;
+        insertOrg.run(org.id, org.name, org.platform ? 1 : 0, org.createdAt);
+        addKey(key);
+        return true;
+      });
+    },
+
     async insertKey(key, maxActive) {
       return transaction(db, () => {
         if (maxActive !== undefined && Number(countActiveKeys.get(key.organizationId)?.n ?? 0) >= maxActive) return false;

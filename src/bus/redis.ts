@@ -1,0 +1,111 @@
+// The bus on Redis pub/sub: one channel, one connection to publish and one to listen (a
+// subscribed connection can do nothing else). Each message is `{"n":node,"e":event}`.
+//
+// Redis pub/sub delivers at most once. Two kinds of loss are noticed and answered with a resync:
+// this node's listening connection dropped (it resyncs itself when it is back), and this node's
+// publishing connection dropped (when it is back it asks every node to resync, since they cannot
+// know what they missed from it).
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { REDIS_CLIENT_OPTIONS, redactedRedisUrl } from '../cluster/redis-options.ts';
+import type { Bus, BusState, ClusterEvent } from './bus.ts';
+
+type Wire = { n: string; e: ClusterEvent | { type: 'resync' } };
+
+export interface RedisBusOptions {
+  url: string;
+  /** Prefix of the channel name, so that several clusters can share one Redis. */
+  prefix: string;
+  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  /** Counts events that could not be sent. */
+  onPublishFailed?: () => void;
+}
+
+/** Connects both connections; rejects when Redis cannot be reached at start. */
+export async function createRedisBus(options: RedisBusOptions): Promise<Bus> {
+  const node = `node-${randomBytes(6).toString('hex')}`;
+  const channel = `${options.prefix}events`;
+  const where = redactedRedisUrl(options.url);
+  const publisher = new Redis(options.url, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true, connectionName: `fleet-bus-pub-${node}` });
+  const subscriber = new Redis(options.url, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true, connectionName: `fleet-bus-sub-${node}` });
+  const listeners: ((event: ClusterEvent, from: string) => void)[] = [];
+  const resyncs: (() => void)[] = [];
+  let closed = false;
+
+  const resync = () => {
+    for (const listener of resyncs) listener();
+  };
+
+  // Errors are reported through state() and the warnings below; ioredis reconnects by itself.
+  for (const connection of [publisher, subscriber]) connection.on('error', () => {});
+
+  try {
+    await Promise.all([publisher.connect(), subscriber.connect()]);
+    await subscriber.subscribe(channel);
+  } catch (error) {
+    publisher.disconnect();
+    subscriber.disconnect();
+    throw new Error(`cannot reach Redis at ${where}`, { cause: error });
+  }
+
+  subscriber.on('message', (_channel: string, message: string) => {
+    let wire: Wire;
+    try {
+      wire = JSON.parse(message) as Wire;
+    } catch {
+      return; // not ours
+    }
+    if (wire.n === node) return;
+    if (wire.e.type === 'resync') {
+      resync();
+      return;
+    }
+    for (const listener of listeners) listener(wire.e, wire.n);
+  });
+
+  // After the first connection, every `ready` follows an outage: whatever was sent meanwhile is lost.
+  let subscriberDown = false;
+  let publisherDown = false;
+  subscriber.on('close', () => {
+    if (closed || subscriberDown) return;
+    subscriberDown = true;
+    options.log.warn({ redis: where }, 'bus: lost the Redis connection; live streams see only this node until it is back');
+  });
+  subscriber.on('ready', () => {
+    if (!subscriberDown) return;
+    subscriberDown = false;
+    options.log.info({ redis: where }, 'bus: Redis is back; resynchronizing from the database');
+    resync();
+  });
+  publisher.on('close', () => {
+    if (!closed) publisherDown = true;
+  });
+  publisher.on('ready', () => {
+    if (!publisherDown) return;
+    publisherDown = false;
+    send({ n: node, e: { type: 'resync' } });
+  });
+
+  function send(wire: Wire): void {
+    if (closed) return;
+    // Without an offline queue, a command while disconnected fails at once instead of piling up.
+    publisher.publish(channel, JSON.stringify(wire)).catch(() => options.onPublishFailed?.());
+  }
+
+  return {
+    node,
+    publish: (event) => send({ n: node, e: event }),
+    subscribe: (listener) => void listeners.push(listener),
+    onResync: (listener) => void resyncs.push(listener),
+    state(): BusState {
+      if (subscriber.status === 'ready' && publisher.status === 'ready') return 'up';
+      return { degraded: `Redis at ${where} is unreachable; live streams carry only this node's events` };
+    },
+    async close() {
+      closed = true;
+      await Promise.allSettled([publisher.quit(), subscriber.quit()]);
+      publisher.disconnect();
+      subscriber.disconnect();
+    },
+  };
+}
