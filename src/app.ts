@@ -13,6 +13,7 @@ import type { Bus } from './bus/bus.ts';
 import { type ClusterOutbox, joinCluster } from './cluster/node.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
+import { dashboardPlugin } from './dashboard/plugin.ts';
 import { authPlugin } from './http/auth.ts';
 import { type CheckState, healthRoutes } from './http/health.ts';
 import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
@@ -220,6 +221,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(streamRoutes, {
     hub: streams, sockets, publicUrl: deps.config.publicUrl, allowedOrigins: deps.config.streams.allowedOrigins,
   });
+  // The browser dashboard at `/`: static pages over the public API above.
+  await app.register(dashboardPlugin, { publicUrl: deps.config.publicUrl, tileUrl: deps.config.dashboard.tileUrl });
 
   const retention = startRetention({
     store: deps.stores.telemetry, clock, days: deps.config.telemetry.retentionDays, log: app.log,

@@ -72,6 +72,8 @@ export interface Config {
   streams: { allowedOrigins: string[] };
   /** Cluster mode's Redis (the bus between nodes, shared rate limits); undefined: one node. `url` may hold a password. */
   redis: { url: string; prefix: string } | undefined;
+  /** The browser dashboard at `/`: its map tiles (`{z}`, `{x}`, `{y}` template; '' for none). */
+  dashboard: { tileUrl: string };
 }
 
 /** What each variable means, its default, and how it is parsed; README's table mirrors this. */
@@ -107,6 +109,10 @@ export const VARIABLES = {
   FLEET_STREAM_ALLOWED_ORIGINS: {
     default: '',
     doc: 'Comma-separated browser origins (`https://app.example.com`) that may open live-stream WebSockets, or `*` for any (default: the origin of `FLEET_PUBLIC_URL`). Clients that send no `Origin` are not affected.',
+  },
+  FLEET_MAP_TILE_URL: {
+    default: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png',
+    doc: 'Map tiles of the dashboard at `/`: an http(s) URL template with `{z}`, `{x}` and `{y}`; empty for none (vehicles are drawn on a plain coordinate grid). Its origin is added to the dashboard\'s Content-Security-Policy `img-src`.',
   },
   FLEET_TELEMETRY_RETENTION_DAYS: { default: '30', doc: 'Telemetry history older than this many days is deleted in the background.' },
   FLEET_OAUTH_TOKEN_TTL_SECONDS: { default: '900', doc: 'Lifetime of access tokens Fleet issues, seconds (60 to 86400).' },
@@ -197,6 +203,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const mqtt = parseMqtt(read, host, errors);
   const allowedOrigins = parseOrigins(read('FLEET_STREAM_ALLOWED_ORIGINS'), publicUrl, errors);
   const redis = parseRedis(read, database, errors);
+  const tileUrl = parseTileUrl(env.FLEET_MAP_TILE_URL ?? VARIABLES.FLEET_MAP_TILE_URL.default, errors);
 
   if (errors.length > 0 || database === undefined) return { ok: false, errors };
   return {
@@ -209,6 +216,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       mqtt,
       streams: { allowedOrigins },
       redis,
+      dashboard: { tileUrl },
     },
   };
 }
@@ -224,6 +232,24 @@ function parseHttpUrl(name: string, text: string, errors: string[]): string {
   return text;
 }
 
+/**
+ * A map tile URL template. Unlike other variables, the empty string is a value here (no tiles),
+ * so only an unset variable takes the default.
+ */
+function parseTileUrl(text: string, errors: string[]): string {
+  if (text === '') return '';
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    // reported below
+  }
+  const placeholders = ['{z}', '{x}', '{y}'].every((p) => text.includes(p));
+  if (url === undefined || !['http:', 'https:'].includes(url.protocol) || url.username !== '' || !placeholders) {
+    errors.push(`FLEET_MAP_TILE_URL: "${text}" is not an http(s) URL template with {z}, {x} and {y} (or empty for no tiles)`);
+  }
+  return text;
+}
 
 /** Origins as browsers send them (`scheme://host[:port]`, lower case, default port left out). */
 function parseOrigins(text: string, publicUrl: string, errors: string[]): string[] {

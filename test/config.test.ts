@@ -52,7 +52,15 @@ describe('defaults', () => {
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
       streams: { allowedOrigins: ['http://localhost:8080'] },
       redis: undefined,
+      dashboard: { tileUrl: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png' },
     });
+  });
+
+  test('the dashboard map tile URL: a {z}/{x}/{y} template, or empty for no tiles', () => {
+    assert.equal(ok({ FLEET_MAP_TILE_URL: 'https://tiles.example.com/{z}/{x}/{y}.png' }).dashboard.tileUrl, 'https://tiles.example.com/{z}/{x}/{y}.png');
+    assert.equal(ok({ FLEET_MAP_TILE_URL: '' }).dashboard.tileUrl, '');
+    rejectsOnly({ FLEET_MAP_TILE_URL: 'https://tiles.example.com/tile.png' }, 'FLEET_MAP_TILE_URL');
+    rejectsOnly({ FLEET_MAP_TILE_URL: 'javascript:alert(1)//{z}{x}{y}' }, 'FLEET_MAP_TILE_URL');
   });
 
   test('the public URL follows the port unless given, and loses a trailing slash', () => {

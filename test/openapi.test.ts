@@ -38,13 +38,15 @@ after(async () => {
 });
 
 const isDocsAsset = (url: string) => url === '/docs' || url.startsWith('/docs/');
+/** The browser dashboard's pages and scripts: not API operations, so not in the document. */
+const isDashboard = (url: string) => url === '/' || url.startsWith('/dashboard/');
 const toOpenApiPath = (url: string) => url.replace(/:(\w+)/g, '{$1}');
 
 /** Every (method, path) served, as the document should name it. */
 function servedOperations(): Map<string, RouteEntry> {
   const out = new Map<string, RouteEntry>();
   for (const route of ctx.app.routeTable) {
-    if (route.method === 'HEAD' || isDocsAsset(route.url)) continue;
+    if (route.method === 'HEAD' || isDocsAsset(route.url) || isDashboard(route.url)) continue;
     out.set(`${route.method} ${toOpenApiPath(route.url)}`, route);
   }
   return out;

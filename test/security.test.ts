@@ -43,6 +43,9 @@ function isPublicByContract(url: string): boolean {
     url === '/oauth/introspect' ||
     url === '/docs' ||
     url.startsWith('/docs/') ||
+    // The browser dashboard's page and scripts (it signs in with a key through the API itself).
+    url === '/' ||
+    url.startsWith('/dashboard/') ||
     url.startsWith('/.well-known/')
   );
 }

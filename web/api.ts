@@ -1,0 +1,183 @@
+// The dashboard's only way to the service: the public HTTP API, with the API key as a bearer
+// token, exactly as any other client. The key lives in sessionStorage (gone when the tab
+// closes) and only ever travels in the Authorization header, never in a URL.
+
+const KEY_STORAGE = 'fleet.apiKey';
+
+export interface VehicleListItem {
+  id: string;
+  type: string;
+  status: string;
+  location: { lat: number; lng: number } | null;
+  battery: number | null;
+  lastUpdate: string | null;
+}
+
+export interface VehicleDetails extends VehicleListItem {
+  configuration: { sensors?: string[]; capacity?: number; autonomyLevel?: number };
+  createdAt: string;
+  updatedAt: string;
+  statusChangedAt: string;
+}
+
+export interface VehicleList {
+  vehicles: VehicleListItem[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+export interface TelemetryData {
+  location?: { lat: number; lng: number };
+  speed?: number;
+  heading?: number;
+  battery?: number;
+  temperature?: number;
+  odometer?: number;
+  diagnostics?: Record<string, number | string | boolean>;
+}
+
+export interface TelemetryRecord {
+  vehicleId: string;
+  timestamp: string;
+  data: TelemetryData;
+}
+
+export interface History {
+  vehicleId: string;
+  records: TelemetryRecord[];
+  nextCursor: string | null;
+}
+
+export interface StatusHistoryEntry {
+  from: string | null;
+  to: string;
+  reason: string | null;
+  at: string;
+  by: string;
+}
+
+export interface StatusHistory {
+  vehicleId: string;
+  history: StatusHistoryEntry[];
+  total: number;
+}
+
+export interface CreatedStream {
+  streamId: string;
+  url: string;
+  expiresAt: string;
+}
+
+export interface StreamTicket {
+  streamId: string;
+  url: string;
+}
+
+/** An RFC 9457 problem, or a failure to reach the service at all (status 0). */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly title: string;
+  readonly detail: string | undefined;
+  readonly code: string | undefined;
+
+  constructor(status: number, title: string, detail?: string, code?: string) {
+    super(detail === undefined ? title : `${title}: ${detail}`);
+    this.name = 'ApiError';
+    this.status = status;
+    this.title = title;
+    this.detail = detail;
+    this.code = code;
+  }
+}
+
+export function storedKey(): string | undefined {
+  return sessionStorage.getItem(KEY_STORAGE) ?? undefined;
+}
+
+export function storeKey(key: string | undefined): void {
+  if (key === undefined) sessionStorage.removeItem(KEY_STORAGE);
+  else sessionStorage.setItem(KEY_STORAGE, key);
+}
+
+/** Called when a request made with the stored key answers 401: the key was revoked or expired. */
+let onUnauthorized: (error: ApiError) => void = () => {};
+export function whenUnauthorized(handler: (error: ApiError) => void): void {
+  onUnauthorized = handler;
+}
+
+async function problemOf(res: Response): Promise<ApiError> {
+  let body: unknown;
+  try {
+    body = await res.json();
+  } catch {
+    body = undefined;
+  }
+  const problem = (typeof body === 'object' && body !== null ? body : {}) as { title?: unknown; detail?: unknown; code?: unknown };
+  const title = typeof problem.title === 'string' ? problem.title : `${res.status} ${res.statusText || 'Error'}`;
+  const detail = typeof problem.detail === 'string' ? problem.detail : undefined;
+  const code = typeof problem.code === 'string' ? problem.code : undefined;
+  return new ApiError(res.status, title, detail, code);
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  query?: Record<string, string | number | undefined>;
+  /** A key to try instead of the stored one (signing in). */
+  key?: string;
+  signal?: AbortSignal;
+}
+
+export async function api<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  const key = options.key ?? storedKey();
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (key !== undefined) headers.authorization = `Bearer ${key}`;
+  let url = path;
+  if (options.query !== undefined) {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(options.query)) {
+      if (value !== undefined && value !== '') params.set(name, String(value));
+    }
+    const text = params.toString();
+    if (text !== '') url += `?${text}`;
+  }
+  const init: RequestInit = { method, headers, cache: 'no-store', credentials: 'omit' };
+  if (options.signal !== undefined) init.signal = options.signal;
+  if (options.body !== undefined) {
+    headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(options.body);
+  }
+  let res: Response;
+  try {
+    res = await fetch(url, init);
+  } catch (error) {
+    if (error instanceof DOMException && error.name === 'AbortError') throw error;
+    throw new ApiError(0, 'Cannot reach the service', 'Check your network connection; the dashboard retries when you reload or act again.');
+  }
+  if (!res.ok) {
+    const problem = await problemOf(res);
+    if (res.status === 401 && options.key === undefined) onUnauthorized(problem);
+    throw problem;
+  }
+  if (res.status === 204) return undefined as T;
+  return (await res.json()) as T;
+}
+
+export const encode = encodeURIComponent;
+
+/** A sentence a person can act on, for 401 and 403 in particular. */
+export function explain(error: unknown): { title: string; detail: string } {
+  if (error instanceof ApiError) {
+    if (error.status === 401) {
+      return { title: 'This API key was not accepted', detail: `${error.detail ?? error.title} Check the key, or ask an administrator for a new one.` };
+    }
+    if (error.status === 403 && error.code === 'insufficient-scope') {
+      return {
+        title: 'This API key lacks a permission',
+        detail: `${error.detail ?? error.title} Ask an administrator for a key with that scope.`,
+      };
+    }
+    return { title: error.title, detail: error.detail ?? '' };
+  }
+  return { title: 'Something went wrong', detail: error instanceof Error ? error.message : String(error) };
+}
