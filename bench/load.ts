@@ -3,7 +3,7 @@
 // JSON argument (LoadSpec); prints one JSON line (LoadOutcome). Latencies are kept as the floats
 // autocannon measures (its own histogram rounds to whole milliseconds), 2xx responses only.
 import { createRequire } from 'node:module';
-import { type Plan, recordsBody, singleBody, vehicleOf } from './rows.ts';
+import { type Plan, fleetBody, recordsBody, singleBody, vehicleOf } from './rows.ts';
 
 export interface LoadSpec {
   name: string;
@@ -17,7 +17,8 @@ export interface LoadSpec {
   seconds: number;
   /** Requests per second over all connections (autocannon -R). */
   rate?: number;
-  body?: Plan & { kind: 'records' | 'single' };
+  /** `fleet`: bodies for `POST /v2/telemetry`, each record naming its vehicle. */
+  body?: Plan & { kind: 'records' | 'single' | 'fleet' };
   /** One body for every request, built once: the cheapest load, for routes that store nothing. */
   fixedBody?: string;
 }
@@ -77,7 +78,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadOutcome> {
         return {
           ...req,
           path: spec.path.replace('{vehicle}', vehicleOf(plan, n)),
-          body: plan.kind === 'records' ? recordsBody(plan, n) : singleBody(plan, n),
+          body: plan.kind === 'records' ? recordsBody(plan, n) : plan.kind === 'fleet' ? fleetBody(plan, n) : singleBody(plan, n),
         };
       },
     };

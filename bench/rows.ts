@@ -43,6 +43,19 @@ export function recordsBody(plan: Plan, k: number): string {
   return `{"records":[${parts.join(',')}]}`;
 }
 
+/**
+ * `{records: [{vehicleId, timestamp, data}, ...]}` for request k of the fleet route: record i of
+ * it goes to vehicle (k * size + i) mod V, so one request spans many vehicles.
+ */
+export function fleetBody(plan: Plan, k: number): string {
+  const parts = new Array<string>(plan.size);
+  for (let i = 0; i < plan.size; i++) {
+    const n = k * plan.size + i;
+    parts[i] = `{"vehicleId":"${vehicleOf(plan, n)}","timestamp":"${new Date(timestampOf(plan, k, i)).toISOString()}","data":${dataText(n)}}`;
+  }
+  return `{"records":[${parts.join(',')}]}`;
+}
+
 /** `{timestamp, data}` for request k. */
 export function singleBody(plan: Plan, k: number): string {
   return `{"timestamp":"${new Date(timestampOf(plan, k, 0)).toISOString()}","data":${dataText(k)}}`;
