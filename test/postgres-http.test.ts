@@ -7,6 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import type { Stores } from '../src/storage/stores.ts';
 import { createTestApp, testConfig, type TestApp } from './helpers/app.ts';
+import type { MqttClient } from 'mqtt';
+import { connectDevice, endAll, freePort, publishOutcome, waitUntil } from './helpers/mqtt.ts';
 import { databaseProxy, openAnotherNode, skipUnlessPostgres } from './helpers/postgres.ts';
 
 const skip = await skipUnlessPostgres();
@@ -181,5 +183,41 @@ describe('PostgreSQL lost during ingestion', { skip }, () => {
     for (const k of acknowledged) assert.equal(stored.get(k), 20, `every record of acknowledged request ${k} is stored`);
     assert.equal(history.records.length, 20 * 20);
     assert.equal((await ctx.request('GET', '/v2/telemetry/lost-1')).json().data.speed, 19);
+  });
+});
+
+describe('PostgreSQL lost during MQTT ingestion', { skip }, () => {
+  let ctx: TestApp;
+  let proxy: Awaited<ReturnType<typeof databaseProxy>>;
+  let url: string;
+  const clients: MqttClient[] = [];
+  before(async () => {
+    proxy = await databaseProxy();
+    const port = await freePort();
+    url = `mqtt://127.0.0.1:${port}`;
+    ctx = await createTestApp({ backend: 'postgres', databaseUrl: proxy.url, env: { FLEET_MQTT_PORT: String(port), FLEET_MQTT_HOST: '127.0.0.1' } });
+    await ctx.registerVehicle('lost-mq');
+  });
+  after(async () => {
+    await endAll(clients);
+    await ctx?.close();
+    await proxy?.close();
+  });
+
+  test('no PUBACK for what could not be stored; once the database is back, publishes are stored and acknowledged again', async () => {
+    const key = await ctx.keyWith(['telemetry:write']);
+    const publish = async (timestamp: string, speed: number) => {
+      const client = await connectDevice(url, { username: 'lost-mq', password: key, reconnectPeriod: 0 }, clients);
+      return publishOutcome(client, 'fleet/lost-mq/telemetry', JSON.stringify({ timestamp, data: { speed } }), 1, 6_000);
+    };
+    assert.equal(await publish(at(-60), 1), 'acked');
+    proxy.cut();
+    const outcome = await publish(at(-59), 2).catch(() => 'refused at CONNECT');
+    assert.notEqual(outcome, 'acked', 'nothing is acknowledged while the database is gone');
+    proxy.restore();
+    await waitUntil(async () => (await ctx.request('GET', '/readyz', { key: null })).statusCode === 200, 'the database back', 10_000);
+    assert.equal(await publish(at(-58), 3), 'acked');
+    const speeds = (await ctx.request('GET', '/v2/telemetry/lost-mq/history')).json().records.map((r: { data: { speed: number } }) => r.data.speed);
+    assert.ok(speeds.includes(1) && speeds.includes(3), `acknowledged records stored: ${JSON.stringify(speeds)}`);
   });
 });
