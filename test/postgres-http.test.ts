@@ -36,6 +36,26 @@ describe('core flows on PostgreSQL', { skip }, () => {
     assert.equal((await ctx.request('GET', `/v2/api-keys/${id}`, { key: other.key })).statusCode, 404);
   });
 
+  test('control characters in names and reasons are refused with 400 before they reach the database; line breaks in a reason are kept', async () => {
+    for (const [method, url, body] of [
+      ['POST', '/v2/api-keys', { name: 'nul\u0000key', scopes: ['fleet:read'] }],
+      ['POST', '/v2/oauth-clients', { name: 'bell\u0007', scopes: ['fleet:read'] }],
+      ['POST', '/v2/organizations', { name: 'Acme\u0000' }],
+    ] as const) {
+      const res = await ctx.request(method, url, { body });
+      assert.equal(res.statusCode, 400, `${url}: ${res.body}`);
+      assert.deepEqual(res.json().errors, [{ in: 'body', path: '/name', message: 'must not contain control characters' }]);
+    }
+    await ctx.registerVehicle('pg-text');
+    const nul = await ctx.request('PUT', '/v2/fleet/vehicles/pg-text/status', { body: { status: 'maintenance', reason: 'a\u0000b' } });
+    assert.equal(nul.statusCode, 400, nul.body);
+    assert.match(nul.json().errors[0].message, /control characters other than tab and line breaks/);
+    const lines = await ctx.request('PUT', '/v2/fleet/vehicles/pg-text/status', { body: { status: 'maintenance', reason: 'brakes\r\n\tand tyres' } });
+    assert.equal(lines.statusCode, 200, lines.body);
+    const history = (await ctx.request('GET', '/v2/fleet/vehicles/pg-text/status-history')).json();
+    assert.equal(history.history[0].reason, 'brakes\r\n\tand tyres');
+  });
+
   test('vehicles: register, read, list, conflict, status transitions with history, delete', async () => {
     const body = await ctx.registerVehicle('pg-1', { type: 'shuttle', configuration: { sensors: ['gps'], capacity: 8 } });
     assert.equal(body.status, 'registered');

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, Paging } from '../http/schema.ts';
+import { IsoTimestamp, Paging, PlainText } from '../http/schema.ts';
 import { SCOPES } from './scopes.ts';
 
 export const ScopeSchema = Type.Enum(SCOPES, { description: 'A permission a credential holds.' });
@@ -33,7 +33,7 @@ export const CreatedApiKey = Type.Object(
 
 export const CreateApiKeyBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 100 }),
+    name: PlainText({ minLength: 1, maxLength: 100 }),
     scopes: ScopeList,
     expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working; in the future.' })),
   },

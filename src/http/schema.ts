@@ -8,6 +8,19 @@ export const IsoTimestamp = Type.String({
   examples: ['2026-11-22T08:30:00.000Z'],
 });
 
+/**
+ * Text a person names something with, or explains a change in: no control characters (a NUL
+ * cannot be stored in PostgreSQL text, and the others only hide what a list shows). A `multiline`
+ * text keeps tab, line feed and carriage return.
+ */
+export const NAME_PATTERN = '^[^\\u0000-\\u001f\\u007f]*$';
+export const MULTILINE_PATTERN = '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f]*$';
+
+export function PlainText(options: { minLength?: number; maxLength: number; description?: string; multiline?: boolean }) {
+  const { multiline, ...rest } = options;
+  return Type.String({ ...rest, pattern: multiline === true ? MULTILINE_PATTERN : NAME_PATTERN });
+}
+
 export const LIST_LIMIT_DEFAULT = 50;
 export const LIST_LIMIT_MAX = 1000;
 

@@ -5,6 +5,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../errors.ts';
+import { MULTILINE_PATTERN, NAME_PATTERN } from './schema.ts';
 
 // ajv-formats is CommonJS; under native ESM its callable sits on `default`.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
@@ -62,6 +63,10 @@ export function toFieldErrors(errors: readonly Partial<ErrorObject>[], context: 
         break;
       case 'enum':
         message = `must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
+        break;
+      case 'pattern':
+        if (params.pattern === NAME_PATTERN) message = 'must not contain control characters';
+        else if (params.pattern === MULTILINE_PATTERN) message = 'must not contain control characters other than tab and line breaks';
         break;
       default:
         break;

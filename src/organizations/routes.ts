@@ -7,7 +7,7 @@ import { CreatedApiKey, IdParams, PageQuery } from '../auth/keys-schema.ts';
 import type { AuthService } from '../auth/service.ts';
 import type { OrganizationRecord } from '../auth/store.ts';
 import { iso } from '../clock.ts';
-import { IsoTimestamp, pageOf, responses } from '../http/schema.ts';
+import { IsoTimestamp, PlainText, pageOf, responses } from '../http/schema.ts';
 
 const OrganizationView = Type.Object(
   {
@@ -20,7 +20,7 @@ const OrganizationView = Type.Object(
 );
 
 const CreateOrganizationBody = Type.Object(
-  { name: Type.String({ minLength: 1, maxLength: 200 }) },
+  { name: PlainText({ minLength: 1, maxLength: 200 }) },
   { additionalProperties: false, examples: [{ name: 'Northside Deliveries' }] },
 );
 

@@ -1,6 +1,6 @@
 // Vehicle schemas: they validate requests, serialize responses and make the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, Paging, commaListPattern } from '../http/schema.ts';
+import { IsoTimestamp, Paging, PlainText, commaListPattern } from '../http/schema.ts';
 
 export const VEHICLE_STATUSES = ['registered', 'active', 'inactive', 'maintenance', 'retired'] as const;
 export type VehicleStatus = (typeof VEHICLE_STATUSES)[number];
@@ -118,7 +118,7 @@ export const VehicleList = Type.Object(
 );
 
 export const StatusChangeBody = Type.Object(
-  { status: Status, reason: Type.Optional(Type.String({ maxLength: 500 })) },
+  { status: Status, reason: Type.Optional(PlainText({ maxLength: 500, multiline: true })) },
   { additionalProperties: false, examples: [{ status: 'maintenance', reason: 'Brake inspection' }] },
 );
 export type StatusChangeBody = Static<typeof StatusChangeBody>;

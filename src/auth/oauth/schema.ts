@@ -1,6 +1,6 @@
 // OAuth schemas: management (JSON, /v2) and the OAuth endpoints (form bodies in, RFC-shaped JSON out).
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp } from '../../http/schema.ts';
+import { IsoTimestamp, PlainText } from '../../http/schema.ts';
 import { SCOPES } from '../scopes.ts';
 import { OAUTH_ERRORS } from './errors.ts';
 
@@ -16,7 +16,7 @@ export const OAuthClientParams = Type.Object({ id: OAuthClientId }, { additional
 
 export const CreateOAuthClientBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 100, description: 'For people: what the client is.' }),
+    name: PlainText({ minLength: 1, maxLength: 100, description: 'For people: what the client is.' }),
     scopes: Type.Array(ScopeSchema, {
       minItems: 1,
       uniqueItems: true,
