@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type BrowserContext, chromium, type Page, type WebSocketRoute } from 'playwright-core';
 import { createTestApp, type TestApp } from './helpers/app.ts';
+import { skipUnless } from './helpers/skip.ts';
 
 const CHROMIUM = process.env.FLEET_TEST_CHROMIUM ?? '/usr/bin/chromium';
 const ARGS = [
@@ -24,16 +25,8 @@ const SHOTS = fileURLToPath(new URL('../test-results/dashboard/', import.meta.ur
 const TIMEOUT = 10_000;
 
 function skipUnlessChromium(): string | false {
-  if (existsSync(CHROMIUM)) return false;
-  const message = `Chromium is not installed at ${CHROMIUM}`;
-  if (process.env.CI === 'true') {
-    test('Chromium is installed (required under CI=true)', () => {
-      throw new Error(`${message}; install Debian's chromium package (apt-get install chromium)`);
-    });
-  } else {
-    process.stderr.write(`\n${'!'.repeat(100)}\n!!! SKIPPING the dashboard browser tests: ${message}.\n!!! Install it (apt-get install chromium) to run them.\n${'!'.repeat(100)}\n\n`);
-  }
-  return `${message}: skipped`;
+  return skipUnless(existsSync(CHROMIUM) ? undefined : 'not installed', `Chromium at ${CHROMIUM}`, 'the dashboard browser tests',
+    'Install Debian\'s chromium package (apt-get install chromium)');
 }
 
 async function freePort(): Promise<number> {

@@ -18,6 +18,7 @@ import { buildApp } from '../src/app.ts';
 import { createTestApp, type TestApp, testConfig } from './helpers/app.ts';
 import { connectDevice, endAll, freePort, messagesCounted, storedTimestamps, waitUntil, withTimeout } from './helpers/mqtt.ts';
 import { captureLogs } from './helpers/logs.ts';
+import { skipUnless } from './helpers/skip.ts';
 
 const BROKER = process.env.FLEET_TEST_MQTT_URL || 'mqtt://127.0.0.1:1883';
 const RUN = randomBytes(4).toString('hex');
@@ -39,16 +40,8 @@ async function brokerAnswers(url: string): Promise<boolean> {
   }
 }
 
-const available = await brokerAnswers(BROKER);
-if (!available) {
-  const message = `MQTT broker tests: no broker answers at ${BROKER} (set FLEET_TEST_MQTT_URL, or start Mosquitto)`;
-  if (process.env.CI === 'true') {
-    test('an MQTT broker is available on CI', () => assert.fail(message));
-  } else {
-    process.stderr.write(`\n\n  !!! ${message}: SKIPPED !!!\n\n`);
-  }
-}
-const skip = available ? false : `no MQTT broker at ${BROKER}`;
+const skip = skipUnless((await brokerAnswers(BROKER)) ? undefined : 'not answering', `an MQTT broker at ${BROKER}`, 'the MQTT broker suites',
+  'Set FLEET_TEST_MQTT_URL or start Mosquitto');
 
 const clients: MqttClient[] = [];
 const apps: TestApp[] = [];
@@ -58,7 +51,7 @@ after(async () => {
   await endAll(clients);
   for (const close of closers.splice(0)) await close();
   for (const app of apps.splice(0)) await app.close();
-  if (available) await Promise.all(sessions.map(forgetSession));
+  if (skip === false) await Promise.all(sessions.map(forgetSession));
 });
 
 /** Ends a session the broker keeps for a client id (clean start, no expiry), so nothing lingers there. */

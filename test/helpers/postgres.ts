@@ -2,11 +2,11 @@
 // store, dropped afterwards. When the server cannot be reached the PostgreSQL suites are skipped
 // with a loud message, except under CI=true, where that is a failure.
 import { randomBytes } from 'node:crypto';
-import { test } from 'node:test';
 import pg from 'pg';
 import { createPostgresStores } from '../../src/storage/postgres/index.ts';
 import type { Stores } from '../../src/storage/stores.ts';
 import { tcpProxy } from './proxy.ts';
+import { skipUnless } from './skip.ts';
 
 export const TEST_DATABASE_URL = process.env.FLEET_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -35,16 +35,8 @@ function unreachable(): Promise<string | undefined> {
  */
 export async function skipUnlessPostgres(): Promise<string | false> {
   const why = await unreachable();
-  if (why === undefined) return false;
-  const message = `PostgreSQL at ${redacted(TEST_DATABASE_URL)} is unreachable (${why})`;
-  if (process.env.CI === 'true') {
-    test('PostgreSQL is reachable (required under CI=true)', () => {
-      throw new Error(`${message}; set FLEET_TEST_DATABASE_URL or start PostgreSQL`);
-    });
-  } else {
-    process.stderr.write(`\n${'!'.repeat(100)}\n!!! SKIPPING the PostgreSQL suites: ${message}.\n!!! Set FLEET_TEST_DATABASE_URL or start PostgreSQL to run them.\n${'!'.repeat(100)}\n\n`);
-  }
-  return `${message}: skipped`;
+  return skipUnless(why === undefined ? undefined : `unreachable (${why})`, `PostgreSQL at ${redacted(TEST_DATABASE_URL)}`, 'the PostgreSQL suites',
+    'Set FLEET_TEST_DATABASE_URL or start PostgreSQL');
 }
 
 function redacted(url: string): string {

@@ -3,10 +3,10 @@
 // ever flushes. When the server cannot be reached the Redis suites are skipped with a loud
 // message, except under CI=true, where that is a failure.
 import { randomBytes } from 'node:crypto';
-import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { REDIS_CLIENT_OPTIONS, redactedRedisUrl } from '../../src/cluster/redis-options.ts';
 import { tcpProxy } from './proxy.ts';
+import { skipUnless } from './skip.ts';
 
 export const TEST_REDIS_URL = process.env.FLEET_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -58,16 +58,8 @@ function unreachable(): Promise<string | undefined> {
  */
 export async function skipUnlessRedis(): Promise<string | false> {
   const why = await unreachable();
-  if (why === undefined) return false;
-  const message = `Redis at ${redactedRedisUrl(TEST_REDIS_URL)} is unreachable (${why})`;
-  if (process.env.CI === 'true') {
-    test('Redis is reachable (required under CI=true)', () => {
-      throw new Error(`${message}; set FLEET_TEST_REDIS_URL or start Redis`);
-    });
-  } else {
-    process.stderr.write(`\n${'!'.repeat(100)}\n!!! SKIPPING the Redis suites: ${message}.\n!!! Set FLEET_TEST_REDIS_URL or start Redis to run them.\n${'!'.repeat(100)}\n\n`);
-  }
-  return `${message}: skipped`;
+  return skipUnless(why === undefined ? undefined : `unreachable (${why})`, `Redis at ${redactedRedisUrl(TEST_REDIS_URL)}`, 'the Redis suites',
+    'Set FLEET_TEST_REDIS_URL or start Redis');
 }
 
 /** Every key under `prefix`, found with SCAN (never KEYS, which blocks a shared server). */
