@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createPostgresStores } from '../../src/storage/postgres/index.ts';
 import type { Stores } from '../../src/storage/stores.ts';
-import { tcpProxy } from './proxy.ts';
+import { urlProxy } from './proxy.ts';
 import { skipUnless } from './skip.ts';
 
 export const TEST_DATABASE_URL = process.env.FLEET_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -115,16 +115,6 @@ export async function terminateConnections(schema: string): Promise<number> {
  * A TCP proxy in front of PostgreSQL that the test can cut and restore (see tcpProxy), without
  * touching the server that other test files share.
  */
-export async function databaseProxy(target = TEST_DATABASE_URL) {
-  const upstream = new URL(target);
-  const proxy = await tcpProxy(upstream.hostname, Number(upstream.port || 5432));
-  const url = new URL(target);
-  url.hostname = proxy.host;
-  url.port = String(proxy.port);
-  return {
-    url: url.toString(),
-    cut: () => proxy.cut(),
-    restore: () => proxy.restore(),
-    close: () => proxy.close(),
-  };
+export function databaseProxy(target = TEST_DATABASE_URL) {
+  return urlProxy(target, 5432);
 }

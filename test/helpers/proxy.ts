@@ -51,3 +51,17 @@ export async function tcpProxy(host: string, port: number): Promise<TcpProxy> {
     },
   };
 }
+
+/** A proxy in front of the server a URL names (`postgres://…`, `redis://…`), and the URL through it. */
+export async function urlProxy(target: string, defaultPort: number) {
+  const url = new URL(target);
+  const proxy = await tcpProxy(url.hostname, Number(url.port || defaultPort));
+  url.hostname = proxy.host;
+  url.port = String(proxy.port);
+  return {
+    url: url.toString(),
+    cut: () => proxy.cut(),
+    restore: () => proxy.restore(),
+    close: () => proxy.close(),
+  };
+}

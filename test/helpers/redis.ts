@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { REDIS_CLIENT_OPTIONS, redactedRedisUrl } from '../../src/cluster/redis-options.ts';
-import { tcpProxy } from './proxy.ts';
+import { urlProxy } from './proxy.ts';
 import { skipUnless } from './skip.ts';
 
 export const TEST_REDIS_URL = process.env.FLEET_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -99,16 +99,6 @@ export function testPrefix(label: string): { prefix: string; cleanup: (url?: str
 }
 
 /** A proxy in front of the test Redis that the test can cut and restore (see tcpProxy). */
-export async function redisProxy(target: string = TEST_REDIS_URL) {
-  const upstream = new URL(target);
-  const proxy = await tcpProxy(upstream.hostname, Number(upstream.port || 6379));
-  const url = new URL(target);
-  url.hostname = proxy.host;
-  url.port = String(proxy.port);
-  return {
-    url: url.toString(),
-    cut: () => proxy.cut(),
-    restore: () => proxy.restore(),
-    close: () => proxy.close(),
-  };
+export function redisProxy(target: string = TEST_REDIS_URL) {
+  return urlProxy(target, 6379);
 }
