@@ -54,6 +54,7 @@ describe('core flows on PostgreSQL', { skip }, () => {
     assert.equal(lines.statusCode, 200, lines.body);
     const history = (await ctx.request('GET', '/v2/fleet/vehicles/pg-text/status-history')).json();
     assert.equal(history.history[0].reason, 'brakes\r\n\tand tyres');
+    assert.equal((await ctx.request('DELETE', '/v2/fleet/vehicles/pg-text')).statusCode, 204); // the next test lists the fleet
   });
 
   test('vehicles: register, read, list, conflict, status transitions with history, delete', async () => {
