@@ -173,6 +173,12 @@ test('the dashboard: sign in, list, filter, page, open a vehicle, change its sta
     await waitRows(2, '1–2 of 2');
     const rowIds = () => rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-vehicle-id')));
     assert.deepEqual(await rowIds(), ['bus-03', 'van-20']);
+    // A status changed elsewhere takes the vehicle out of the filtered list, live, and back in.
+    for (const [status, count, range] of [['inactive', 1, '1–1 of 1'], ['maintenance', 2, '1–2 of 2']] as const) {
+      const res = await ctx.request('PUT', '/v2/fleet/vehicles/van-20/status', { body: { status } });
+      assert.equal(res.statusCode, 200, res.body);
+      await waitRows(count, range);
+    }
     await page.locator('#status-filter').selectOption('');
     await page.locator('#type-filter').selectOption('bus');
     await waitRows(6, '1–6 of 6');

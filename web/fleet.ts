@@ -206,9 +206,13 @@ export function renderFleet(root: HTMLElement, ctx: { live: Live; tileUrl: strin
     if (msg.type === 'status') {
       map.setStatus(msg.vehicleId, msg.data.to);
       if (row !== undefined) replace(row.status, badge(msg.data.to));
-      // A status change moves a vehicle between counts; a burst of them costs one reload.
+      // A status change moves a vehicle between counts, and in or out of a list filtered by
+      // status; a burst of them costs one reload.
       window.clearTimeout(countsTimer);
-      countsTimer = window.setTimeout(() => void loadCounts(), 300);
+      countsTimer = window.setTimeout(() => {
+        void loadCounts();
+        if (filters.status !== '') void loadList();
+      }, 300);
       return;
     }
     if (entry?.lat !== undefined && entry.lng !== undefined) {
