@@ -85,6 +85,7 @@ test('the dashboard: sign in, list, filter, page, open a vehicle, change its sta
   }
   const goodKey = await ctx.keyWith(['fleet:read', 'fleet:write', 'telemetry:read', 'streams']);
   const telemetryOnly = await ctx.keyWith(['telemetry:read']);
+  const readOnly = await ctx.keyWith(['fleet:read', 'telemetry:read']);
 
   mkdirSync(SHOTS, { recursive: true });
   const profile = mkdtempSync(path.join(tmpdir(), 'fleet-chromium-'));
@@ -135,6 +136,16 @@ test('the dashboard: sign in, list, filter, page, open a vehicle, change its sta
     await page.locator('.page-info', { hasText: info }).waitFor();
     assert.equal(await rows.count(), count);
   };
+
+  await t.test('a key without streams: the fleet all the same, and a note that live updates are off', async () => {
+    await signIn(readOnly);
+    await waitRows(25, '1–25 of 30');
+    const banner = page.locator('#live-problem');
+    await banner.getByText('Live updates are off').waitFor();
+    assert.match(await banner.innerText(), /streams/);
+    await page.locator('#sign-out').click();
+    await page.locator('#api-key').waitFor();
+  });
 
   await t.test('a good key: the fleet, its counts, live', async () => {
     await signIn(goodKey);
