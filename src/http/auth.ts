@@ -1,7 +1,7 @@
 // Authentication and scopes for every route. Each route declares in its config either
 // `public: true` or the `scope` it needs; a route that declares neither fails at start-up, so a
 // new route cannot forget its check.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AuthService } from '../auth/service.ts';
 import type { Principal, Scope } from '../auth/scopes.ts';
@@ -33,6 +33,12 @@ export const REALM = 'fleet';
 /** Paths served by plugins we do not write routes for (the interactive docs). */
 const PUBLIC_PREFIXES = ['/docs'];
 
+function unauthorized(): AppError {
+  return new AppError('unauthorized', 'Send a credential as "Authorization: Bearer <token>".', {
+    headers: { 'www-authenticate': `Bearer realm="${REALM}"` },
+  });
+}
+
 function bearerToken(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   if (header === undefined) return undefined;
@@ -53,10 +59,23 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
     }
   });
 
-  app.addHook('onRequest', async (request) => {
-    if (request.is404) return;
-    const config = request.routeOptions.config;
-    if (config.public === true) return;
+  /** Why `principal` may not use the route, or undefined when it may. */
+  function refusal(config: FastifyContextConfig, principal: Principal): AppError | undefined {
+    const scope = config.scope;
+    if (scope !== undefined && !principal.scopes.has(scope)) {
+      return new AppError('insufficient-scope', `This operation needs the "${scope}" scope.`, {
+        headers: { 'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"` },
+      });
+    }
+    if (config.platform === true && !principal.platform) {
+      return new AppError('insufficient-scope', 'This operation is reserved for the platform organization.', {
+        headers: { 'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope"` },
+      });
+    }
+    return undefined;
+  }
+
+  async function authenticateSlowly(request: FastifyRequest, config: FastifyContextConfig): Promise<void> {
     const alternative = config.alternativeCredential === undefined ? undefined : await config.alternativeCredential(request);
     if (alternative !== undefined) {
       if (config.scope !== undefined && !alternative.scopes.has(config.scope)) {
@@ -65,13 +84,8 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
       request.principal = alternative;
       return;
     }
-
     const token = bearerToken(request);
-    if (token === undefined) {
-      throw new AppError('unauthorized', 'Send a credential as "Authorization: Bearer <token>".', {
-        headers: { 'www-authenticate': `Bearer realm="${REALM}"` },
-      });
-    }
+    if (token === undefined) throw unauthorized();
     let principal: Principal;
     try {
       principal = await opts.auth.authenticate(token);
@@ -83,17 +97,27 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
       }
       throw error;
     }
-    const scope = config.scope;
-    if (scope !== undefined && !principal.scopes.has(scope)) {
-      throw new AppError('insufficient-scope', `This operation needs the "${scope}" scope.`, {
-        headers: { 'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"` },
-      });
-    }
-    if (config.platform === true && !principal.platform) {
-      throw new AppError('insufficient-scope', 'This operation is reserved for the platform organization.', {
-        headers: { 'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope"` },
-      });
-    }
+    const refused = refusal(config, principal);
+    if (refused !== undefined) throw refused;
     request.principal = principal;
+  }
+
+  // Callback-style, with a synchronous path for a token verified moments ago (the common case of
+  // a busy client): no promise per request unless the store or a verifier must be asked.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.is404) return done();
+    const config = request.routeOptions.config;
+    if (config.public === true) return done();
+    if (config.alternativeCredential === undefined) {
+      const token = bearerToken(request);
+      if (token === undefined) return done(unauthorized());
+      const cached = opts.auth.cachedPrincipal(token);
+      if (cached !== undefined) {
+        const refused = refusal(config, cached);
+        if (refused === undefined) request.principal = cached;
+        return done(refused);
+      }
+    }
+    authenticateSlowly(request, config).then(() => done(), done);
   });
 }, { name: 'auth' });

@@ -10,7 +10,7 @@
 // A refused request is answered 429 here, in onRequest: its body is never read and its handler
 // never runs.
 import { isIPv4, isIPv6 } from 'node:net';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
@@ -32,6 +32,12 @@ export interface RateLimitPluginOptions {
   clock: Clock;
   /** Shared counters (cluster mode, tests). Without one, counters live in this process. */
   store?: RateLimitStore | undefined;
+}
+
+/** One budget a request is charged against. */
+interface Check {
+  policy: NamedPolicy;
+  key: string;
 }
 
 interface NamedPolicy extends RateLimitPolicy {
@@ -90,8 +96,8 @@ export const rateLimitPlugin = fp(async function rateLimit(app: FastifyInstance,
   const store = opts.store ?? createMemoryRateLimitStore({ clock });
   if (opts.store === undefined) app.addHook('onClose', () => store.close());
 
-  function checksFor(request: FastifyRequest): Array<{ policy: NamedPolicy; key: string }> {
-    const checks: Array<{ policy: NamedPolicy; key: string }> = [];
+  function checksFor(request: FastifyRequest): Check[] {
+    const checks: Check[] = [];
     if (request.routeOptions.config.rateLimit === 'ip') {
       checks.push({ policy: perAddress, key: `ip:${addressKey(request.socket.remoteAddress)}` });
     }
@@ -103,12 +109,7 @@ export const rateLimitPlugin = fp(async function rateLimit(app: FastifyInstance,
     return checks;
   }
 
-  // Registered after auth, so this runs once the credential is known; a request that failed
-  // authentication never gets here.
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.is404) return;
-    const checks = checksFor(request);
-    if (checks.length === 0) return;
+  async function charge(reply: FastifyReply, checks: Check[]): Promise<void> {
     const now = clock.now();
     const done: Array<{ policy: NamedPolicy; decision: RateLimitDecision }> = [];
     for (const { policy, key } of checks) {
@@ -124,5 +125,15 @@ export const rateLimitPlugin = fp(async function rateLimit(app: FastifyInstance,
       }
     }
     void reply.headers(headerValues(done));
+  }
+
+  // Registered after auth, so this runs once the credential is known; a request that failed
+  // authentication never gets here. Callback-style: a request with no budget to charge (limits
+  // off, a public route) costs no promise.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.is404) return done();
+    const checks = checksFor(request);
+    if (checks.length === 0) return done();
+    charge(reply, checks).then(() => done(), done);
   });
 }, { name: 'rate-limit', dependencies: ['auth', 'problems'] });
