@@ -33,35 +33,23 @@ interface Series {
 export function requestMetrics(registry: Registry) {
   const series = new Map<string, Series>();
   const all = () => [...series.values()];
-  registry.registerMetric({
-    name: 'fleet_http_requests_total',
-    help: 'HTTP requests answered.',
-    type: 'counter',
-    aggregator: 'sum',
-    get: async () => ({
-      name: 'fleet_http_requests_total', help: 'HTTP requests answered.', type: 'counter', aggregator: 'sum',
-      values: all().map((s) => ({ labels: s.labels, value: s.count })),
-    }),
-  } as unknown as Metric);
-  registry.registerMetric({
-    name: 'fleet_http_request_duration_seconds',
-    help: 'Time from request received to response sent.',
-    type: 'histogram',
-    aggregator: 'sum',
-    get: async () => ({
-      name: 'fleet_http_request_duration_seconds', help: 'Time from request received to response sent.', type: 'histogram', aggregator: 'sum',
-      values: all().flatMap((s) => {
-        let cumulative = 0;
-        const name = 'fleet_http_request_duration_seconds';
-        return [
-          ...BUCKETS.map((le, i) => ({ metricName: `${name}_bucket`, labels: { le, ...s.labels }, value: (cumulative += s.buckets[i]!) })),
-          { metricName: `${name}_bucket`, labels: { le: '+Inf', ...s.labels }, value: s.count },
-          { metricName: `${name}_sum`, labels: s.labels, value: s.sum },
-          { metricName: `${name}_count`, labels: s.labels, value: s.count },
-        ];
-      }),
-    }),
-  } as unknown as Metric);
+  /** A metric whose values are made when the registry is scraped. */
+  const register = (name: string, help: string, type: 'counter' | 'histogram', values: () => object[]) => {
+    const head = { name, help, type, aggregator: 'sum' };
+    registry.registerMetric({ ...head, get: async () => ({ ...head, values: values() }) } as unknown as Metric);
+  };
+  register('fleet_http_requests_total', 'HTTP requests answered.', 'counter', () => all().map((s) => ({ labels: s.labels, value: s.count })));
+  const duration = 'fleet_http_request_duration_seconds';
+  register(duration, 'Time from request received to response sent.', 'histogram', () =>
+    all().flatMap((s) => {
+      let cumulative = 0;
+      return [
+        ...BUCKETS.map((le, i) => ({ metricName: `${duration}_bucket`, labels: { le, ...s.labels }, value: (cumulative += s.buckets[i]!) })),
+        { metricName: `${duration}_bucket`, labels: { le: '+Inf', ...s.labels }, value: s.count },
+        { metricName: `${duration}_sum`, labels: s.labels, value: s.sum },
+        { metricName: `${duration}_count`, labels: s.labels, value: s.count },
+      ];
+    }));
 
   return (method: string, route: string, status: number, seconds: number): void => {
     const key = `${method} ${status} ${route}`;
