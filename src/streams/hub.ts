@@ -93,6 +93,9 @@ export interface NewStream {
 
 export type StreamHub = ReturnType<typeof createStreamHub>;
 
+/** How long the directory keeps an attached stream's entry unless it is written again. */
+const ATTACHED_TTL_MS = 3_600_000;
+
 const keyOf = (type: number, vehicleId: string) => String.fromCharCode(48 + type) + vehicleId;
 const hashTicket = (ticket: string) => createHash('sha256').update(ticket).digest('base64url');
 
@@ -131,6 +134,13 @@ export function createStreamHub(deps: {
     }
   }, Math.min(settings.attachWindowMs, 30_000));
   sweeper.unref();
+
+  // Cluster mode: an attached stream's directory entry lives an hour (ATTACHED_TTL_MS) and is
+  // written again every ten minutes, so a stream attached for days stays reachable from every node.
+  const refresher = cluster === undefined ? undefined : setInterval(() => {
+    for (const stream of streams.values()) if (stream.status === 'connected' && stream.sink !== undefined) void publish(stream);
+  }, ATTACHED_TTL_MS / 6);
+  refresher?.unref();
 
   function indexOf(organizationId: string): OrganizationIndex {
     let index = organizations.get(organizationId);
@@ -243,9 +253,10 @@ export function createStreamHub(deps: {
    */
   function publish(stream: Stream): Promise<void> {
     if (cluster === undefined) return Promise.resolve();
-    // An attached stream is kept an hour and written again at every attach; otherwise as long as it may wait.
+    // An attached stream is kept an hour, written again at every attach and by the refresher;
+    // otherwise as long as it may wait.
     const ttl = stream.status === 'closed' ? settings.closedRetentionMs
-      : stream.expiresAt === null ? 3_600_000 : stream.expiresAt - clock.now() + settings.attachWindowMs;
+      : stream.expiresAt === null ? ATTACHED_TTL_MS : stream.expiresAt - clock.now() + settings.attachWindowMs;
     return cluster.directory.put(entryOf(stream), ttl).catch((error: unknown) => {
       cluster.log.debug({ err: error, streamId: stream.id }, 'live stream: the directory is unavailable');
     });
@@ -703,6 +714,7 @@ export function createStreamHub(deps: {
   function stop(): void {
     stopped = true;
     clearInterval(sweeper);
+    clearInterval(refresher);
     for (const stream of streams.values()) {
       clearTimeout(stream.timer);
       clearTimeout(stream.flushTimer);
