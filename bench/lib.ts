@@ -4,6 +4,12 @@ import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { AddressInfo } from 'node:net';
+import { buildApp } from '../src/app.ts';
+import { createAuthService } from '../src/auth/service.ts';
+import { systemClock } from '../src/clock.ts';
+import { loadConfig } from '../src/config.ts';
+import type { Stores } from '../src/storage/stores.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 
 const run = promisify(execFile);
@@ -54,4 +60,23 @@ export async function loadVarying(spec: LoadSpec): Promise<LoadOutcome> {
 /** Prints `ms` with a precision that suits it. */
 export function ms(value: number): string {
   return value < 10 ? value.toFixed(2) : value.toFixed(1);
+}
+
+/**
+ * Fleet in this process on `stores` (fresh: it bootstraps), logs at warn, rate limits and MQTT off,
+ * with `vehicles` registered, listening on a free port of 127.0.0.1.
+ */
+export async function startBenchFleet(stores: Stores, vehicles: readonly string[]) {
+  const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(undefined);
+  if (first === undefined) throw new Error('fresh store did not bootstrap');
+  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_MQTT_PORT: '0' });
+  if (!loaded.ok) throw new Error(loaded.errors.join('; '));
+  const app = await buildApp({ config: loaded.config, stores });
+  const headers = { authorization: `Bearer ${first.secret}` };
+  for (const vehicleId of vehicles) {
+    const res = await app.inject({ method: 'POST', url: '/v2/fleet/vehicles', headers, payload: { vehicleId, type: 'van' } });
+    if (res.statusCode !== 201) throw new Error(res.body);
+  }
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return { app, stores, headers, organizationId: first.organization.id, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
 }

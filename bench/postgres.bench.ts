@@ -7,15 +7,10 @@
 // PostgreSQL from FLEET_BENCH_DATABASE_URL (default: FLEET_TEST_DATABASE_URL, else the local
 // server); skipped with a message when it cannot be reached. Each side gets its own fresh schema,
 // dropped at the end. BENCH_SECONDS sets each case's length (default 5).
-import type { AddressInfo } from 'node:net';
 import { cpus, release } from 'node:os';
 import pg from 'pg';
-import { buildApp } from '../src/app.ts';
-import { createAuthService } from '../src/auth/service.ts';
-import { systemClock } from '../src/clock.ts';
-import { loadConfig } from '../src/config.ts';
 import { createPostgresStores } from '../src/storage/postgres/index.ts';
-import { loadVarying, ms } from './lib.ts';
+import { loadVarying, ms, startBenchFleet } from './lib.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 import { dataText, type Plan, timestampOf, vehicleOf } from './rows.ts';
 
@@ -79,19 +74,7 @@ async function rawInserts(schema: string, organizationId: string, rows: Plan, fo
 
 /** Fleet on PostgreSQL with VEHICLES registered, listening on a free port. */
 async function startFleet(schema: string) {
-  const stores = await createPostgresStores({ url, poolSize: 10, schema, keepDays: 30 });
-  const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(undefined);
-  if (first === undefined) throw new Error('fresh store did not bootstrap');
-  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_MQTT_PORT: '0' });
-  if (!loaded.ok) throw new Error(loaded.errors.join('; '));
-  const app = await buildApp({ config: loaded.config, stores });
-  const headers = { authorization: `Bearer ${first.secret}` };
-  for (const vehicleId of VEHICLES) {
-    const res = await app.inject({ method: 'POST', url: '/v2/fleet/vehicles', headers, payload: { vehicleId, type: 'van' } });
-    if (res.statusCode !== 201) throw new Error(res.body);
-  }
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, stores, headers, organizationId: first.organization.id, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
+  return startBenchFleet(await createPostgresStores({ url, poolSize: 10, schema, keepDays: 30 }), VEHICLES);
 }
 
 type Measured = LoadOutcome & { rows: Plan; serverCpu: number };

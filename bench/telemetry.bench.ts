@@ -14,14 +14,10 @@ import { cpus, release, tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.ts';
-import { createAuthService } from '../src/auth/service.ts';
-import { systemClock } from '../src/clock.ts';
-import { loadConfig } from '../src/config.ts';
 import { openSqlite } from '../src/storage/sqlite/database.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import { TelemetryRecord } from '../src/telemetry/schema.ts';
-import { loadVarying, ms } from './lib.ts';
+import { loadVarying, ms, startBenchFleet } from './lib.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 import { dataText, type Plan, singleBody, timestampOf, vehicleOf } from './rows.ts';
 
@@ -56,19 +52,7 @@ function urlOf(app: FastifyInstance): string {
 
 /** Fleet on its own store with VEHICLES registered, listening on a free port. */
 async function startFleet(file: string) {
-  const stores = createSqliteStores(file);
-  const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(undefined);
-  if (first === undefined) throw new Error('fresh store did not bootstrap');
-  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_MQTT_PORT: '0' });
-  if (!loaded.ok) throw new Error(loaded.errors.join('; '));
-  const app = await buildApp({ config: loaded.config, stores });
-  const headers = { authorization: `Bearer ${first.secret}` };
-  for (const vehicleId of VEHICLES) {
-    const res = await app.inject({ method: 'POST', url: '/v2/fleet/vehicles', headers, payload: { vehicleId, type: 'van' } });
-    if (res.statusCode !== 201) throw new Error(res.body);
-  }
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, stores, headers, organizationId: first.organization.id, url: urlOf(app) };
+  return startBenchFleet(createSqliteStores(file), VEHICLES);
 }
 
 function countRows(db: DatabaseSync, rows: Plan): number {
