@@ -6,8 +6,8 @@
 // publishing connection dropped (when it is back it asks every node to resync, since they cannot
 // know what they missed from it).
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { REDIS_CLIENT_OPTIONS, redactedRedisUrl } from '../cluster/redis-options.ts';
+import type { Redis } from 'ioredis';
+import { connectRedis, redactedRedisUrl } from '../cluster/redis-options.ts';
 import type { Bus, BusState, ClusterEvent } from './bus.ts';
 
 type Wire = { n: string; e: ClusterEvent | { type: 'resync' } };
@@ -26,8 +26,13 @@ export async function createRedisBus(options: RedisBusOptions): Promise<Bus> {
   const node = `node-${randomBytes(6).toString('hex')}`;
   const channel = `${options.prefix}events`;
   const where = redactedRedisUrl(options.url);
-  const publisher = new Redis(options.url, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true, connectionName: `fleet-bus-pub-${node}` });
-  const subscriber = new Redis(options.url, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true, connectionName: `fleet-bus-sub-${node}` });
+  const connected = await Promise.allSettled([connectRedis(options.url, `fleet-bus-pub-${node}`), connectRedis(options.url, `fleet-bus-sub-${node}`)]);
+  const failed = connected.find((c) => c.status === 'rejected');
+  if (failed !== undefined) {
+    for (const c of connected) if (c.status === 'fulfilled') c.value.disconnect();
+    throw failed.reason;
+  }
+  const [publisher, subscriber] = connected.map((c) => (c as PromiseFulfilledResult<Redis>).value) as [Redis, Redis];
   const listeners: ((event: ClusterEvent, from: string) => void)[] = [];
   const resyncs: (() => void)[] = [];
   let closed = false;
@@ -37,10 +42,7 @@ export async function createRedisBus(options: RedisBusOptions): Promise<Bus> {
   };
 
   // Errors are reported through state() and the warnings below; ioredis reconnects by itself.
-  for (const connection of [publisher, subscriber]) connection.on('error', () => {});
-
   try {
-    await Promise.all([publisher.connect(), subscriber.connect()]);
     await subscriber.subscribe(channel);
   } catch (error) {
     publisher.disconnect();

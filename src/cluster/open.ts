@@ -1,6 +1,6 @@
 // Cluster mode's connections to Redis, opened at start by main.ts: the bus to the other nodes and
 // the shared rate-limit counters (falling back to this node's memory while Redis is away).
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Bus } from '../bus/bus.ts';
 import { createRedisBus } from '../bus/redis.ts';
@@ -10,7 +10,7 @@ import { createRedisRateLimitStore } from '../ratelimit/redis.ts';
 import type { StreamDirectory } from '../streams/directory.ts';
 import { DEFAULT_STREAM_SETTINGS } from '../streams/settings.ts';
 import { createRedisStreamDirectory } from './streams-directory.ts';
-import { REDIS_CLIENT_OPTIONS, redactedRedisUrl } from './redis-options.ts';
+import { connectRedis, redactedRedisUrl } from './redis-options.ts';
 
 export interface Cluster {
   bus: Bus;
@@ -25,14 +25,13 @@ export async function openCluster(options: { url: string; prefix: string; log: L
   const { url, prefix, log } = options;
   const bus = await createRedisBus({ url, prefix, log });
   // One connection for commands: rate-limit counters and the stream directory.
-  const counters = new Redis(url, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true, connectionName: `fleet-${bus.node}` });
-  counters.on('error', () => {}); // reported through the rate limiter's fallback and /readyz
+  // Its errors are reported through the rate limiter's fallback and /readyz.
+  let counters: Redis;
   try {
-    await counters.connect();
+    counters = await connectRedis(url, `fleet-${bus.node}`);
   } catch (error) {
     await bus.close();
-    counters.disconnect();
-    throw new Error(`cannot reach Redis at ${redactedRedisUrl(url)}`, { cause: error });
+    throw error;
   }
   const rateLimitStore = createFallbackRateLimitStore({ shared: createRedisRateLimitStore({ redis: counters, prefix }), logger: log });
   const directory = createRedisStreamDirectory({

@@ -1,6 +1,6 @@
 // How every Redis client of a node connects (rate limits, the cluster bus), so they all fail the
 // same way when Redis goes away: at once, never by queueing requests behind a dead connection.
-import type { RedisOptions } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 
 export const REDIS_CLIENT_OPTIONS = Object.freeze({
   // While the connection is down a command fails at once instead of waiting in a queue for a
@@ -30,5 +30,22 @@ export function redactedRedisUrl(url: string): string {
   } catch {
     // Not a URL the parser takes: still never let what looks like a password through.
     return url.replace(/\/\/([^:/@]*):[^@]*@/, '//$1:***@');
+  }
+}
+
+/**
+ * A client made with REDIS_CLIENT_OPTIONS, connected: rejects with `cannot reach Redis at <url>`
+ * when it cannot be. Its later errors are not thrown (ioredis reconnects by itself); each user
+ * reports the connection's state its own way. The caller quits it.
+ */
+export async function connectRedis(url: string, connectionName?: string): Promise<Redis> {
+  const redis = new Redis(url, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true, ...(connectionName === undefined ? {} : { connectionName }) });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    return redis;
+  } catch (error) {
+    redis.disconnect();
+    throw new Error(`cannot reach Redis at ${redactedRedisUrl(url)}`, { cause: error });
   }
 }

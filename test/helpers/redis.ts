@@ -4,7 +4,7 @@
 // message, except under CI=true, where that is a failure.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { REDIS_CLIENT_OPTIONS, redactedRedisUrl } from '../../src/cluster/redis-options.ts';
+import { REDIS_CLIENT_OPTIONS, connectRedis, redactedRedisUrl } from '../../src/cluster/redis-options.ts';
 import { urlProxy } from './proxy.ts';
 import { skipUnless } from './skip.ts';
 
@@ -14,17 +14,8 @@ export const TEST_REDIS_URL = process.env.FLEET_TEST_REDIS_URL ?? 'redis://127.0
  * A client made as cluster mode makes them, connected (REDIS_CLIENT_OPTIONS turn the offline queue
  * off, so a command sent before the connection is ready would fail). The caller quits it.
  */
-export async function connectTestRedis(url: string = TEST_REDIS_URL): Promise<Redis> {
-  const redis = new Redis(url, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true });
-  // Reconnection attempts after a cut report errors here; unheard, they would crash the test.
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-  } catch (error) {
-    redis.disconnect();
-    throw error;
-  }
-  return redis;
+export function connectTestRedis(url: string = TEST_REDIS_URL): Promise<Redis> {
+  return connectRedis(url);
 }
 
 let reachable: Promise<string | undefined> | undefined;
