@@ -46,6 +46,8 @@ function directoryContract(name: string, open: () => Promise<StreamDirectory>, o
       assert.deepEqual(await directory.recorded('str_r', 9), { frames: undefined, last: 5 });
       assert.deepEqual(await directory.recorded('str_unknown', 0), { frames: [], last: 0 });
       assert.deepEqual(await directory.recorded('str_unknown', 3), { frames: undefined, last: 0 });
+      assert.equal(await directory.lastSeq('str_r'), 5);
+      assert.equal(await directory.lastSeq('str_unknown'), 0);
     });
 
     test('only the newest messages are kept: asking from before them gives none', async () => {

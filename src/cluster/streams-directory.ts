@@ -50,15 +50,21 @@ export function createRedisStreamDirectory(options: { redis: Redis; prefix: stri
     },
     async recorded(streamId, afterSeq) {
       await scheduled;
-      const raw = await redis.lrangeBuffer(logKey(streamId), 0, -1);
-      const log = raw.map((line) => {
-        const space = line.indexOf(0x20);
-        return { seq: Number(line.subarray(0, space).toString()), frame: line.subarray(space + 1) };
-      });
-      return framesAfter(log, afterSeq);
+      return framesAfter((await redis.lrangeBuffer(logKey(streamId), 0, -1)).map(parseLine), afterSeq);
+    },
+    async lastSeq(streamId) {
+      await scheduled;
+      const newest = await redis.lindexBuffer(logKey(streamId), -1);
+      return newest === null ? 0 : parseLine(newest).seq;
     },
     async flush() {
       await scheduled;
     },
   };
+}
+
+/** A recorded line, `<seq> <frame>`. */
+function parseLine(line: Buffer): { seq: number; frame: Buffer } {
+  const space = line.indexOf(0x20);
+  return { seq: Number(line.subarray(0, space).toString()), frame: line.subarray(space + 1) };
 }

@@ -40,6 +40,8 @@ export interface StreamDirectory {
    * after `afterSeq` are no longer held (the caller sends a snapshot instead).
    */
   recorded(streamId: string, afterSeq: number): Promise<{ frames: Buffer[] | undefined; last: number }>;
+  /** The seq of the newest message recorded (0 when none). */
+  lastSeq(streamId: string): Promise<number>;
   /** Resolves once every message recorded so far is written. */
   flush(): Promise<void>;
 }
@@ -74,6 +76,9 @@ export function createMemoryStreamDirectory(options: { maxMessages: number }): S
     },
     async recorded(streamId, afterSeq) {
       return framesAfter(logs.get(streamId) ?? [], afterSeq);
+    },
+    async lastSeq(streamId) {
+      return logs.get(streamId)?.at(-1)?.seq ?? 0;
     },
     async flush() {},
   };

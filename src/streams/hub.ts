@@ -263,7 +263,7 @@ export function createStreamHub(deps: {
   }
 
   /** A stream another node held: this node takes it over (a client reconnected here). */
-  async function adopt(entry: StreamEntry): Promise<Stream | undefined> {
+  async function takeOver(entry: StreamEntry): Promise<Stream | undefined> {
     const held = streams.get(entry.id);
     if (held !== undefined) return held;
     if (entry.closedAt !== null || stopped) return undefined;
@@ -308,12 +308,7 @@ export function createStreamHub(deps: {
 
   /** The last seq a stream held elsewhere has sent, for its details. */
   async function lastSeqOf(streamId: string): Promise<number> {
-    return cluster === undefined ? 0 : (await cluster.directory.recorded(streamId, Number.MAX_SAFE_INTEGER).catch(() => ({ last: 0 }))).last;
-  }
-
-  /** Takes over a stream held elsewhere, so that a socket can attach here. */
-  async function takeOver(entry: StreamEntry): Promise<Stream | undefined> {
-    return adopt(entry);
+    return cluster === undefined ? 0 : cluster.directory.lastSeq(streamId).catch(() => 0);
   }
 
   /** Ends a stream held by another node: the directory marks it closed, and its node ends it. */
@@ -375,7 +370,7 @@ export function createStreamHub(deps: {
     let stream = streams.get(found.streamId);
     if (stream === undefined && cluster !== undefined) {
       const entry = await cluster.directory.get(found.streamId).catch(() => undefined);
-      if (entry !== undefined) stream = await adopt(entry);
+      if (entry !== undefined) stream = await takeOver(entry);
     }
     if (stream === undefined || stream.status !== 'connected') return undefined;
     return { organizationId: stream.organizationId, credentialId: stream.credentialId, scopes: new Set(['streams']), platform: false };
