@@ -155,9 +155,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         streams.telemetry(organizationId, records, states);
         cluster?.telemetry(organizationId, records, states);
       },
+      // The status change the store recorded with the first telemetry (each adapter's activation statement).
       activated: (organizationId, vehicleId, at) => {
-        streams.activated(organizationId, vehicleId, at);
-        cluster?.statusChanged(organizationId, vehicleId, { from: 'registered', to: 'active', reason: 'first telemetry', at });
+        const change = { from: 'registered', to: 'active', reason: 'first telemetry', at } as const;
+        streams.statusChanged(organizationId, vehicleId, change);
+        cluster?.statusChanged(organizationId, vehicleId, change);
       },
     },
   });

@@ -631,10 +631,6 @@ export function createStreamHub(deps: {
     deliverAll(index, vehicleId, statusEntry(index, vehicleId, change, clock.now()));
   }
 
-  function activated(organizationId: string, vehicleId: string, at: number): void {
-    statusChanged(organizationId, vehicleId, { from: 'registered', to: 'active', reason: 'first telemetry', at });
-  }
-
   /** A vehicle was deleted: forget its cached values. */
   function forgetVehicle(organizationId: string, vehicleId: string): void {
     organizations.get(organizationId)?.current.delete(vehicleId);
@@ -720,7 +716,7 @@ export function createStreamHub(deps: {
     settings,
     create, find, locate, lastSeqOf, takeOver, issueTicket, redeemTicket, end, endElsewhere, endedElsewhere, release,
     attach, detach, resume, subscribe, unsubscribe,
-    telemetry, remoteTelemetry, statusChanged, activated, forgetVehicle, resnapshot,
+    telemetry, remoteTelemetry, statusChanged, forgetVehicle, resnapshot,
     stop,
     /** For metrics and tests: how much the hub holds. */
     stats: () => ({ streams: streams.size, tickets: tickets.size, logEntries: log.size }),
