@@ -12,6 +12,7 @@ import { openPostgres } from '../src/storage/postgres/database.ts';
 import { createPostgresStores, postgresStores } from '../src/storage/postgres/index.ts';
 import { AHEAD_DAYS, DAY_MS, dayOf, partitionName } from '../src/storage/postgres/partitions.ts';
 import type { Stores } from '../src/storage/stores.ts';
+import { FOLD_AFTER_MS } from '../src/storage/postgres/telemetry.ts';
 import { mergeLatest } from '../src/telemetry/latest.ts';
 import type { StoredRecord } from '../src/telemetry/store.ts';
 import { T0, addOrganization } from './contract/fixtures.ts';
@@ -53,10 +54,10 @@ describe('PostgreSQL backend', { skip }, () => {
       try {
         const nodes = await Promise.all([0, 1, 2].map(() => openAnotherNode(schema.name)));
         const applied = await adminQuery<{ version: number }>(`SELECT version FROM ${schema.name}.schema_migrations ORDER BY version`);
-        assert.deepEqual(applied.map((r) => r.version), [1, 2, 3]);
+        assert.deepEqual(applied.map((r) => r.version), [1, 2, 3, 4]);
         await Promise.all(nodes.map((n) => n.close()));
         const again = await openAnotherNode(schema.name);
-        assert.equal((await adminQuery(`SELECT * FROM ${schema.name}.schema_migrations`)).length, 3);
+        assert.equal((await adminQuery(`SELECT * FROM ${schema.name}.schema_migrations`)).length, 4);
         await again.close();
       } finally {
         await schema.drop();
@@ -162,6 +163,78 @@ describe('PostgreSQL backend', { skip }, () => {
           assert.equal(state.fields.speed?.value, 39, `${state.vehicleId}: the newest speed (request 39) won`);
           assert.deepEqual(state.fields.battery, { value: 0, at: T0 - 1 });
         }
+      } finally {
+        await two.close();
+        await one.close();
+      }
+    });
+
+    test("each node writes its own latest-state rows: a commit never waits for the other node's, and reads merge them field by field", async () => {
+      const one = await openPostgresTestStores({ label: 'writers' });
+      const two = await openAnotherNode(one.schema);
+      const holder = openPostgres({ url: TEST_DATABASE_URL, poolSize: 1, schema: one.schema });
+      try {
+        const org = await registered(one, ['a']);
+        const commit = (node: Stores, records: StoredRecord[]) => node.telemetry.commit([{ organizationId: org, at: T0, records }], mergeLatest);
+        await commit(one, [{ vehicleId: 'a', timestamp: T0 + 10, data: { speed: 10 } }]);
+        const rows = () => adminQuery<{ writer: string }>(`SELECT writer FROM ${one.schema}.telemetry_latest WHERE vehicle_id = 'a' ORDER BY writer`);
+        const [own] = await rows();
+        // A transaction holds node one's row of the vehicle, as node one's commit does until COMMIT.
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => (release = resolve));
+        let held!: () => void;
+        const holding = new Promise<void>((resolve) => (held = resolve));
+        const lock = holder.transaction(async (client) => {
+          await client.query(`SELECT 1 FROM telemetry_latest WHERE vehicle_id = 'a' AND writer = $1 FOR UPDATE`, [own!.writer]);
+          held();
+          await released;
+        });
+        await holding;
+        const [outcome] = await Promise.race([
+          commit(two, [{ vehicleId: 'a', timestamp: T0 + 5, data: { speed: 5, battery: 80 } }]),
+          new Promise<never>((_, reject) => setTimeout(() => reject(new Error("node two's commit waited for node one's row")), 3000)),
+        ]);
+        release();
+        await lock;
+        assert.equal(outcome?.ok && outcome.accepted, 1);
+        assert.equal((await rows()).length, 2, 'one row per writer');
+        for (const node of [one, two]) {
+          const [state] = (await node.telemetry.loadLatest()).filter((s) => s.organizationId === org);
+          assert.deepEqual(state?.fields, { speed: { value: 10, at: T0 + 10 }, battery: { value: 80, at: T0 + 5 } });
+          assert.equal(state?.timestamp, T0 + 10);
+        }
+      } finally {
+        await holder.end();
+        await two.close();
+        await one.close();
+      }
+    });
+
+    test('rows not written for an hour are folded into one per vehicle; the merged state stays, and folded writers start new rows', async () => {
+      const one = await openPostgresTestStores({ label: 'fold' });
+      const two = await openAnotherNode(one.schema);
+      try {
+        const org = await registered(one, ['a', 'b']);
+        const commit = (node: Stores, at: number, records: StoredRecord[]) => node.telemetry.commit([{ organizationId: org, at, records }], mergeLatest);
+        await commit(one, T0, [{ vehicleId: 'a', timestamp: T0 - 10, data: { speed: 1, battery: 50 } }, { vehicleId: 'b', timestamp: T0 - 10, data: { speed: 7 } }]);
+        await commit(two, T0, [{ vehicleId: 'a', timestamp: T0 - 5, data: { speed: 2 } }]);
+        const later = T0 + FOLD_AFTER_MS + 60_000;
+        // Node two wrote vehicle b just now: that row stays as it is.
+        await commit(two, later, [{ vehicleId: 'b', timestamp: T0 - 20, data: { battery: 9 } }]);
+        const states = async (node: Stores) =>
+          (await node.telemetry.loadLatest()).filter((s) => s.organizationId === org).sort((x, y) => (x.vehicleId < y.vehicleId ? -1 : 1));
+        const before = await states(one);
+        await one.telemetry.maintain(later, 30);
+        const rows = await adminQuery<{ vehicle_id: string; writer: string }>(
+          `SELECT vehicle_id, writer FROM ${one.schema}.telemetry_latest WHERE organization_id = $1 ORDER BY vehicle_id, writer`, [org],
+        );
+        assert.deepEqual(rows.map((r) => `${r.vehicle_id}:${r.writer === '' ? 'shared' : 'own'}`), ['a:shared', 'b:shared', 'b:own']);
+        assert.deepEqual(await states(two), before, 'the merged states are unchanged');
+        // A writer whose row was folded writes a new one; reads still merge everything.
+        await commit(one, later, [{ vehicleId: 'a', timestamp: T0 - 7, data: { speed: 3, heading: 90 } }]);
+        const [a] = (await two.telemetry.loadLatest()).filter((s) => s.organizationId === org && s.vehicleId === 'a');
+        assert.deepEqual(a?.fields, { speed: { value: 2, at: T0 - 5 }, battery: { value: 50, at: T0 - 10 }, heading: { value: 90, at: T0 - 7 } });
+        assert.equal((await adminQuery(`SELECT 1 FROM ${one.schema}.telemetry_latest WHERE vehicle_id = 'a'`)).length, 2);
       } finally {
         await two.close();
         await one.close();

@@ -37,8 +37,7 @@ export function joinCluster(bus: Bus, parts: NodeParts): ClusterOutbox {
   function apply(event: ClusterEvent): void {
     switch (event.type) {
       case 'telemetry':
-        for (const state of event.states) parts.latest.merge(state);
-        parts.streams.remoteTelemetry(event.organizationId, event.states, event.touched);
+        parts.streams.remoteTelemetry(event.organizationId, event.states.map((state) => parts.latest.merge(state)), event.touched);
         return;
       case 'status':
         parts.streams.statusChanged(event.organizationId, event.vehicleId, event.change);

@@ -50,9 +50,10 @@ export function mergeStates(known: LatestState | undefined, incoming: LatestStat
 }
 
 /**
- * In-memory mirror of every vehicle's latest state, kept in step with the store's commits: this
- * node's (`put`, the state as stored) and, in a cluster, the other nodes' (`merge`, field by field,
- * since the bus may deliver them in another order than they were committed).
+ * In-memory mirror of every vehicle's latest state, kept in step with the store's commits, this
+ * node's and in a cluster the other nodes': each is merged in field by field (`merge`), since a
+ * commit may hold only part of the vehicle's state (PostgreSQL keeps one row per node) and the bus
+ * may deliver other nodes' commits in another order than they were made.
  */
 export function createLatestView() {
   const byOrganization = new Map<string, Map<string, LatestState>>();
@@ -78,8 +79,11 @@ export function createLatestView() {
     byOrganization.get(organizationId)?.delete(vehicleId);
   }
 
-  function merge(state: LatestState): void {
-    put(mergeStates(get(state.organizationId, state.vehicleId), state));
+  /** Folds `state` into what is known of its vehicle; the result, now in the view. */
+  function merge(state: LatestState): LatestState {
+    const merged = mergeStates(get(state.organizationId, state.vehicleId), state);
+    put(merged);
+    return merged;
   }
 
   /**
@@ -100,7 +104,7 @@ export function createLatestView() {
     }
   }
 
-  return { get, put, merge, forget, reload, mark: () => generation };
+  return { get, merge, forget, reload, mark: () => generation };
 }
 
 export type LatestView = ReturnType<typeof createLatestView>;

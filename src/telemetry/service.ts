@@ -37,9 +37,9 @@ export function createTelemetryService(deps: {
         : (['vehicle-retired', 'Retired vehicles take no telemetry'] as const);
       throw new AppError(code, `${what}: ${outcome.vehicleIds.map((id) => `"${id}"`).join(', ')}. Nothing was stored.`);
     }
-    for (const state of outcome.latest) latest.put(state);
+    const states = outcome.latest.map((state) => latest.merge(state));
     for (const vehicleId of outcome.activated) events?.activated?.(organizationId, vehicleId, at);
-    events?.telemetry?.(organizationId, records, outcome.latest);
+    events?.telemetry?.(organizationId, records, states);
     return { accepted: outcome.accepted, duplicates: outcome.duplicates };
   }
 

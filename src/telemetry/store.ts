@@ -31,7 +31,11 @@ export type BatchOutcome =
       duplicates: number;
       /** Vehicles this batch moved from `registered` to `active`. */
       activated: string[];
-      /** The merged latest state of each vehicle the batch touched, as stored. */
+      /**
+       * The latest state of each vehicle the batch touched, as this commit stored it: where a
+       * store keeps a vehicle's state in several parts (PostgreSQL: one per node), only the part
+       * this commit wrote, to be merged into what is known (`mergeStates`).
+       */
       latest: LatestState[];
     }
   | { ok: false; reason: 'vehicle-not-found' | 'vehicle-retired'; vehicleIds: string[] };

@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
+import { mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
-import type { Database } from './database.ts';
+import type { Database, Queryable } from './database.ts';
 import { AHEAD_DAYS, DAY_MS, dayOf, ensurePartitions, prunePartitions } from './partitions.ts';
 
 type Key = string; // `${organizationId}\n${vehicleId}`: ids never hold a newline
@@ -18,10 +20,38 @@ function pairs(keys: Iterable<Key>): [string[], string[]] {
   return [organizations, vehicles];
 }
 
-export function createPostgresTelemetryStore(db: Database): TelemetryStore {
+/** A latest-state row not written for this long is folded into its vehicle's shared row. */
+export const FOLD_AFTER_MS = 3_600_000;
+/** How often a node looks for rows to fold (at most; it runs with the retention timer). */
+const FOLD_EVERY_MS = 600_000;
+/** Vehicles folded per transaction. */
+const FOLD_STEP = 1000;
+
+type LatestRow = { organization_id: string; vehicle_id: string; writer?: string; ts: number; fields: LatestState['fields'] };
+const stateOf = (row: LatestRow): LatestState => ({
+  organizationId: row.organization_id, vehicleId: row.vehicle_id, timestamp: row.ts, fields: row.fields,
+});
+
+/** The rows of each vehicle merged into its one latest state. */
+function mergeRows(rows: readonly LatestRow[], skip?: (row: LatestRow) => boolean): Map<Key, LatestState> {
+  const states = new Map<Key, LatestState>();
+  for (const row of rows) {
+    if (skip?.(row) === true) continue;
+    const key = keyOf(row.organization_id, row.vehicle_id);
+    states.set(key, mergeStates(states.get(key), stateOf(row)));
+  }
+  return states;
+}
+
+/**
+ * `writer` names this store's latest-state rows (see migration 0004): a fresh random id per
+ * process unless given, so that no two nodes share one.
+ */
+export function createPostgresTelemetryStore(db: Database, writer = randomBytes(6).toString('base64url')): TelemetryStore {
   /** Partitions are known to exist up to this day (per process; the catalog is asked again past it). */
   let coveredUntil = -Infinity;
   let coveredFrom = Infinity;
+  let foldedAt = -Infinity;
 
   async function commitOnce(batches: CommitBatch[], merge: MergeLatest, organizationIds: string[], vehicleIds: string[]): Promise<BatchOutcome[]> {
     return db.transaction(async (client) => {
@@ -89,32 +119,28 @@ export function createPostgresTelemetryStore(db: Database): TelemetryStore {
       }
       if (accepted.length === 0) return outcomes;
 
-      // Last, the contended part: the latest states of the accepted batches' vehicles.
+      // Last, the latest states of the accepted batches' vehicles: this node's own rows of them, so
+      // other nodes' commits never wait for these locks (the vehicle's state is all its rows merged).
       const touched = new Set<Key>();
       for (const { batch, byVehicle } of accepted) for (const vehicleId of byVehicle.keys()) touched.add(keyOf(batch.organizationId, vehicleId));
       const [touchedOrganizations, touchedVehicles] = pairs(touched);
-      // A vehicle's first latest state has no row to lock: an empty one is made first, so that two
-      // commits of a vehicle's first telemetry merge in turn instead of the second overwriting.
+      const at = Math.max(...batches.map((batch) => batch.at));
+      // A first latest state has no row to lock: an empty one is made first, so that two commits of
+      // this writer (or one racing a fold that deleted its row) merge in turn instead of overwriting.
       await client.query({
         name: 'telemetry.latest-rows',
-        text: `INSERT INTO telemetry_latest (organization_id, vehicle_id, ts, fields)
-               SELECT o, v, 0, '{}' FROM unnest($1::text[], $2::text[]) AS r (o, v) ON CONFLICT DO NOTHING`,
-        values: [touchedOrganizations, touchedVehicles],
+        text: `INSERT INTO telemetry_latest (organization_id, vehicle_id, writer, ts, fields, updated_at)
+               SELECT o, v, $3, 0, '{}', $4 FROM unnest($1::text[], $2::text[]) AS r (o, v) ON CONFLICT DO NOTHING`,
+        values: [touchedOrganizations, touchedVehicles, writer, at],
       });
-      const latest = new Map<Key, LatestState>();
-      const previous = await client.query<{ organization_id: string; vehicle_id: string; ts: number; fields: LatestState['fields'] }>({
+      const previous = await client.query<LatestRow>({
         name: 'telemetry.lock-latest',
         text: `SELECT organization_id, vehicle_id, ts, fields FROM telemetry_latest
-               WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+               WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND writer = $3
                ORDER BY organization_id, vehicle_id FOR UPDATE`,
-        values: [touchedOrganizations, touchedVehicles],
+        values: [touchedOrganizations, touchedVehicles, writer],
       });
-      for (const row of previous.rows) {
-        if (Object.keys(row.fields).length === 0) continue; // the empty row made above
-        latest.set(keyOf(row.organization_id, row.vehicle_id), {
-          organizationId: row.organization_id, vehicleId: row.vehicle_id, timestamp: row.ts, fields: row.fields,
-        });
-      }
+      const latest = mergeRows(previous.rows, (row) => Object.keys(row.fields).length === 0); // not the empty rows made above
       for (const { batch, byVehicle, outcome } of accepted) {
         const org = batch.organizationId;
         for (const [vehicleId, records] of byVehicle) {
@@ -128,14 +154,17 @@ export function createPostgresTelemetryStore(db: Database): TelemetryStore {
       const states = [...touched].map((key) => latest.get(key)!);
       await client.query({
         name: 'telemetry.upsert-latest',
-        text: `INSERT INTO telemetry_latest (organization_id, vehicle_id, ts, fields)
-               SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::json[])
-               ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, fields = excluded.fields`,
+        text: `INSERT INTO telemetry_latest (organization_id, vehicle_id, ts, fields, writer, updated_at)
+               SELECT o, v, t, f, $5, $6 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::json[]) AS r (o, v, t, f)
+               ON CONFLICT (organization_id, vehicle_id, writer)
+               DO UPDATE SET ts = excluded.ts, fields = excluded.fields, updated_at = excluded.updated_at`,
         values: [
           states.map((s) => s.organizationId),
           states.map((s) => s.vehicleId),
           states.map((s) => s.timestamp),
           states.map((s) => JSON.stringify(s.fields)),
+          writer,
+          at,
         ],
       });
       return outcomes;
@@ -151,11 +180,11 @@ export function createPostgresTelemetryStore(db: Database): TelemetryStore {
      * write of their batch.
      *
      * Locks are what let several nodes commit at once. The vehicles are only key-share locked (a
-     * concurrent deletion waits for this commit; status changes and other commits do not), and
-     * the latest states, which every commit naming a vehicle must update in turn, are locked last
-     * (in one sorted order, so commits cannot deadlock over them): another node's commit waits only
-     * for this one's final upsert and COMMIT, not for its inserts. A status change racing a commit
-     * may land just after it (telemetry accepted for a vehicle being retired that moment).
+     * concurrent deletion waits for this commit; status changes and other commits do not), and the
+     * latest states written are this node's own rows, locked last in one sorted order: another
+     * node's commit for the same vehicles waits for none of this one's locks. A status change
+     * racing a commit may land just after it (telemetry accepted for a vehicle being retired that
+     * moment).
      */
     async commit(batches, merge) {
       const named = new Set<Key>();
@@ -186,10 +215,8 @@ export function createPostgresTelemetryStore(db: Database): TelemetryStore {
     },
 
     async loadLatest() {
-      const { rows } = await db.query<{ organization_id: string; vehicle_id: string; ts: number; fields: LatestState['fields'] }>(
-        'SELECT organization_id, vehicle_id, ts, fields FROM telemetry_latest',
-      );
-      return rows.map((row) => ({ organizationId: row.organization_id, vehicleId: row.vehicle_id, timestamp: row.ts, fields: row.fields }));
+      const { rows } = await db.query<LatestRow>('SELECT organization_id, vehicle_id, ts, fields FROM telemetry_latest');
+      return [...mergeRows(rows).values()];
     },
 
     async prune(before, max) {
@@ -197,6 +224,10 @@ export function createPostgresTelemetryStore(db: Database): TelemetryStore {
     },
 
     async maintain(now, keepDays) {
+      if (now - foldedAt >= FOLD_EVERY_MS) {
+        while ((await db.transaction((client) => foldStale(client, now - FOLD_AFTER_MS))) === FOLD_STEP);
+        foldedAt = now;
+      }
       const from = dayOf(now - keepDays * DAY_MS);
       // Asking the catalog once a day per node is enough: partitions exist a week ahead.
       if (from >= coveredFrom && now + (AHEAD_DAYS - 1) * DAY_MS < coveredUntil) return;
@@ -206,4 +237,50 @@ export function createPostgresTelemetryStore(db: Database): TelemetryStore {
       coveredUntil = until + DAY_MS;
     },
   };
+}
+
+/**
+ * Folds latest-state rows not written since `before` into their vehicle's row of writer '', for up
+ * to FOLD_STEP vehicles; how many vehicles it folded. One node folds at a time (the others skip).
+ * A writer whose row is folded while it commits finds the row gone and starts a new one: its
+ * content is in the shared row by then.
+ */
+async function foldStale(client: Queryable, before: number): Promise<number> {
+  const { rows: [lock] } = await client.query<{ ok: boolean }>({
+    name: 'telemetry.fold-lock',
+    text: `SELECT pg_try_advisory_xact_lock(hashtextextended('fleet:latest-fold:' || current_schema(), 0)) AS ok`,
+  });
+  if (lock?.ok !== true) return 0;
+  // The stale test is checked again on each row once locked: a row its writer updated meanwhile stays.
+  const { rows } = await client.query<LatestRow & { writer: string }>({
+    name: 'telemetry.fold-read',
+    text: `SELECT organization_id, vehicle_id, writer, ts, fields FROM telemetry_latest
+           WHERE (organization_id, vehicle_id) IN (
+                   SELECT DISTINCT organization_id, vehicle_id FROM telemetry_latest WHERE writer <> '' AND updated_at < $1 LIMIT $2)
+             AND (writer = '' OR updated_at < $1)
+           ORDER BY organization_id, vehicle_id, writer FOR UPDATE`,
+    values: [before, FOLD_STEP],
+  });
+  const stale = rows.filter((row) => row.writer !== '');
+  if (stale.length === 0) return 0;
+  const folded = [...mergeRows(rows).values()];
+  await client.query({
+    name: 'telemetry.fold-write',
+    text: `INSERT INTO telemetry_latest (organization_id, vehicle_id, ts, fields, writer, updated_at)
+           SELECT o, v, t, f, '', $5 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::json[]) AS r (o, v, t, f)
+           ON CONFLICT (organization_id, vehicle_id, writer) DO UPDATE SET ts = excluded.ts, fields = excluded.fields, updated_at = excluded.updated_at`,
+    values: [
+      folded.map((s) => s.organizationId),
+      folded.map((s) => s.vehicleId),
+      folded.map((s) => s.timestamp),
+      folded.map((s) => JSON.stringify(s.fields)),
+      before,
+    ],
+  });
+  await client.query({
+    name: 'telemetry.fold-delete',
+    text: `DELETE FROM telemetry_latest WHERE (organization_id, vehicle_id, writer) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`,
+    values: [stale.map((row) => row.organization_id), stale.map((row) => row.vehicle_id), stale.map((row) => row.writer)],
+  });
+  return new Set(stale.map((row) => keyOf(row.organization_id, row.vehicle_id))).size;
 }
