@@ -50,7 +50,11 @@ export async function createRedisBus(options: RedisBusOptions): Promise<Bus> {
     throw new Error(`cannot reach Redis at ${where}`, { cause: error });
   }
 
+  // Redis delivers this node's own messages back to it: they are told by their first bytes (the
+  // node id comes first in every message) and dropped unparsed, which halves the parsing with two nodes.
+  const own = `{"n":${JSON.stringify(node)},`;
   subscriber.on('message', (_channel: string, message: string) => {
+    if (message.startsWith(own)) return;
     let wire: Wire;
     try {
       wire = JSON.parse(message) as Wire;
