@@ -76,26 +76,6 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
         }
         const { byVehicle, registered } = judged;
 
-        const n = batch.records.length;
-        const ids = new Array<string>(n);
-        const times = new Array<number>(n);
-        const data = new Array<string>(n);
-        batch.records.forEach((r, i) => {
-          ids[i] = r.vehicleId;
-          times[i] = r.timestamp;
-          data[i] = JSON.stringify(r.data);
-        });
-        // A record already stored (same vehicle and time), or twice in this batch, is a duplicate:
-        // the first one stays, as in SQLite.
-        const inserted = await client.query({
-          name: 'telemetry.insert',
-          text: `INSERT INTO telemetry (organization_id, vehicle_id, ts, data)
-                 SELECT $1, v, t, d FROM unnest($2::text[], $3::bigint[], $4::json[]) AS r (v, t, d)
-                 ON CONFLICT DO NOTHING`,
-          values: [org, ids, times, data],
-        });
-        const stored = inserted.rowCount ?? 0;
-
         let activated: string[] = [];
         if (registered.length > 0) {
           const { rows } = await client.query<{ vehicle_id: string }>({
@@ -113,11 +93,53 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
           activated = registered.filter((id) => rows.some((row) => row.vehicle_id === id));
           for (const vehicleId of activated) status.set(keyOf(org, vehicleId), 'active');
         }
-        const outcome = { ok: true as const, accepted: stored, duplicates: n - stored, activated, latest: [] as LatestState[] };
+        const outcome = { ok: true as const, accepted: batch.records.length, duplicates: 0, activated, latest: [] as LatestState[] };
         outcomes.push(outcome);
         accepted.push({ batch, byVehicle, outcome });
       }
       if (accepted.length === 0) return outcomes;
+
+      // Every accepted batch's records in one statement. A record already stored (same vehicle and
+      // time), or earlier in this group, is a duplicate: the first one stays, as in SQLite.
+      let total = 0;
+      for (const { batch } of accepted) total += batch.records.length;
+      const organizations = new Array<string>(total);
+      const ids = new Array<string>(total);
+      const times = new Array<number>(total);
+      const data = new Array<string>(total);
+      let i = 0;
+      for (const { batch } of accepted) {
+        for (const record of batch.records) {
+          organizations[i] = batch.organizationId;
+          ids[i] = record.vehicleId;
+          times[i] = record.timestamp;
+          data[i++] = JSON.stringify(record.data);
+        }
+      }
+      const inserted = await client.query({
+        name: 'telemetry.insert',
+        text: `INSERT INTO telemetry (organization_id, vehicle_id, ts, data)
+               SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::json[]) ON CONFLICT DO NOTHING`,
+        values: [organizations, ids, times, data],
+      });
+      if ((inserted.rowCount ?? 0) < total) {
+        // Duplicates (rare: a device's retry): which records this transaction stored tells each
+        // request its own count, the first of equal records in the group being the stored one.
+        const { rows } = await client.query<{ organization_id: string; vehicle_id: string; ts: number }>({
+          name: 'telemetry.inserted',
+          text: `SELECT organization_id, vehicle_id, ts FROM telemetry
+                 WHERE (organization_id, vehicle_id, ts) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]))
+                   AND xmin = pg_current_xact_id()::xid`,
+          values: [organizations, ids, times],
+        });
+        const fresh = new Set(rows.map((row) => `${keyOf(row.organization_id, row.vehicle_id)}\n${row.ts}`));
+        for (const { batch, outcome } of accepted) {
+          let stored = 0;
+          for (const record of batch.records) if (fresh.delete(`${keyOf(batch.organizationId, record.vehicleId)}\n${record.timestamp}`)) stored++;
+          outcome.accepted = stored;
+          outcome.duplicates = batch.records.length - stored;
+        }
+      }
 
       // Last, the latest states of the accepted batches' vehicles: this node's own rows of them, so
       // other nodes' commits never wait for these locks (the vehicle's state is all its rows merged).
@@ -173,11 +195,11 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
 
   return {
     /**
-     * The whole group in one transaction, in a fixed number of round trips plus one per batch:
-     * read the status of every vehicle named; per accepted batch one multi-row insert whose row
-     * count is exactly the records that were new, and activations if any; then lock and read the
-     * latest states, merge, and write them in one upsert; commit. Refusals are decided before any
-     * write of their batch.
+     * The whole group in one transaction, in a fixed number of round trips: read the status of
+     * every vehicle named; activations, if any (one statement per batch that has some); one
+     * multi-row insert of every accepted batch's records, and only if its row count says some
+     * were duplicates, one read of which ones it stored; then lock and read this node's latest
+     * states, merge, and write them in one upsert; commit. Refusals are decided before any write.
      *
      * Locks are what let several nodes commit at once. The vehicles are only key-share locked (a
      * concurrent deletion waits for this commit; status changes and other commits do not), and the
