@@ -113,7 +113,9 @@ const nodes: Node[] = [];
 /** main.ts in its own process, environment built from scratch; resolves once /readyz says 200. */
 async function startNode(name: string, env: Record<string, string>): Promise<Node> {
   const port = await freePort();
-  const child = spawn(process.execPath, [MAIN], {
+  // BENCH_NODE_ARGS: extra Node options for the nodes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/profiles".
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(/\s+/).filter((arg) => arg !== '') ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
     cwd: workDir,
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: workDir,
