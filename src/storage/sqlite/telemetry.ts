@@ -1,13 +1,37 @@
+// Telemetry in the embedded store. A commit appends a request's few records of a vehicle to
+// `telemetry_recent` (arrival order, a few pages per commit whatever the number of vehicles) after
+// checking neither table has them; once enough have gathered, one transaction moves them all into
+// `telemetry` (clustered by vehicle and time, each vehicle's page written once per move) and folds
+// them into `telemetry_latest`. A request's many records of one vehicle (DIRECT_AT) fill that
+// vehicle's pages in order, so they go straight into `telemetry` and its latest state at once.
+// See migration 0005.
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import { mergeLatest } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
-import { type BatchOutcome, type LatestState, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
+import { type BatchOutcome, type LatestState, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
 import { transaction } from './database.ts';
 
 type Row = Record<string, SQLInputValue>;
 
+/** Records gathered in `telemetry_recent` before a commit moves them all. */
+export const MOVE_AT = 2000;
+/** A request with this many records of one vehicle writes them straight into `telemetry`. */
+export const DIRECT_AT = 16;
+
 export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
   const vehicleStatus = db.prepare('SELECT status FROM vehicles WHERE organization_id = ? AND id = ?');
+  const stored = db.prepare('SELECT 1 FROM telemetry WHERE organization_id = ? AND vehicle_id = ? AND ts = ?');
+  const inRecent = db.prepare('SELECT 1 FROM telemetry_recent WHERE organization_id = ? AND vehicle_id = ? AND ts = ?');
   const insert = db.prepare('INSERT INTO telemetry (organization_id, vehicle_id, ts, data) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
+  const insertRecent = db.prepare('INSERT INTO telemetry_recent (organization_id, vehicle_id, ts, data) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
+  const countRecent = db.prepare('SELECT count(*) AS n FROM telemetry_recent');
+  const moveRecent = db.prepare(
+    `INSERT INTO telemetry (organization_id, vehicle_id, ts, data)
+     SELECT organization_id, vehicle_id, ts, data FROM telemetry_recent ORDER BY organization_id, vehicle_id, ts
+     ON CONFLICT DO NOTHING`,
+  );
+  const allRecent = db.prepare('SELECT organization_id, vehicle_id, ts, data FROM telemetry_recent ORDER BY organization_id, vehicle_id, ts');
+  const clearRecent = db.prepare('DELETE FROM telemetry_recent');
   const selectLatest = db.prepare('SELECT ts, fields FROM telemetry_latest WHERE organization_id = ? AND vehicle_id = ?');
   const upsertLatest = db.prepare(
     `INSERT INTO telemetry_latest (organization_id, vehicle_id, ts, fields) VALUES (?, ?, ?, ?)
@@ -21,16 +45,23 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
     `INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by)
      VALUES (?, ?, 'registered', 'active', 'first telemetry', ?, 'system')`,
   );
+  // Each part reads at most `limit` rows through its own index; the merge is then small.
   const historyPage = db.prepare(
-    `SELECT vehicle_id, ts, data FROM telemetry
-     WHERE organization_id = ? AND vehicle_id = ? AND ts >= ? AND ts < ? AND ts > ?
-     ORDER BY ts LIMIT ?`,
+    `SELECT * FROM (SELECT vehicle_id, ts, data FROM telemetry
+                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 AND ts > ?5 ORDER BY ts LIMIT ?6)
+     UNION ALL
+     SELECT * FROM (SELECT vehicle_id, ts, data FROM telemetry_recent
+                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 AND ts > ?5 ORDER BY ts LIMIT ?6)
+     ORDER BY ts LIMIT ?6`,
   );
   const allLatest = db.prepare('SELECT organization_id, vehicle_id, ts, fields FROM telemetry_latest');
   const pruneOldest = db.prepare(
     `DELETE FROM telemetry WHERE (organization_id, vehicle_id, ts) IN
        (SELECT organization_id, vehicle_id, ts FROM telemetry WHERE ts < ? ORDER BY ts LIMIT ?)`,
   );
+
+  /** Rows in `telemetry_recent` (an upper bound: a vehicle's deletion takes its rows unseen). */
+  let recent = Number(countRecent.get()!.n);
 
   const toLatest = (organizationId: string, vehicleId: string, row: Row): LatestState => ({
     organizationId,
@@ -39,10 +70,42 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
     fields: JSON.parse(row.fields as string) as LatestState['fields'],
   });
 
+  /** Each vehicle's records in `telemetry_recent`, in (organization, vehicle, time) order. */
+  function* recentByVehicle(): Generator<{ organizationId: string; vehicleId: string; records: StoredRecord[] }> {
+    let current: { organizationId: string; vehicleId: string; records: StoredRecord[] } | undefined;
+    for (const row of allRecent.iterate()) {
+      const organizationId = row.organization_id as string;
+      const vehicleId = row.vehicle_id as string;
+      if (current === undefined || current.organizationId !== organizationId || current.vehicleId !== vehicleId) {
+        if (current !== undefined) yield current;
+        current = { organizationId, vehicleId, records: [] };
+      }
+      current.records.push({ vehicleId, timestamp: row.ts as number, data: JSON.parse(row.data as string) as TelemetryData });
+    }
+    if (current !== undefined) yield current;
+  }
+
+  /** Moves every recent record into `telemetry` and `telemetry_latest`; inside a transaction. */
+  function moveAll(): void {
+    moveRecent.run();
+    for (const { organizationId, vehicleId, records } of recentByVehicle()) {
+      const row = selectLatest.get(organizationId, vehicleId);
+      const state = mergeLatest(row === undefined ? undefined : toLatest(organizationId, vehicleId, row), organizationId, vehicleId, records);
+      upsertLatest.run(organizationId, vehicleId, state.timestamp, JSON.stringify(state.fields));
+    }
+    clearRecent.run();
+  }
+
   return {
+    /**
+     * The latest state an outcome carries for a vehicle whose records went to `telemetry_recent`
+     * is what those records say (merged with nothing): the stored state takes them in when they
+     * move. The caller merges it into what it knows.
+     */
     async commit(batches, merge) {
-      return transaction(db, () =>
-        batches.map((batch): BatchOutcome => {
+      let added = 0;
+      const outcomes = transaction(db, () => {
+        const result = batches.map((batch): BatchOutcome => {
           const org = batch.organizationId;
           const judged = judgeBatch(batch, (vehicleId) => vehicleStatus.get(org, vehicleId)?.status as string | undefined);
           if (judged.refused !== undefined) return judged.refused;
@@ -51,15 +114,28 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
           // Refusals above are decided before any write, so a refused batch leaves nothing
           // behind; a store error fails the whole transaction and every batch in it.
           let accepted = 0;
-          for (const r of batch.records) {
-            accepted += Number(insert.run(org, r.vehicleId, r.timestamp, JSON.stringify(r.data)).changes);
-          }
           const latest: LatestState[] = [];
           for (const [vehicleId, records] of byVehicle) {
-            const row = selectLatest.get(org, vehicleId);
-            const state = merge(row === undefined ? undefined : toLatest(org, vehicleId, row), org, vehicleId, records);
-            upsertLatest.run(org, vehicleId, state.timestamp, JSON.stringify(state.fields));
-            latest.push(state);
+            if (records.length >= DIRECT_AT) {
+              // Many records of one vehicle fill its pages in `telemetry` in order: written there at
+              // once, with its latest state.
+              for (const r of records) {
+                if (inRecent.get(org, vehicleId, r.timestamp) !== undefined) continue;
+                accepted += Number(insert.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes);
+              }
+              const row = selectLatest.get(org, vehicleId);
+              const state = mergeLatest(row === undefined ? undefined : toLatest(org, vehicleId, row), org, vehicleId, records);
+              upsertLatest.run(org, vehicleId, state.timestamp, JSON.stringify(state.fields));
+              latest.push(state);
+            } else {
+              for (const r of records) {
+                if (stored.get(org, vehicleId, r.timestamp) !== undefined) continue;
+                const changes = Number(insertRecent.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes);
+                accepted += changes;
+                added += changes;
+              }
+              latest.push(merge(undefined, org, vehicleId, records));
+            }
           }
           const activated: string[] = [];
           for (const vehicleId of registered) {
@@ -69,8 +145,12 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
             }
           }
           return { ok: true, accepted, duplicates: batch.records.length - accepted, activated, latest };
-        }),
-      );
+        });
+        if (recent + added >= MOVE_AT) moveAll();
+        return result;
+      });
+      recent = recent + added >= MOVE_AT ? 0 : recent + added;
+      return outcomes;
     },
 
     async history(organizationId, vehicleId, range) {
@@ -84,10 +164,24 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
     },
 
     async loadLatest() {
-      return allLatest.all().map((row) => toLatest(row.organization_id as string, row.vehicle_id as string, row));
+      const states = new Map<string, LatestState>();
+      for (const row of allLatest.all()) {
+        const state = toLatest(row.organization_id as string, row.vehicle_id as string, row);
+        states.set(`${state.organizationId}\n${state.vehicleId}`, state);
+      }
+      for (const { organizationId, vehicleId, records } of recentByVehicle()) {
+        const key = `${organizationId}\n${vehicleId}`;
+        states.set(key, mergeLatest(states.get(key), organizationId, vehicleId, records));
+      }
+      return [...states.values()];
     },
 
+    /** Moves the recent records first, so that old ones among them are pruned too. */
     async prune(before, max) {
+      if (recent > 0) {
+        transaction(db, moveAll);
+        recent = 0;
+      }
       return Number(pruneOldest.run(before, max).changes);
     },
 

@@ -1,0 +1,161 @@
+// The embedded store's two telemetry tables: records land in `telemetry_recent` and move into
+// `telemetry` in one step once MOVE_AT have gathered. Whichever table holds a record, it is read
+// once, counted a duplicate when sent again, and part of the latest state, also after a restart.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterEach, describe, test } from 'node:test';
+import { createSqliteStores } from '../src/storage/sqlite/index.ts';
+import { DIRECT_AT, MOVE_AT } from '../src/storage/sqlite/telemetry.ts';
+import type { Stores } from '../src/storage/stores.ts';
+import { mergeLatest } from '../src/telemetry/latest.ts';
+import type { StoredRecord } from '../src/telemetry/store.ts';
+import { T0, addOrganization } from './contract/fixtures.ts';
+
+const dirs: string[] = [];
+const open: Stores[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.close()));
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function storesAt(file: string): Stores {
+  const stores = createSqliteStores(file);
+  open.push(stores);
+  return stores;
+}
+
+async function setUp(vehicles: string[]) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'fleet-recent-'));
+  dirs.push(dir);
+  const file = path.join(dir, 'fleet.db');
+  const stores = storesAt(file);
+  const org = await addOrganization(stores);
+  for (const id of vehicles) {
+    await stores.vehicles.insert(
+      { organizationId: org, id, type: 'van', status: 'active', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
+      { from: null, to: 'active', reason: null, at: T0, by: 'k' },
+    );
+  }
+  return { file, stores, org };
+}
+
+/** Rows in each table, read beside the store through a connection of its own. */
+function counts(file: string): { recent: number; moved: number } {
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    const count = (table: string) => Number(db.prepare(`SELECT count(*) AS n FROM ${table}`).get()!.n);
+    return { recent: count('telemetry_recent'), moved: count('telemetry') };
+  } finally {
+    db.close();
+  }
+}
+
+/** Every record of a vehicle, paged `limit` at a time with the cursor, as the history route does. */
+async function everything(stores: Stores, org: string, vehicleId: string, limit: number): Promise<number[]> {
+  const seen: number[] = [];
+  for (let after: number | undefined; ;) {
+    const page = await stores.telemetry.history(org, vehicleId, { from: 0, to: Number.MAX_SAFE_INTEGER, after, limit });
+    seen.push(...page.map((r) => r.timestamp));
+    if (page.length < limit) return seen;
+    after = page.at(-1)!.timestamp;
+  }
+}
+
+const record = (vehicleId: string, timestamp: number, speed: number): StoredRecord => ({ vehicleId, timestamp, data: { speed } });
+
+describe('embedded store: recent records and their move', () => {
+  test('records gather, then move in one step; each is read once and in order, on either side of the move, and duplicates are told on both', async () => {
+    const vehicles = Array.from({ length: 10 }, (_, i) => `v${i}`); // 10 records each per request: below DIRECT_AT
+    const { file, stores, org } = await setUp(vehicles);
+    const commit = (records: StoredRecord[]) => stores.telemetry.commit([{ organizationId: org, at: T0, records }], mergeLatest);
+    // Timestamps interleave across vehicles and arrive out of order within each request.
+    const batch = (k: number) => Array.from({ length: 100 }, (_, i) => record(vehicles[i % 10]!, T0 + k * 1000 + (99 - i), k));
+    let k = 0;
+    for (; (k + 1) * 100 < MOVE_AT; k++) assert.equal((await commit(batch(k)))[0]?.ok, true);
+    assert.deepEqual(counts(file), { recent: k * 100, moved: 0 }, 'gathered below the threshold');
+    const beforeMove = await everything(stores, org, 'v0', 7);
+    assert.equal(beforeMove.length, 10 * k);
+
+    const [crossing] = await commit(batch(k++));
+    assert.equal(crossing?.ok && crossing.accepted, 100);
+    assert.deepEqual(counts(file), { recent: 0, moved: k * 100 }, 'all moved by the commit that crossed it');
+    const [after] = await commit(batch(k++));
+    assert.equal(after?.ok && after.accepted, 100);
+    assert.deepEqual(counts(file), { recent: 100, moved: (k - 1) * 100 });
+
+    for (const vehicleId of vehicles) {
+      const seen = await everything(stores, org, vehicleId, 7);
+      const expected = Array.from({ length: k * 100 }, (_, n) => ({ n, ts: T0 + Math.floor(n / 100) * 1000 + (99 - (n % 100)) }))
+        .filter(({ n }) => vehicles[n % 100 % 10] === vehicleId)
+        .map(({ ts }) => ts)
+        .sort((x, y) => x - y);
+      assert.deepEqual(seen, expected, `${vehicleId}: every record once, in time order, across both tables`);
+    }
+
+    // One record that has moved, one still recent, one new: two duplicates.
+    const [again] = await commit([record('v0', T0 + 99, 0), record('v0', T0 + (k - 1) * 1000 + 99, k - 1), record('v0', T0 - 1, -1)]);
+    assert.deepEqual([again?.ok && again.accepted, again?.ok && again.duplicates], [1, 2]);
+
+    const latest = (await stores.telemetry.loadLatest()).find((s) => s.vehicleId === 'v1');
+    assert.deepEqual(latest?.fields.speed?.value, k - 1, 'the newest speed, from the recent table');
+  });
+
+  test("a request's many records of one vehicle go straight to the history table; duplicates are told against either table", async () => {
+    const { file, stores, org } = await setUp(['a']);
+    const commit = (records: StoredRecord[]) => stores.telemetry.commit([{ organizationId: org, at: T0, records }], mergeLatest);
+    const [few] = await commit([record('a', T0 + 1, 1), record('a', T0 + 3, 3)]);
+    assert.equal(few?.ok && few.accepted, 2);
+    assert.deepEqual(counts(file), { recent: 2, moved: 0 });
+    // DIRECT_AT records, two of them already recent: those are duplicates and stay where they are.
+    const many = Array.from({ length: DIRECT_AT }, (_, i) => record('a', T0 + i, 100 + i));
+    const [direct] = await commit(many);
+    assert.deepEqual([direct?.ok && direct.accepted, direct?.ok && direct.duplicates], [DIRECT_AT - 2, 2]);
+    assert.deepEqual(counts(file), { recent: 2, moved: DIRECT_AT - 2 });
+    // A few again, one of them now in the history table: a duplicate too.
+    const [again] = await commit([record('a', T0 + 5, 0), record('a', T0 + DIRECT_AT, 0)]);
+    assert.deepEqual([again?.ok && again.accepted, again?.ok && again.duplicates], [1, 1]);
+    assert.deepEqual(await everything(stores, org, 'a', 4), Array.from({ length: DIRECT_AT + 1 }, (_, i) => T0 + i));
+    const speeds = new Map((await stores.telemetry.history(org, 'a', { from: 0, to: Number.MAX_SAFE_INTEGER, after: undefined, limit: 100 }))
+      .map((r) => [r.timestamp, r.data.speed]));
+    assert.equal(speeds.get(T0 + 1), 1, 'the first of a duplicate stays');
+    assert.equal(speeds.get(T0 + 2), 102);
+    const [state] = await stores.telemetry.loadLatest();
+    assert.deepEqual(state?.fields.speed, { value: 0, at: T0 + DIRECT_AT });
+  });
+
+  test('after a restart, records not yet moved are in history and in the latest state, and move later', async () => {
+    const { file, stores, org } = await setUp(['a']);
+    await stores.telemetry.commit([{ organizationId: org, at: T0, records: [record('a', T0, 1), record('a', T0 + 2, 2)] }], mergeLatest);
+    await stores.telemetry.commit([{ organizationId: org, at: T0, records: [{ vehicleId: 'a', timestamp: T0 + 1, data: { battery: 50 } }] }], mergeLatest);
+    await stores.close();
+
+    const reopened = storesAt(file);
+    assert.deepEqual(counts(file), { recent: 3, moved: 0 });
+    const [state] = await reopened.telemetry.loadLatest();
+    assert.deepEqual(state?.fields, { speed: { value: 2, at: T0 + 2 }, battery: { value: 50, at: T0 + 1 } });
+    assert.equal(state?.timestamp, T0 + 2);
+    assert.deepEqual(await everything(reopened, org, 'a', 2), [T0, T0 + 1, T0 + 2]);
+    // Retention moves them first, and the latest state stays the same once they have moved.
+    assert.equal(await reopened.telemetry.prune(T0 + 1, 100), 1);
+    assert.deepEqual(counts(file), { recent: 0, moved: 2 });
+    assert.deepEqual((await reopened.telemetry.loadLatest())[0], state);
+  });
+
+  test('deleting a vehicle takes its recent records with it; registered again, it starts with nothing', async () => {
+    const { file, stores, org } = await setUp(['a', 'b']);
+    await stores.telemetry.commit([{ organizationId: org, at: T0, records: [record('a', T0, 1), record('b', T0, 2)] }], mergeLatest);
+    assert.equal(await stores.vehicles.delete(org, 'a'), true);
+    assert.deepEqual(counts(file), { recent: 1, moved: 0 });
+    await stores.vehicles.insert(
+      { organizationId: org, id: 'a', type: 'van', status: 'active', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
+      { from: null, to: 'active', reason: null, at: T0, by: 'k' },
+    );
+    assert.deepEqual(await everything(stores, org, 'a', 10), []);
+    assert.deepEqual((await stores.telemetry.loadLatest()).map((s) => s.vehicleId), ['b']);
+    const [outcome] = await stores.telemetry.commit([{ organizationId: org, at: T0, records: [record('a', T0, 3)] }], mergeLatest);
+    assert.equal(outcome?.ok && outcome.accepted, 1, 'not a duplicate of the deleted vehicle\'s record');
+  });
+});
