@@ -32,9 +32,10 @@ export type BatchOutcome =
       /** Vehicles this batch moved from `registered` to `active`. */
       activated: string[];
       /**
-       * The latest state of each vehicle the batch touched, as this commit stored it: where a
-       * store keeps a vehicle's state in several parts (PostgreSQL: one per node), only the part
-       * this commit wrote, to be merged into what is known (`mergeStates`).
+       * The latest state of each vehicle the batch touched, as far as this commit knows it: where
+       * a store keeps a vehicle's state in parts (PostgreSQL: one per node) or folds records in
+       * later (SQLite's recent records), only this commit's part, at least what its records say.
+       * To be merged into what is known (`mergeStates`), never to replace it.
        */
       latest: LatestState[];
     }
