@@ -43,6 +43,17 @@ export function telemetryStoreContract(name: string, makeStores: MakeStores): vo
       assert.deepEqual(history.map((r) => [r.timestamp, r.data.speed]), [[T0, 1], [T0 + 1, 1], [T0 + 2, 1]], 'the first of a duplicate stays');
     });
 
+    test('a duplicate sent with other values changes neither the history nor the latest state', async () => {
+      const { stores, org } = await withVehicles(['a']);
+      await commit(stores, [{ organizationId: org, at: T0, records: [rec('a', T0 + 10, { speed: 1 })] }]);
+      const [again] = await commit(stores, [{ organizationId: org, at: T0, records: [rec('a', T0 + 10, { speed: 99, battery: 5 })] }]);
+      assert.deepEqual([again?.ok && again.accepted, again?.ok && again.duplicates], [0, 1]);
+      for (const state of (again?.ok && again.latest) || []) assert.notEqual(state.fields.speed?.value, 99, 'not in what the commit reports');
+      const [state] = await stores.telemetry.loadLatest();
+      assert.deepEqual(state?.fields, { speed: { value: 1, at: T0 + 10 } });
+      assert.deepEqual((await stores.telemetry.history(org, 'a', ALL)).map((r) => r.data), [{ speed: 1 }]);
+    });
+
     test('history: in time order, from inclusive, to exclusive, after a cursor, limited, and exactly as sent', async () => {
       const { stores, org } = await withVehicles(['a', 'b']);
       const odd = {

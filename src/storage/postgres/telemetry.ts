@@ -132,12 +132,23 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
                    AND xmin = pg_current_xact_id()::xid`,
           values: [organizations, ids, times],
         });
+        // Only the stored ones count for the latest state: a duplicate sent with other values does
+        // not change it, as its record in the history does not change.
         const fresh = new Set(rows.map((row) => `${keyOf(row.organization_id, row.vehicle_id)}\n${row.ts}`));
-        for (const { batch, outcome } of accepted) {
-          let stored = 0;
-          for (const record of batch.records) if (fresh.delete(`${keyOf(batch.organizationId, record.vehicleId)}\n${record.timestamp}`)) stored++;
-          outcome.accepted = stored;
-          outcome.duplicates = batch.records.length - stored;
+        for (const entry of accepted) {
+          const { batch, outcome } = entry;
+          const stored = new Map<string, StoredRecord[]>();
+          let count = 0;
+          for (const record of batch.records) {
+            if (!fresh.delete(`${keyOf(batch.organizationId, record.vehicleId)}\n${record.timestamp}`)) continue;
+            count++;
+            const list = stored.get(record.vehicleId);
+            if (list === undefined) stored.set(record.vehicleId, [record]);
+            else list.push(record);
+          }
+          outcome.accepted = count;
+          outcome.duplicates = batch.records.length - count;
+          entry.byVehicle = stored;
         }
       }
 
@@ -145,6 +156,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       // other nodes' commits never wait for these locks (the vehicle's state is all its rows merged).
       const touched = new Set<Key>();
       for (const { batch, byVehicle } of accepted) for (const vehicleId of byVehicle.keys()) touched.add(keyOf(batch.organizationId, vehicleId));
+      if (touched.size === 0) return outcomes; // nothing new
       const [touchedOrganizations, touchedVehicles] = pairs(touched);
       const at = Math.max(...batches.map((batch) => batch.at));
       // A first latest state has no row to lock: an empty one is made first, so that two commits of

@@ -116,26 +116,31 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
           let accepted = 0;
           const latest: LatestState[] = [];
           for (const [vehicleId, records] of byVehicle) {
+            // Only the records stored count for the latest state: a duplicate sent with other
+            // values does not change it, as its record in the history does not change.
+            const fresh: StoredRecord[] = [];
             if (records.length >= DIRECT_AT) {
               // Many records of one vehicle fill its pages in `telemetry` in order: written there at
               // once, with its latest state.
               for (const r of records) {
                 if (inRecent.get(org, vehicleId, r.timestamp) !== undefined) continue;
-                accepted += Number(insert.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes);
+                if (insert.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes > 0) fresh.push(r);
               }
-              const row = selectLatest.get(org, vehicleId);
-              const state = mergeLatest(row === undefined ? undefined : toLatest(org, vehicleId, row), org, vehicleId, records);
-              upsertLatest.run(org, vehicleId, state.timestamp, JSON.stringify(state.fields));
-              latest.push(state);
+              if (fresh.length > 0) {
+                const row = selectLatest.get(org, vehicleId);
+                const state = mergeLatest(row === undefined ? undefined : toLatest(org, vehicleId, row), org, vehicleId, fresh);
+                upsertLatest.run(org, vehicleId, state.timestamp, JSON.stringify(state.fields));
+                latest.push(state);
+              }
             } else {
               for (const r of records) {
                 if (stored.get(org, vehicleId, r.timestamp) !== undefined) continue;
-                const changes = Number(insertRecent.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes);
-                accepted += changes;
-                added += changes;
+                if (insertRecent.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes > 0) fresh.push(r);
               }
-              latest.push(merge(undefined, org, vehicleId, records));
+              added += fresh.length;
+              if (fresh.length > 0) latest.push(merge(undefined, org, vehicleId, fresh));
             }
+            accepted += fresh.length;
           }
           const activated: string[] = [];
           for (const vehicleId of registered) {
