@@ -45,7 +45,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
     `INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by)
      VALUES (?, ?, 'registered', 'active', 'first telemetry', ?, 'system')`,
   );
-  // Each part reads at most `limit` rows through its own index; the merge is then small.
+  // Each part reads at most `limit` rows (the recent part scans its few thousand by time); the merge is then small.
   const historyPage = db.prepare(
     `SELECT * FROM (SELECT vehicle_id, ts, data FROM telemetry
                     WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 AND ts > ?5 ORDER BY ts LIMIT ?6)
