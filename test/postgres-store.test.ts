@@ -216,9 +216,11 @@ describe('PostgreSQL backend', { skip }, () => {
       try {
         const org = await registered(one, ['a', 'b']);
         const commit = (node: Stores, at: number, records: StoredRecord[]) => node.telemetry.commit([{ organizationId: org, at, records }], mergeLatest);
-        await commit(one, T0, [{ vehicleId: 'a', timestamp: T0 - 10, data: { speed: 1, battery: 50 } }, { vehicleId: 'b', timestamp: T0 - 10, data: { speed: 7 } }]);
-        await commit(two, T0, [{ vehicleId: 'a', timestamp: T0 - 5, data: { speed: 2 } }]);
-        const later = T0 + FOLD_AFTER_MS + 60_000;
+        // Commit times on the real clock: the stores ran their first maintenance when they opened.
+        const now = Date.now();
+        await commit(one, now, [{ vehicleId: 'a', timestamp: T0 - 10, data: { speed: 1, battery: 50 } }, { vehicleId: 'b', timestamp: T0 - 10, data: { speed: 7 } }]);
+        await commit(two, now, [{ vehicleId: 'a', timestamp: T0 - 5, data: { speed: 2 } }]);
+        const later = now + FOLD_AFTER_MS + 60_000;
         // Node two wrote vehicle b just now: that row stays as it is.
         await commit(two, later, [{ vehicleId: 'b', timestamp: T0 - 20, data: { battery: 9 } }]);
         const states = async (node: Stores) =>
