@@ -185,22 +185,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
         }
       }
 
-      const states = [...touched].map((key) => latest.get(key)!);
-      await client.query({
-        name: 'telemetry.upsert-latest',
-        text: `INSERT INTO telemetry_latest (organization_id, vehicle_id, ts, fields, writer, updated_at)
-               SELECT o, v, t, f, $5, $6 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::json[]) AS r (o, v, t, f)
-               ON CONFLICT (organization_id, vehicle_id, writer)
-               DO UPDATE SET ts = excluded.ts, fields = excluded.fields, updated_at = excluded.updated_at`,
-        values: [
-          states.map((s) => s.organizationId),
-          states.map((s) => s.vehicleId),
-          states.map((s) => s.timestamp),
-          states.map((s) => JSON.stringify(s.fields)),
-          writer,
-          at,
-        ],
-      });
+      await upsertLatest(client, [...touched].map((key) => latest.get(key)!), writer, at);
       return outcomes;
     });
   }
@@ -273,6 +258,25 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
   };
 }
 
+/** Writes `states` as the latest-state rows of `writer`, written at `at`. */
+async function upsertLatest(client: Queryable, states: readonly LatestState[], writer: string, at: number): Promise<void> {
+  await client.query({
+    name: 'telemetry.upsert-latest',
+    text: `INSERT INTO telemetry_latest (organization_id, vehicle_id, ts, fields, writer, updated_at)
+           SELECT o, v, t, f, $5, $6 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::json[]) AS r (o, v, t, f)
+           ON CONFLICT (organization_id, vehicle_id, writer)
+           DO UPDATE SET ts = excluded.ts, fields = excluded.fields, updated_at = excluded.updated_at`,
+    values: [
+      states.map((s) => s.organizationId),
+      states.map((s) => s.vehicleId),
+      states.map((s) => s.timestamp),
+      states.map((s) => JSON.stringify(s.fields)),
+      writer,
+      at,
+    ],
+  });
+}
+
 /**
  * Folds latest-state rows not written since `before` into their vehicle's row of writer '', for up
  * to FOLD_STEP vehicles; how many vehicles it folded. One node folds at a time (the others skip).
@@ -298,19 +302,7 @@ async function foldStale(client: Queryable, before: number): Promise<number> {
   const stale = rows.filter((row) => row.writer !== '');
   if (stale.length === 0) return 0;
   const folded = [...mergeRows(rows).values()];
-  await client.query({
-    name: 'telemetry.fold-write',
-    text: `INSERT INTO telemetry_latest (organization_id, vehicle_id, ts, fields, writer, updated_at)
-           SELECT o, v, t, f, '', $5 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::json[]) AS r (o, v, t, f)
-           ON CONFLICT (organization_id, vehicle_id, writer) DO UPDATE SET ts = excluded.ts, fields = excluded.fields, updated_at = excluded.updated_at`,
-    values: [
-      folded.map((s) => s.organizationId),
-      folded.map((s) => s.vehicleId),
-      folded.map((s) => s.timestamp),
-      folded.map((s) => JSON.stringify(s.fields)),
-      before,
-    ],
-  });
+  await upsertLatest(client, folded, '', before);
   await client.query({
     name: 'telemetry.fold-delete',
     text: `DELETE FROM telemetry_latest WHERE (organization_id, vehicle_id, writer) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`,
