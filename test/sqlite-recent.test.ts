@@ -144,6 +144,29 @@ describe('embedded store: recent records and their move', () => {
     assert.deepEqual((await reopened.telemetry.loadLatest())[0], state);
   });
 
+  test('duplicates of moved records are told after a restart, and a vehicle registered again after its records moved starts with none', async () => {
+    const { file, stores, org } = await setUp(['a', 'b']);
+    const commit = (on: Stores, records: StoredRecord[]) => on.telemetry.commit([{ organizationId: org, at: T0, records }], mergeLatest);
+    const many = (vehicleId: string, from: number) => Array.from({ length: DIRECT_AT }, (_, i) => record(vehicleId, from + i, i));
+    await commit(stores, many('a', T0));
+    await commit(stores, many('b', T0));
+    assert.deepEqual(counts(file), { recent: 0, moved: 2 * DIRECT_AT });
+    await stores.close();
+    const reopened = storesAt(file);
+    // Older than, equal to and newer than the newest moved record.
+    const [again] = await commit(reopened, [record('a', T0 + 1, 0), record('a', T0 + DIRECT_AT - 1, 0), record('a', T0 + DIRECT_AT, 0)]);
+    assert.deepEqual([again?.ok && again.accepted, again?.ok && again.duplicates], [1, 2]);
+    assert.equal(await reopened.vehicles.delete(org, 'b'), true);
+    await reopened.vehicles.insert(
+      { organizationId: org, id: 'b', type: 'van', status: 'active', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
+      { from: null, to: 'active', reason: null, at: T0, by: 'k' },
+    );
+    const [fresh] = await commit(reopened, [record('b', T0 + 1, 7), record('b', T0 + DIRECT_AT + 5, 7)]);
+    assert.deepEqual([fresh?.ok && fresh.accepted, fresh?.ok && fresh.duplicates], [2, 0], 'the old times are free again');
+    const [twice] = await commit(reopened, [record('b', T0 + 1, 8)]);
+    assert.equal(twice?.ok && twice.duplicates, 1);
+  });
+
   test('deleting a vehicle takes its recent records with it; registered again, it starts with nothing', async () => {
     const { file, stores, org } = await setUp(['a', 'b']);
     await stores.telemetry.commit([{ organizationId: org, at: T0, records: [record('a', T0, 1), record('b', T0, 2)] }], mergeLatest);

@@ -21,6 +21,7 @@ export const DIRECT_AT = 16;
 export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
   const vehicleStatus = db.prepare('SELECT status FROM vehicles WHERE organization_id = ? AND id = ?');
   const stored = db.prepare('SELECT 1 FROM telemetry WHERE organization_id = ? AND vehicle_id = ? AND ts = ?');
+  const newestStored = db.prepare('SELECT max(ts) AS ts FROM telemetry WHERE organization_id = ? AND vehicle_id = ?');
   const inRecent = db.prepare('SELECT 1 FROM telemetry_recent WHERE organization_id = ? AND vehicle_id = ? AND ts = ?');
   const insert = db.prepare('INSERT INTO telemetry (organization_id, vehicle_id, ts, data) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
   const insertRecent = db.prepare('INSERT INTO telemetry_recent (organization_id, vehicle_id, ts, data) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
@@ -60,6 +61,28 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
        (SELECT organization_id, vehicle_id, ts FROM telemetry WHERE ts < ? ORDER BY ts LIMIT ?)`,
   );
 
+  /**
+   * The newest time each vehicle has in `telemetry`, read once and then kept up to date by the
+   * writes, which all go through this store: a record newer than that cannot be a duplicate there,
+   * and the per-record lookup is skipped. It may only be too high (a deletion it did not see, a
+   * transaction rolled back), which costs a lookup, never a missed duplicate.
+   */
+  const newest = new Map<string, number>();
+  function mayBeStored(organizationId: string, vehicleId: string, timestamp: number): boolean {
+    const key = `${organizationId}\n${vehicleId}`;
+    let known = newest.get(key);
+    if (known === undefined) {
+      known = (newestStored.get(organizationId, vehicleId)?.ts as number | null) ?? -Infinity;
+      newest.set(key, known);
+    }
+    return timestamp <= known && stored.get(organizationId, vehicleId, timestamp) !== undefined;
+  }
+  function storedUpTo(organizationId: string, vehicleId: string, timestamp: number): void {
+    const key = `${organizationId}\n${vehicleId}`;
+    const known = newest.get(key);
+    if (known !== undefined && timestamp > known) newest.set(key, timestamp);
+  }
+
   /** Rows in `telemetry_recent` (an upper bound: a vehicle's deletion takes its rows unseen). */
   let recent = Number(countRecent.get()!.n);
 
@@ -89,6 +112,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
   function moveAll(): void {
     moveRecent.run();
     for (const { organizationId, vehicleId, records } of recentByVehicle()) {
+      storedUpTo(organizationId, vehicleId, records.at(-1)!.timestamp); // in time order
       const row = selectLatest.get(organizationId, vehicleId);
       const state = mergeLatest(row === undefined ? undefined : toLatest(organizationId, vehicleId, row), organizationId, vehicleId, records);
       upsertLatest.run(organizationId, vehicleId, state.timestamp, JSON.stringify(state.fields));
@@ -124,7 +148,10 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
               // once, with its latest state.
               for (const r of records) {
                 if (inRecent.get(org, vehicleId, r.timestamp) !== undefined) continue;
-                if (insert.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes > 0) fresh.push(r);
+                if (insert.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes > 0) {
+                  fresh.push(r);
+                  storedUpTo(org, vehicleId, r.timestamp);
+                }
               }
               if (fresh.length > 0) {
                 const row = selectLatest.get(org, vehicleId);
@@ -134,7 +161,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
               }
             } else {
               for (const r of records) {
-                if (stored.get(org, vehicleId, r.timestamp) !== undefined) continue;
+                if (mayBeStored(org, vehicleId, r.timestamp)) continue;
                 if (insertRecent.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes > 0) fresh.push(r);
               }
               added += fresh.length;
