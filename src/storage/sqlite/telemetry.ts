@@ -8,7 +8,7 @@
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { mergeLatest } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
-import { type BatchOutcome, type LatestState, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
+import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
 import { transaction } from './database.ts';
 
 type Row = Record<string, SQLInputValue>;
@@ -108,16 +108,71 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
     if (current !== undefined) yield current;
   }
 
+  /** Folds stored records into the vehicle's row of `telemetry_latest`; the state written. */
+  function foldIntoLatest(organizationId: string, vehicleId: string, records: StoredRecord[]): LatestState {
+    const row = selectLatest.get(organizationId, vehicleId);
+    const state = mergeLatest(row === undefined ? undefined : toLatest(organizationId, vehicleId, row), organizationId, vehicleId, records);
+    upsertLatest.run(organizationId, vehicleId, state.timestamp, JSON.stringify(state.fields));
+    return state;
+  }
+
   /** Moves every recent record into `telemetry` and `telemetry_latest`; inside a transaction. */
   function moveAll(): void {
     moveRecent.run();
     for (const { organizationId, vehicleId, records } of recentByVehicle()) {
       storedUpTo(organizationId, vehicleId, records.at(-1)!.timestamp); // in time order
-      const row = selectLatest.get(organizationId, vehicleId);
-      const state = mergeLatest(row === undefined ? undefined : toLatest(organizationId, vehicleId, row), organizationId, vehicleId, records);
-      upsertLatest.run(organizationId, vehicleId, state.timestamp, JSON.stringify(state.fields));
+      foldIntoLatest(organizationId, vehicleId, records);
     }
     clearRecent.run();
+  }
+
+  /**
+   * One request's records, inside the group's transaction: its outcome, and how many of its
+   * records went to `telemetry_recent`. Refusals are decided before any write, so a refused batch
+   * leaves nothing behind; a store error fails the whole transaction and every batch in it.
+   */
+  function writeBatch(batch: CommitBatch, merge: MergeLatest): { outcome: BatchOutcome; added: number } {
+    const org = batch.organizationId;
+    const judged = judgeBatch(batch, (vehicleId) => vehicleStatus.get(org, vehicleId)?.status as string | undefined);
+    if (judged.refused !== undefined) return { outcome: judged.refused, added: 0 };
+    const { byVehicle, registered } = judged;
+
+    let accepted = 0;
+    let added = 0;
+    const latest: LatestState[] = [];
+    for (const [vehicleId, records] of byVehicle) {
+      // Only the records stored count for the latest state: a duplicate sent with other values
+      // does not change it, as its record in the history does not change.
+      const fresh: StoredRecord[] = [];
+      if (records.length >= DIRECT_AT) {
+        // Many records of one vehicle fill its pages in `telemetry` in order: written there at
+        // once, with its latest state.
+        for (const r of records) {
+          if (inRecent.get(org, vehicleId, r.timestamp) !== undefined) continue;
+          if (insert.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes > 0) {
+            fresh.push(r);
+            storedUpTo(org, vehicleId, r.timestamp);
+          }
+        }
+        if (fresh.length > 0) latest.push(foldIntoLatest(org, vehicleId, fresh));
+      } else {
+        for (const r of records) {
+          if (mayBeStored(org, vehicleId, r.timestamp)) continue;
+          if (insertRecent.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes > 0) fresh.push(r);
+        }
+        added += fresh.length;
+        if (fresh.length > 0) latest.push(merge(undefined, org, vehicleId, fresh));
+      }
+      accepted += fresh.length;
+    }
+    const activated: string[] = [];
+    for (const vehicleId of registered) {
+      if (Number(activate.run(batch.at, batch.at, org, vehicleId).changes) > 0) {
+        activation.run(org, vehicleId, batch.at);
+        activated.push(vehicleId);
+      }
+    }
+    return { outcome: { ok: true, accepted, duplicates: batch.records.length - accepted, activated, latest }, added };
   }
 
   return {
@@ -129,54 +184,10 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
     async commit(batches, merge) {
       let added = 0;
       const outcomes = transaction(db, () => {
-        const result = batches.map((batch): BatchOutcome => {
-          const org = batch.organizationId;
-          const judged = judgeBatch(batch, (vehicleId) => vehicleStatus.get(org, vehicleId)?.status as string | undefined);
-          if (judged.refused !== undefined) return judged.refused;
-          const { byVehicle, registered } = judged;
-
-          // Refusals above are decided before any write, so a refused batch leaves nothing
-          // behind; a store error fails the whole transaction and every batch in it.
-          let accepted = 0;
-          const latest: LatestState[] = [];
-          for (const [vehicleId, records] of byVehicle) {
-            // Only the records stored count for the latest state: a duplicate sent with other
-            // values does not change it, as its record in the history does not change.
-            const fresh: StoredRecord[] = [];
-            if (records.length >= DIRECT_AT) {
-              // Many records of one vehicle fill its pages in `telemetry` in order: written there at
-              // once, with its latest state.
-              for (const r of records) {
-                if (inRecent.get(org, vehicleId, r.timestamp) !== undefined) continue;
-                if (insert.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes > 0) {
-                  fresh.push(r);
-                  storedUpTo(org, vehicleId, r.timestamp);
-                }
-              }
-              if (fresh.length > 0) {
-                const row = selectLatest.get(org, vehicleId);
-                const state = mergeLatest(row === undefined ? undefined : toLatest(org, vehicleId, row), org, vehicleId, fresh);
-                upsertLatest.run(org, vehicleId, state.timestamp, JSON.stringify(state.fields));
-                latest.push(state);
-              }
-            } else {
-              for (const r of records) {
-                if (mayBeStored(org, vehicleId, r.timestamp)) continue;
-                if (insertRecent.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes > 0) fresh.push(r);
-              }
-              added += fresh.length;
-              if (fresh.length > 0) latest.push(merge(undefined, org, vehicleId, fresh));
-            }
-            accepted += fresh.length;
-          }
-          const activated: string[] = [];
-          for (const vehicleId of registered) {
-            if (Number(activate.run(batch.at, batch.at, org, vehicleId).changes) > 0) {
-              activation.run(org, vehicleId, batch.at);
-              activated.push(vehicleId);
-            }
-          }
-          return { ok: true, accepted, duplicates: batch.records.length - accepted, activated, latest };
+        const result = batches.map((batch) => {
+          const written = writeBatch(batch, merge);
+          added += written.added;
+          return written.outcome;
         });
         if (recent + added >= MOVE_AT) moveAll();
         return result;
