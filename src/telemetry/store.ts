@@ -77,6 +77,17 @@ export interface TelemetryStore {
   maintain(now: number, keepDays: number): Promise<void>;
 }
 
+/** Records grouped by vehicle, each group in the order given. */
+export function groupByVehicle(records: Iterable<StoredRecord>): Map<string, StoredRecord[]> {
+  const byVehicle = new Map<string, StoredRecord[]>();
+  for (const record of records) {
+    const list = byVehicle.get(record.vehicleId);
+    if (list === undefined) byVehicle.set(record.vehicleId, [record]);
+    else list.push(record);
+  }
+  return byVehicle;
+}
+
 /**
  * The part of a commit every backend shares: a batch's records grouped by vehicle, and the
  * batch judged against its vehicles' statuses (`undefined` for a vehicle that does not exist).
@@ -86,12 +97,7 @@ export function judgeBatch(
   batch: CommitBatch,
   statusOf: (vehicleId: string) => string | undefined,
 ): { refused: BatchOutcome & { ok: false } } | { refused: undefined; byVehicle: Map<string, StoredRecord[]>; registered: string[] } {
-  const byVehicle = new Map<string, StoredRecord[]>();
-  for (const record of batch.records) {
-    const list = byVehicle.get(record.vehicleId);
-    if (list === undefined) byVehicle.set(record.vehicleId, [record]);
-    else list.push(record);
-  }
+  const byVehicle = groupByVehicle(batch.records);
   const missing: string[] = [];
   const retired: string[] = [];
   const registered: string[] = [];

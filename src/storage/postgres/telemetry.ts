@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
-import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
+import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, groupByVehicle, judgeBatch } from '../../telemetry/store.ts';
 import type { Database, Queryable } from './database.ts';
 import { AHEAD_DAYS, DAY_MS, dayOf, ensurePartitions, prunePartitions } from './partitions.ts';
 
@@ -137,18 +137,10 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
         const fresh = new Set(rows.map((row) => `${keyOf(row.organization_id, row.vehicle_id)}\n${row.ts}`));
         for (const entry of accepted) {
           const { batch, outcome } = entry;
-          const stored = new Map<string, StoredRecord[]>();
-          let count = 0;
-          for (const record of batch.records) {
-            if (!fresh.delete(`${keyOf(batch.organizationId, record.vehicleId)}\n${record.timestamp}`)) continue;
-            count++;
-            const list = stored.get(record.vehicleId);
-            if (list === undefined) stored.set(record.vehicleId, [record]);
-            else list.push(record);
-          }
-          outcome.accepted = count;
-          outcome.duplicates = batch.records.length - count;
-          entry.byVehicle = stored;
+          const stored = batch.records.filter((record) => fresh.delete(`${keyOf(batch.organizationId, record.vehicleId)}\n${record.timestamp}`));
+          outcome.accepted = stored.length;
+          outcome.duplicates = batch.records.length - stored.length;
+          entry.byVehicle = groupByVehicle(stored);
         }
       }
 

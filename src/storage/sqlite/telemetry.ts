@@ -12,6 +12,7 @@ import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest
 import { transaction } from './database.ts';
 
 type Row = Record<string, SQLInputValue>;
+const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`; // ids never hold a newline
 
 /** Records gathered in `telemetry_recent` before a commit moves them all. */
 export const MOVE_AT = 2000;
@@ -69,7 +70,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
    */
   const newest = new Map<string, number>();
   function mayBeStored(organizationId: string, vehicleId: string, timestamp: number): boolean {
-    const key = `${organizationId}\n${vehicleId}`;
+    const key = keyOf(organizationId, vehicleId);
     let known = newest.get(key);
     if (known === undefined) {
       known = (newestStored.get(organizationId, vehicleId)?.ts as number | null) ?? -Infinity;
@@ -78,7 +79,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
     return timestamp <= known && stored.get(organizationId, vehicleId, timestamp) !== undefined;
   }
   function storedUpTo(organizationId: string, vehicleId: string, timestamp: number): void {
-    const key = `${organizationId}\n${vehicleId}`;
+    const key = keyOf(organizationId, vehicleId);
     const known = newest.get(key);
     if (known !== undefined && timestamp > known) newest.set(key, timestamp);
   }
@@ -210,10 +211,10 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
       const states = new Map<string, LatestState>();
       for (const row of allLatest.all()) {
         const state = toLatest(row.organization_id as string, row.vehicle_id as string, row);
-        states.set(`${state.organizationId}\n${state.vehicleId}`, state);
+        states.set(keyOf(state.organizationId, state.vehicleId), state);
       }
       for (const { organizationId, vehicleId, records } of recentByVehicle()) {
-        const key = `${organizationId}\n${vehicleId}`;
+        const key = keyOf(organizationId, vehicleId);
         states.set(key, mergeLatest(states.get(key), organizationId, vehicleId, records));
       }
       return [...states.values()];
