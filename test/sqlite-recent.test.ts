@@ -1,6 +1,8 @@
 // The embedded store's two telemetry tables: records land in `telemetry_recent` and move into
 // `telemetry` in one step once MOVE_AT have gathered. Whichever table holds a record, it is read
 // once, counted a duplicate when sent again, and part of the latest state, also after a restart.
+// A move folds the latest state the store kept of the recent records in memory: it must agree with
+// the records themselves, also when a deletion or a failed write changed them behind its back.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,18 +29,20 @@ function storesAt(file: string): Stores {
   return stores;
 }
 
+async function register(stores: Stores, org: string, id: string): Promise<void> {
+  await stores.vehicles.insert(
+    { organizationId: org, id, type: 'van', status: 'active', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
+    { from: null, to: 'active', reason: null, at: T0, by: 'k' },
+  );
+}
+
 async function setUp(vehicles: string[]) {
   const dir = mkdtempSync(path.join(tmpdir(), 'fleet-recent-'));
   dirs.push(dir);
   const file = path.join(dir, 'fleet.db');
   const stores = storesAt(file);
   const org = await addOrganization(stores);
-  for (const id of vehicles) {
-    await stores.vehicles.insert(
-      { organizationId: org, id, type: 'van', status: 'active', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
-      { from: null, to: 'active', reason: null, at: T0, by: 'k' },
-    );
-  }
+  for (const id of vehicles) await register(stores, org, id);
   return { file, stores, org };
 }
 
@@ -157,10 +161,7 @@ describe('embedded store: recent records and their move', () => {
     const [again] = await commit(reopened, [record('a', T0 + 1, 0), record('a', T0 + DIRECT_AT - 1, 0), record('a', T0 + DIRECT_AT, 0)]);
     assert.deepEqual([again?.ok && again.accepted, again?.ok && again.duplicates], [1, 2]);
     assert.equal(await reopened.vehicles.delete(org, 'b'), true);
-    await reopened.vehicles.insert(
-      { organizationId: org, id: 'b', type: 'van', status: 'active', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
-      { from: null, to: 'active', reason: null, at: T0, by: 'k' },
-    );
+    await register(reopened, org, 'b');
     const [fresh] = await commit(reopened, [record('b', T0 + 1, 7), record('b', T0 + DIRECT_AT + 5, 7)]);
     assert.deepEqual([fresh?.ok && fresh.accepted, fresh?.ok && fresh.duplicates], [2, 0], 'the old times are free again');
     const [twice] = await commit(reopened, [record('b', T0 + 1, 8)]);
@@ -172,13 +173,98 @@ describe('embedded store: recent records and their move', () => {
     await stores.telemetry.commit([{ organizationId: org, at: T0, records: [record('a', T0, 1), record('b', T0, 2)] }], mergeLatest);
     assert.equal(await stores.vehicles.delete(org, 'a'), true);
     assert.deepEqual(counts(file), { recent: 1, moved: 0 });
-    await stores.vehicles.insert(
-      { organizationId: org, id: 'a', type: 'van', status: 'active', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
-      { from: null, to: 'active', reason: null, at: T0, by: 'k' },
-    );
+    await register(stores, org, 'a');
     assert.deepEqual(await everything(stores, org, 'a', 10), []);
     assert.deepEqual((await stores.telemetry.loadLatest()).map((s) => s.vehicleId), ['b']);
     const [outcome] = await stores.telemetry.commit([{ organizationId: org, at: T0, records: [record('a', T0, 3)] }], mergeLatest);
     assert.equal(outcome?.ok && outcome.accepted, 1, 'not a duplicate of the deleted vehicle\'s record');
+  });
+
+  test('a vehicle deleted before its records moved and registered again: the move folds only its new records', async () => {
+    const { file, stores, org } = await setUp(['a', 'b']);
+    const commit = (records: StoredRecord[]) => stores.telemetry.commit([{ organizationId: org, at: T0, records }], mergeLatest);
+    await commit([{ vehicleId: 'a', timestamp: T0, data: { speed: 1, battery: 50 } }, record('b', T0, 5)]);
+    assert.equal(await stores.vehicles.delete(org, 'a'), true);
+    await register(stores, org, 'a');
+    await commit([record('a', T0 + 1, 2)]);
+    assert.equal(await stores.telemetry.prune(T0 - 1, 100), 0, 'retention moves the recent records first');
+    assert.deepEqual(counts(file), { recent: 0, moved: 2 });
+    const states = new Map((await stores.telemetry.loadLatest()).map((s) => [s.vehicleId, s.fields]));
+    assert.deepEqual(states.get('a'), { speed: { value: 2, at: T0 + 1 } }, 'nothing of the deleted vehicle\'s battery');
+    assert.deepEqual(states.get('b'), { speed: { value: 5, at: T0 } });
+  });
+
+  test('a write that failed after a restart is not folded in place of the records left from before it', async () => {
+    const { file, stores, org } = await setUp(['a']);
+    await stores.telemetry.commit([{ organizationId: org, at: T0, records: [record('a', T0, 1)] }], mergeLatest);
+    await stores.close();
+    const reopened = storesAt(file);
+    // A trigger fails the next group's second request, after its first was written and counted:
+    // the transaction rolls back, and the store's count for `a` (one) equals the rows left (one).
+    const admin = new DatabaseSync(file);
+    admin.exec(`CREATE TRIGGER refuse AFTER INSERT ON telemetry_recent WHEN NEW.ts = ${T0 + 2} BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
+    const failing = [
+      { organizationId: org, at: T0, records: [{ vehicleId: 'a', timestamp: T0 + 1, data: { speed: 99, battery: 5 } }] },
+      { organizationId: org, at: T0, records: [record('a', T0 + 2, 98)] },
+    ];
+    await assert.rejects(reopened.telemetry.commit(failing, mergeLatest), /refused by the test/);
+    admin.exec('DROP TRIGGER refuse');
+    admin.close();
+    assert.deepEqual(counts(file), { recent: 1, moved: 0 });
+    assert.equal(await reopened.telemetry.prune(T0 - 1, 100), 0);
+    assert.deepEqual(counts(file), { recent: 0, moved: 1 });
+    assert.deepEqual((await reopened.telemetry.loadLatest())[0]?.fields, { speed: { value: 1, at: T0 } });
+  });
+
+  test('after every move, each vehicle\'s latest state is what its stored records say (random writes, deletions, a restart)', async () => {
+    const vehicles = ['a', 'b', 'c', 'd', 'e'];
+    const { file, stores: first, org } = await setUp(vehicles);
+    let stores = first;
+    let seed = 20261123;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const below = (n: number) => Math.floor(random() * n);
+    const fields = ['speed', 'battery', 'heading', 'temperature'] as const;
+    const data = () => Object.fromEntries(fields.filter(() => random() < 0.5).map((f) => [f, below(100)]));
+    let time = T0;
+    // Mostly forward in time; one in eight goes back, now and then onto a stored record (a duplicate).
+    const stamp = () => (random() < 0.125 ? time - below(40) : (time += 1 + below(3)));
+    const records = (vehicleId: string, n: number) => Array.from({ length: n }, (): StoredRecord => ({ vehicleId, timestamp: stamp(), data: data() }));
+    const batch = () => ({
+      organizationId: org, at: T0,
+      records: random() < 0.03 ? records(vehicles[below(5)]!, DIRECT_AT + below(4)) : vehicles.flatMap((v) => (random() < 0.3 ? records(v, 1 + below(3)) : [])),
+    });
+
+    async function agreesWithHistory(when: string) {
+      const states = new Map((await stores.telemetry.loadLatest()).map((s) => [s.vehicleId, s]));
+      for (const vehicleId of vehicles) {
+        const stored = await stores.telemetry.history(org, vehicleId, { from: 0, to: Number.MAX_SAFE_INTEGER, after: undefined, limit: 1_000_000 });
+        const expected = stored.length === 0 ? undefined : mergeLatest(undefined, org, vehicleId, stored);
+        assert.deepEqual(states.get(vehicleId), expected, `${vehicleId}, ${when}`);
+      }
+    }
+
+    let moves = 0;
+    let recent = 0;
+    for (let step = 1; moves < 5; step++) {
+      const group = Array.from({ length: 1 + below(4) }, batch).filter((b) => b.records.length > 0);
+      for (const outcome of await stores.telemetry.commit(group, mergeLatest)) assert.equal(outcome.ok, true);
+      if (step % 97 === 0) {
+        const vehicleId = vehicles[below(5)]!;
+        assert.equal(await stores.vehicles.delete(org, vehicleId), true);
+        await register(stores, org, vehicleId);
+      }
+      if (step === 300) {
+        await stores.close();
+        stores = storesAt(file);
+        await agreesWithHistory('after a restart');
+      }
+      const now = counts(file).recent;
+      if (now < recent) {
+        moves++;
+        await agreesWithHistory(`after move ${moves} (step ${step})`);
+      }
+      recent = now;
+    }
+    await agreesWithHistory('at the end');
   });
 });

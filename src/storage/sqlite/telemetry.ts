@@ -5,8 +5,11 @@
 // them into `telemetry_latest`. A request's many records of one vehicle (DIRECT_AT) fill that
 // vehicle's pages in order, so they go straight into `telemetry` and its latest state at once.
 // See migration 0005.
+//
+// What the recent records say of each vehicle's latest state is also kept in memory as they are
+// written, so a move folds one merged state per vehicle instead of reading every record back.
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
-import { mergeLatest } from '../../telemetry/latest.ts';
+import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
 import { transaction } from './database.ts';
@@ -33,6 +36,9 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
      ON CONFLICT DO NOTHING`,
   );
   const allRecent = db.prepare('SELECT organization_id, vehicle_id, ts, data FROM telemetry_recent ORDER BY organization_id, vehicle_id, ts');
+  const recentPerVehicle = db.prepare(
+    'SELECT organization_id, vehicle_id, count(*) AS n, max(ts) AS ts FROM telemetry_recent GROUP BY organization_id, vehicle_id',
+  );
   const clearRecent = db.prepare('DELETE FROM telemetry_recent');
   const selectLatest = db.prepare('SELECT ts, fields FROM telemetry_latest WHERE organization_id = ? AND vehicle_id = ?');
   const upsertLatest = db.prepare(
@@ -87,6 +93,35 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
   /** Rows in `telemetry_recent` (an upper bound: a vehicle's deletion takes its rows unseen). */
   let recent = Number(countRecent.get()!.n);
 
+  /**
+   * Each vehicle's records in `telemetry_recent` as one merged state, and how many they are,
+   * kept as they are written: a move folds this state instead of reading and parsing them all.
+   * A vehicle's entry is used only while it covers exactly that vehicle's rows there:
+   * - `pendingComplete` is false while the table may hold rows no entry counted (rows left from
+   *   before a restart, or entries changed in a transaction that then failed); the next move
+   *   that commits empties the table and makes it true again;
+   * - while it is true every row there was counted, so a vehicle with fewer rows than its count
+   *   lost some unseen (its deletion took them) and its entry is not used.
+   * A vehicle whose entry is not used has its rows read back, as after a restart.
+   */
+  const pending = new Map<string, { state: LatestState; count: number }>();
+  let pendingComplete = recent === 0;
+  function remember(state: LatestState, count: number): void {
+    const key = keyOf(state.organizationId, state.vehicleId);
+    const known = pending.get(key);
+    pending.set(key, known === undefined ? { state, count } : { state: mergeStates(known.state, state), count: known.count + count });
+  }
+
+  /** A write transaction; one that fails leaves `pending` not to be trusted until the next move. */
+  function write<T>(fn: () => T): T {
+    try {
+      return transaction(db, fn);
+    } catch (error) {
+      pendingComplete = false;
+      throw error;
+    }
+  }
+
   const toLatest = (organizationId: string, vehicleId: string, row: Row): LatestState => ({
     organizationId,
     vehicleId,
@@ -94,12 +129,16 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
     fields: JSON.parse(row.fields as string) as LatestState['fields'],
   });
 
-  /** Each vehicle's records in `telemetry_recent`, in (organization, vehicle, time) order. */
-  function* recentByVehicle(): Generator<{ organizationId: string; vehicleId: string; records: StoredRecord[] }> {
+  /**
+   * Each vehicle's records in `telemetry_recent`, in (organization, vehicle, time) order; only the
+   * vehicles whose keys are in `only`, when given (the others' records are not parsed).
+   */
+  function* recentByVehicle(only?: ReadonlySet<string>): Generator<{ organizationId: string; vehicleId: string; records: StoredRecord[] }> {
     let current: { organizationId: string; vehicleId: string; records: StoredRecord[] } | undefined;
     for (const row of allRecent.iterate()) {
       const organizationId = row.organization_id as string;
       const vehicleId = row.vehicle_id as string;
+      if (only !== undefined && !only.has(keyOf(organizationId, vehicleId))) continue;
       if (current === undefined || current.organizationId !== organizationId || current.vehicleId !== vehicleId) {
         if (current !== undefined) yield current;
         current = { organizationId, vehicleId, records: [] };
@@ -109,10 +148,14 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
     if (current !== undefined) yield current;
   }
 
-  /** Folds stored records into the vehicle's row of `telemetry_latest`; the state written. */
-  function foldIntoLatest(organizationId: string, vehicleId: string, records: StoredRecord[]): LatestState {
+  /**
+   * Folds what stored records say of a vehicle (their merged state) into its row of
+   * `telemetry_latest`; the state written.
+   */
+  function foldIntoLatest(incoming: LatestState): LatestState {
+    const { organizationId, vehicleId } = incoming;
     const row = selectLatest.get(organizationId, vehicleId);
-    const state = mergeLatest(row === undefined ? undefined : toLatest(organizationId, vehicleId, row), organizationId, vehicleId, records);
+    const state = row === undefined ? incoming : mergeStates(toLatest(organizationId, vehicleId, row), incoming);
     upsertLatest.run(organizationId, vehicleId, state.timestamp, JSON.stringify(state.fields));
     return state;
   }
@@ -120,11 +163,24 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
   /** Moves every recent record into `telemetry` and `telemetry_latest`; inside a transaction. */
   function moveAll(): void {
     moveRecent.run();
-    for (const { organizationId, vehicleId, records } of recentByVehicle()) {
-      storedUpTo(organizationId, vehicleId, records.at(-1)!.timestamp); // in time order
-      foldIntoLatest(organizationId, vehicleId, records);
+    const unknown = new Set<string>();
+    for (const row of recentPerVehicle.iterate()) {
+      const organizationId = row.organization_id as string;
+      const vehicleId = row.vehicle_id as string;
+      const key = keyOf(organizationId, vehicleId);
+      storedUpTo(organizationId, vehicleId, row.ts as number);
+      const known = pendingComplete ? pending.get(key) : undefined;
+      if (known !== undefined && known.count === Number(row.n)) foldIntoLatest(known.state);
+      else unknown.add(key);
+    }
+    if (unknown.size > 0) {
+      for (const { organizationId, vehicleId, records } of recentByVehicle(unknown)) {
+        foldIntoLatest(mergeLatest(undefined, organizationId, vehicleId, records));
+      }
     }
     clearRecent.run();
+    pending.clear();
+    pendingComplete = true; // made false again by `write` if this transaction fails
   }
 
   /**
@@ -155,14 +211,18 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
             storedUpTo(org, vehicleId, r.timestamp);
           }
         }
-        if (fresh.length > 0) latest.push(foldIntoLatest(org, vehicleId, fresh));
+        if (fresh.length > 0) latest.push(foldIntoLatest(mergeLatest(undefined, org, vehicleId, fresh)));
       } else {
         for (const r of records) {
           if (mayBeStored(org, vehicleId, r.timestamp)) continue;
           if (insertRecent.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes > 0) fresh.push(r);
         }
         added += fresh.length;
-        if (fresh.length > 0) latest.push(merge(undefined, org, vehicleId, fresh));
+        if (fresh.length > 0) {
+          const state = merge(undefined, org, vehicleId, fresh);
+          remember(state, fresh.length);
+          latest.push(state);
+        }
       }
       accepted += fresh.length;
     }
@@ -184,7 +244,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
      */
     async commit(batches, merge) {
       let added = 0;
-      const outcomes = transaction(db, () => {
+      const outcomes = write(() => {
         const result = batches.map((batch) => {
           const written = writeBatch(batch, merge);
           added += written.added;
@@ -223,7 +283,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
     /** Moves the recent records first, so that old ones among them are pruned too. */
     async prune(before, max) {
       if (recent > 0) {
-        transaction(db, moveAll);
+        write(moveAll);
         recent = 0;
       }
       return Number(pruneOldest.run(before, max).changes);
