@@ -3,20 +3,25 @@ import { createSqliteAuthStore } from './auth.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
 import { createSqliteVehicleStore } from './vehicles.ts';
+import { type SyncFile, createWalSync } from './wal-sync.ts';
 import type { Stores } from '../stores.ts';
 
-export function createSqliteStores(file: string): Stores {
+/** `syncFile` syncs the WAL after telemetry commits (`fs.fdatasync`; a test passes one that fails). */
+export function createSqliteStores(file: string, options: { syncFile?: SyncFile } = {}): Stores {
   const db = openSqlite(file);
   const ping = db.prepare('SELECT 1 AS ok');
+  const wal = createWalSync(db, options.syncFile);
   return {
     auth: createSqliteAuthStore(db),
     oauth: createSqliteOAuthStore(db),
     vehicles: createSqliteVehicleStore(db),
-    telemetry: createSqliteTelemetryStore(db),
+    telemetry: createSqliteTelemetryStore(db, wal),
     async ping() {
       ping.get();
+      wal.check();
     },
     async close() {
+      wal.close();
       if (db.isOpen) db.close();
     },
   };

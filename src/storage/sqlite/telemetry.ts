@@ -12,7 +12,7 @@ import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
-import { transaction } from './database.ts';
+import type { WalSync } from './wal-sync.ts';
 
 type Row = Record<string, SQLInputValue>;
 const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`; // ids never hold a newline
@@ -22,7 +22,8 @@ export const MOVE_AT = 2000;
 /** A request with this many records of one vehicle writes them straight into `telemetry`. */
 export const DIRECT_AT = 16;
 
-export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
+/** `wal` syncs the group commits (see wal-sync.ts); the stores of one database share one. */
+export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync): TelemetryStore {
   const vehicleStatus = db.prepare('SELECT status FROM vehicles WHERE organization_id = ? AND id = ?');
   const stored = db.prepare('SELECT 1 FROM telemetry WHERE organization_id = ? AND vehicle_id = ? AND ts = ?');
   const newestStored = db.prepare('SELECT max(ts) AS ts FROM telemetry WHERE organization_id = ? AND vehicle_id = ?');
@@ -112,12 +113,16 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
     pending.set(key, known === undefined ? { state, count } : { state: mergeStates(known.state, state), count: known.count + count });
   }
 
-  /** A write transaction; one that fails leaves `pending` not to be trusted until the next move. */
-  function write<T>(fn: () => T): T {
+  /**
+   * A write transaction, durable once the promise resolves (see wal-sync.ts). One that fails
+   * leaves `pending` not to be trusted until the next move, and `recent` is counted again.
+   */
+  async function write<T>(fn: () => T): Promise<T> {
     try {
-      return transaction(db, fn);
+      return await wal.transaction(fn);
     } catch (error) {
       pendingComplete = false;
+      if (db.isOpen) recent = Number(countRecent.get()!.n);
       throw error;
     }
   }
@@ -179,6 +184,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
       }
     }
     clearRecent.run();
+    recent = 0;
     pending.clear();
     pendingComplete = true; // made false again by `write` if this transaction fails
   }
@@ -243,18 +249,15 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
      * move. The caller merges it into what it knows.
      */
     async commit(batches, merge) {
-      let added = 0;
-      const outcomes = write(() => {
-        const result = batches.map((batch) => {
+      return write(() => {
+        const outcomes = batches.map((batch) => {
           const written = writeBatch(batch, merge);
-          added += written.added;
+          recent += written.added;
           return written.outcome;
         });
-        if (recent + added >= MOVE_AT) moveAll();
-        return result;
+        if (recent >= MOVE_AT) moveAll();
+        return outcomes;
       });
-      recent = recent + added >= MOVE_AT ? 0 : recent + added;
-      return outcomes;
     },
 
     async history(organizationId, vehicleId, range) {
@@ -282,10 +285,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync): TelemetryStore {
 
     /** Moves the recent records first, so that old ones among them are pruned too. */
     async prune(before, max) {
-      if (recent > 0) {
-        write(moveAll);
-        recent = 0;
-      }
+      if (recent > 0) await write(moveAll);
       return Number(pruneOldest.run(before, max).changes);
     },
 

@@ -1,0 +1,80 @@
+// Telemetry commits whose WAL sync does not hold up the event loop.
+//
+// With `synchronous = FULL`, SQLite syncs the WAL inside COMMIT, on the calling thread: with
+// group commit that is a fraction of a millisecond per group during which no request is read or
+// parsed. A telemetry commit runs with `synchronous = NORMAL` instead (COMMIT writes the WAL
+// without syncing it), and its promise resolves only after an `fdatasync` of the WAL file on
+// libuv's thread pool. What is acknowledged is as durable as with FULL: the WAL is written in
+// order, so a sync that starts after a COMMIT returned covers it and everything before it (also
+// a checkpoint, which SQLite syncs itself in either mode). Every other write of the store keeps
+// FULL.
+//
+// The one difference: this process's reads (telemetry history) see a commit from COMMIT on, up to
+// one sync (well under a millisecond) before it is durable, where FULL shows it after the sync.
+// A record read in that window and then lost to a power cut was never acknowledged, so its
+// sender sends it again.
+//
+// A failed sync leaves unknown what reached the disk (Linux may drop the written pages from the
+// page cache as if they were saved), so nothing acknowledged afterwards could be trusted: the
+// failing commit and every later one fail with 503, and the store's readiness check fails until
+// the process is restarted and SQLite recovers from what is on disk.
+import { closeSync, fdatasync, openSync } from 'node:fs';
+import type { DatabaseSync } from 'node:sqlite';
+import { AppError } from '../../errors.ts';
+import { transaction } from './database.ts';
+
+export type SyncFile = (fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => void;
+
+export interface WalSync {
+  /** `fn` as one write transaction; resolves once the WAL holding it is synced to disk. */
+  transaction<T>(fn: () => T): Promise<T>;
+  /** Throws once a sync has failed (the readiness check). */
+  check(): void;
+  close(): void;
+}
+
+/** `syncFile` is `fs.fdatasync`; a test passes one that fails. */
+export function createWalSync(db: DatabaseSync, syncFile: SyncFile = fdatasync): WalSync {
+  const file = db.location();
+  let fd: number | undefined;
+  let failure: AppError | undefined;
+
+  function check(): void {
+    if (failure !== undefined) throw failure;
+  }
+
+  function sync(): Promise<void> {
+    // The WAL exists from the first commit on and stays while the database is open.
+    fd ??= openSync(`${file}-wal`, 'r');
+    return new Promise((resolve, reject) => {
+      syncFile(fd!, (error) => {
+        if (error === null) return resolve();
+        failure ??= new AppError('service-unavailable', 'The store could not write telemetry to disk; the service needs a restart.', { cause: error });
+        reject(failure);
+      });
+    });
+  }
+
+  return {
+    async transaction(fn) {
+      check();
+      // An in-memory database has no file to sync: nothing there outlives the process anyway.
+      if (file === null || file === '') return transaction(db, fn);
+      // Executed each time, not prepared once: SQLite applies this pragma when compiling it.
+      db.exec('PRAGMA synchronous = NORMAL');
+      let result;
+      try {
+        result = transaction(db, fn);
+      } finally {
+        db.exec('PRAGMA synchronous = FULL');
+      }
+      await sync();
+      return result;
+    },
+    check,
+    close() {
+      if (fd !== undefined) closeSync(fd);
+      fd = undefined;
+    },
+  };
+}
