@@ -10,6 +10,7 @@ export function openSqlite(file: string): DatabaseSync {
   const db = new DatabaseSync(file, { enableForeignKeyConstraints: true, timeout: 5000 });
   // WAL lets readers run beside the writer. synchronous=FULL makes every acknowledged commit
   // survive power loss, not only a process crash; batching writes (group commit) pays for it.
+  // Telemetry group commits get the same durability from a WAL sync of their own (wal-sync.ts).
   // A checkpoint every 10,000 pages (about 40 MB of WAL) instead of SQLite's 1,000: the pages
   // commits keep rewriting (recent telemetry, latest states, each vehicle's last page) are copied
   // into the database once per checkpoint, so fewer checkpoints copy fewer pages per record.
