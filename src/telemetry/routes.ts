@@ -45,7 +45,7 @@ export async function telemetryRoutes(app: FastifyInstance, opts: { service: Tel
         'a `retired` vehicle refuses telemetry with 409.',
       params: Params,
       body: IngestBody,
-      response: responses({ 202: IngestResult }, { body: true, errors: [404, 409] }),
+      response: responses({ 202: IngestResult }, { body: true, errors: [404, 409, 503] }),
     },
   }, async (request, reply) => {
     const { vehicleId } = request.params as Params;
@@ -60,7 +60,7 @@ export async function telemetryRoutes(app: FastifyInstance, opts: { service: Tel
       operationId: 'ingestFleetTelemetry', tags, summary: 'Send telemetry for many vehicles',
       description: 'Up to 1000 records `{vehicleId, timestamp?, data}`; all or nothing, as for one vehicle.',
       body: FleetRecordsInput,
-      response: responses({ 202: IngestResult }, { body: true, errors: [404, 409] }),
+      response: responses({ 202: IngestResult }, { body: true, errors: [404, 409, 503] }),
     },
   }, async (request, reply) => {
     const result = await service.ingestForFleet(request.principal.organizationId, request.body);
