@@ -15,7 +15,7 @@ import type { Stores } from '../src/storage/stores.ts';
 import { FOLD_AFTER_MS } from '../src/storage/postgres/telemetry.ts';
 import { mergeLatest } from '../src/telemetry/latest.ts';
 import type { StoredRecord } from '../src/telemetry/store.ts';
-import { T0, addOrganization } from './contract/fixtures.ts';
+import { T0, addOrganization, addVehicle } from './contract/fixtures.ts';
 import {
   TEST_DATABASE_URL, adminQuery, freshSchema, openAnotherNode, openPostgresTestStores, skipUnlessPostgres, terminateConnections,
 } from './helpers/postgres.ts';
@@ -25,12 +25,7 @@ const ALL = { from: 0, to: Number.MAX_SAFE_INTEGER, after: undefined, limit: 100
 
 async function registered(stores: Stores, ids: string[]) {
   const org = await addOrganization(stores);
-  for (const id of ids) {
-    await stores.vehicles.insert(
-      { organizationId: org, id, type: 'van', status: 'active', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
-      { from: null, to: 'active', reason: null, at: T0, by: 'k' },
-    );
-  }
+  for (const id of ids) await addVehicle(stores, org, id);
   return org;
 }
 

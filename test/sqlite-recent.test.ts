@@ -14,7 +14,7 @@ import { DIRECT_AT, MOVE_AT } from '../src/storage/sqlite/telemetry.ts';
 import type { Stores } from '../src/storage/stores.ts';
 import { mergeLatest } from '../src/telemetry/latest.ts';
 import type { StoredRecord } from '../src/telemetry/store.ts';
-import { T0, addOrganization } from './contract/fixtures.ts';
+import { T0, addOrganization, addVehicle } from './contract/fixtures.ts';
 
 const dirs: string[] = [];
 const open: Stores[] = [];
@@ -29,20 +29,13 @@ function storesAt(file: string): Stores {
   return stores;
 }
 
-async function register(stores: Stores, org: string, id: string): Promise<void> {
-  await stores.vehicles.insert(
-    { organizationId: org, id, type: 'van', status: 'active', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
-    { from: null, to: 'active', reason: null, at: T0, by: 'k' },
-  );
-}
-
 async function setUp(vehicles: string[]) {
   const dir = mkdtempSync(path.join(tmpdir(), 'fleet-recent-'));
   dirs.push(dir);
   const file = path.join(dir, 'fleet.db');
   const stores = storesAt(file);
   const org = await addOrganization(stores);
-  for (const id of vehicles) await register(stores, org, id);
+  for (const id of vehicles) await addVehicle(stores, org, id);
   return { file, stores, org };
 }
 
@@ -161,7 +154,7 @@ describe('embedded store: recent records and their move', () => {
     const [again] = await commit(reopened, [record('a', T0 + 1, 0), record('a', T0 + DIRECT_AT - 1, 0), record('a', T0 + DIRECT_AT, 0)]);
     assert.deepEqual([again?.ok && again.accepted, again?.ok && again.duplicates], [1, 2]);
     assert.equal(await reopened.vehicles.delete(org, 'b'), true);
-    await register(reopened, org, 'b');
+    await addVehicle(reopened, org, 'b');
     const [fresh] = await commit(reopened, [record('b', T0 + 1, 7), record('b', T0 + DIRECT_AT + 5, 7)]);
     assert.deepEqual([fresh?.ok && fresh.accepted, fresh?.ok && fresh.duplicates], [2, 0], 'the old times are free again');
     const [twice] = await commit(reopened, [record('b', T0 + 1, 8)]);
@@ -173,7 +166,7 @@ describe('embedded store: recent records and their move', () => {
     await stores.telemetry.commit([{ organizationId: org, at: T0, records: [record('a', T0, 1), record('b', T0, 2)] }], mergeLatest);
     assert.equal(await stores.vehicles.delete(org, 'a'), true);
     assert.deepEqual(counts(file), { recent: 1, moved: 0 });
-    await register(stores, org, 'a');
+    await addVehicle(stores, org, 'a');
     assert.deepEqual(await everything(stores, org, 'a', 10), []);
     assert.deepEqual((await stores.telemetry.loadLatest()).map((s) => s.vehicleId), ['b']);
     const [outcome] = await stores.telemetry.commit([{ organizationId: org, at: T0, records: [record('a', T0, 3)] }], mergeLatest);
@@ -185,7 +178,7 @@ describe('embedded store: recent records and their move', () => {
     const commit = (records: StoredRecord[]) => stores.telemetry.commit([{ organizationId: org, at: T0, records }], mergeLatest);
     await commit([{ vehicleId: 'a', timestamp: T0, data: { speed: 1, battery: 50 } }, record('b', T0, 5)]);
     assert.equal(await stores.vehicles.delete(org, 'a'), true);
-    await register(stores, org, 'a');
+    await addVehicle(stores, org, 'a');
     await commit([record('a', T0 + 1, 2)]);
     assert.equal(await stores.telemetry.prune(T0 - 1, 100), 0, 'retention moves the recent records first');
     assert.deepEqual(counts(file), { recent: 0, moved: 2 });
@@ -251,7 +244,7 @@ describe('embedded store: recent records and their move', () => {
       if (step % 97 === 0) {
         const vehicleId = vehicles[below(5)]!;
         assert.equal(await stores.vehicles.delete(org, vehicleId), true);
-        await register(stores, org, vehicleId);
+        await addVehicle(stores, org, vehicleId);
       }
       if (step === 300) {
         await stores.close();

@@ -12,7 +12,7 @@ import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import { type SyncFile, createWalSync } from '../src/storage/sqlite/wal-sync.ts';
 import type { Stores } from '../src/storage/stores.ts';
 import { mergeLatest } from '../src/telemetry/latest.ts';
-import { T0, addOrganization } from './contract/fixtures.ts';
+import { T0, addOrganization, addVehicle } from './contract/fixtures.ts';
 
 const dirs: string[] = [];
 const open: Stores[] = [];
@@ -30,10 +30,7 @@ async function setUp(syncFile: SyncFile, file?: string) {
   const stores = createSqliteStores(file, { syncFile });
   open.push(stores);
   const org = await addOrganization(stores);
-  await stores.vehicles.insert(
-    { organizationId: org, id: 'van-1', type: 'van', status: 'active', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
-    { from: null, to: 'active', reason: null, at: T0, by: 'k' },
-  );
+  await addVehicle(stores, org, 'van-1');
   const commit = (timestamp: number) =>
     stores.telemetry.commit([{ organizationId: org, at: T0, records: [{ vehicleId: 'van-1', timestamp, data: { speed: 1 } }] }], mergeLatest);
   return { file, stores, org, commit };

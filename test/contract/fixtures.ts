@@ -3,6 +3,7 @@
 import { afterEach } from 'node:test';
 import type { ApiKeyRecord, OrganizationRecord } from '../../src/auth/store.ts';
 import type { Stores } from '../../src/storage/stores.ts';
+import type { VehicleStatus } from '../../src/vehicles/schema.ts';
 
 export const T0 = Date.parse('2026-11-22T08:00:00.000Z');
 
@@ -48,4 +49,12 @@ export async function addOrganization(stores: Stores, overrides: Partial<Organiz
   const organization: OrganizationRecord = { id: `org_${unique()}`, name: 'Organization', platform: false, createdAt: T0, ...overrides };
   await stores.auth.createOrganizationWithKey(organization, keyRecord(organization.id));
   return organization.id;
+}
+
+/** A vehicle `id` of type van in `organizationId`, registered straight into `status`. */
+export async function addVehicle(stores: Stores, organizationId: string, id: string, status: VehicleStatus = 'active'): Promise<void> {
+  await stores.vehicles.insert(
+    { organizationId, id, type: 'van', status, configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
+    { from: null, to: status, reason: null, at: T0, by: 'k' },
+  );
 }

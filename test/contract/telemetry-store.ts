@@ -6,7 +6,7 @@ import type { Stores } from '../../src/storage/stores.ts';
 import { mergeLatest, mergeStates } from '../../src/telemetry/latest.ts';
 import type { CommitBatch, LatestState, StoredRecord } from '../../src/telemetry/store.ts';
 import type { VehicleStatus } from '../../src/vehicles/schema.ts';
-import { type MakeStores, T0, addOrganization, freshStores } from './fixtures.ts';
+import { type MakeStores, T0, addOrganization, addVehicle, freshStores } from './fixtures.ts';
 
 const ALL = { from: 0, to: Number.MAX_SAFE_INTEGER, after: undefined, limit: 10_000 };
 const DAY = 86_400_000;
@@ -18,12 +18,7 @@ export function telemetryStoreContract(name: string, makeStores: MakeStores): vo
     async function withVehicles(ids: string[], status: VehicleStatus = 'active') {
       const stores = await fresh();
       const org = await addOrganization(stores);
-      for (const id of ids) {
-        await stores.vehicles.insert(
-          { organizationId: org, id, type: 'van', status, configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
-          { from: null, to: status, reason: null, at: T0, by: 'k' },
-        );
-      }
+      for (const id of ids) await addVehicle(stores, org, id, status);
       return { stores, org };
     }
     const rec = (vehicleId: string, timestamp: number, data: StoredRecord['data'] = { speed: 1 }): StoredRecord => ({ vehicleId, timestamp, data });
