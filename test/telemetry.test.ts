@@ -232,6 +232,24 @@ describe('validation', () => {
     assert.equal((await ctx.request('POST', '/v2/telemetry', { body: { records: [{ timestamp: at(0), data: { speed: 1 } }] } })).statusCode, 400);
   });
 
+  test('a timestamp JavaScript cannot hold (a leap second, an hour-only offset) is refused, and fails no one else\'s records', async () => {
+    await ctx.registerVehicle('odd-time');
+    await ctx.registerVehicle('odd-time-neighbour');
+    for (const timestamp of ['2016-12-31T23:59:60Z', '2026-11-22T08:00:00+01', '2026-02-29T08:00:00Z', '2026-11-22T08:00:00']) {
+      // Sent together with another client's good record, which may share its group commit.
+      const [bad, good] = await Promise.all([
+        send('odd-time', { records: [{ timestamp: at(-2), data: { speed: 1 } }, { timestamp, data: { speed: 1 } }] }),
+        send('odd-time-neighbour', { data: { speed: 2 } }),
+      ]);
+      assert.equal(bad.statusCode, 400, `${timestamp}: ${bad.body}`);
+      assert.deepEqual(bad.json().errors.map((e: { path: string }) => e.path), ['/records/1/timestamp'], timestamp);
+      assert.equal(good.statusCode, 202, good.body);
+    }
+    assert.equal((await ctx.request('GET', '/v2/telemetry/odd-time')).json().code, 'no-telemetry');
+    const history = await ctx.request('GET', '/v2/telemetry/odd-time/history?from=2016-12-31T23:59:60Z');
+    assert.equal(history.statusCode, 400, history.body);
+  });
+
   test('time zones are accepted and stored as UTC', async () => {
     await ctx.registerVehicle('tz');
     await send('tz', { timestamp: '2026-11-22T09:59:00.000+02:00', data: { speed: 1 } });

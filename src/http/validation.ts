@@ -2,13 +2,10 @@
 // number belongs is an error, unknown properties are errors, never silently stripped), while the
 // query string and path, which are text by nature, are coerced to the schema's types.
 import { Ajv, type ErrorObject } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../errors.ts';
+import { isDateTime } from './date-time.ts';
 import { MULTILINE_PATTERN, NAME_PATTERN } from './schema.ts';
-
-// ajv-formats is CommonJS; under native ESM its callable sits on `default`.
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
 function makeAjv(coerceTypes: boolean): Ajv {
   const ajv = new Ajv({
@@ -19,7 +16,7 @@ function makeAjv(coerceTypes: boolean): Ajv {
     strict: true,
     allowUnionTypes: true,
   });
-  addFormats(ajv, ['date-time']);
+  ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
   return ajv;
 }
 
