@@ -111,6 +111,19 @@ describe('vehicle status and telemetry', () => {
     assert.equal((await ctx.request('GET', '/v2/telemetry/s-3')).json().code, 'no-telemetry');
   });
 
+  test('a vehicle sending telemetry is refused from the moment it is retired, or deleted, and activated again when registered anew', async () => {
+    await ctx.registerVehicle('s-5');
+    assert.equal((await send('s-5', { timestamp: at(-3), data: { speed: 1 } })).statusCode, 202);
+    await ctx.request('PUT', '/v2/fleet/vehicles/s-5/status', { body: { status: 'retired' } });
+    assert.equal((await send('s-5', { timestamp: at(-2), data: { speed: 2 } })).json().code, 'vehicle-retired');
+    assert.equal((await ctx.request('DELETE', '/v2/fleet/vehicles/s-5')).statusCode, 204);
+    assert.equal((await send('s-5', { timestamp: at(-2), data: { speed: 2 } })).json().code, 'vehicle-not-found');
+    await ctx.registerVehicle('s-5');
+    assert.equal((await send('s-5', { timestamp: at(-1), data: { speed: 3 } })).statusCode, 202);
+    assert.equal((await ctx.request('GET', '/v2/fleet/vehicles/s-5')).json().status, 'active');
+    assert.equal((await ctx.request('GET', '/v2/telemetry/s-5')).json().data.speed, 3);
+  });
+
   test('an unknown vehicle: 404 on ingest and on reads; a known one without telemetry: no-telemetry', async () => {
     assert.equal((await send('ghost', { data: { speed: 1 } })).json().code, 'vehicle-not-found');
     assert.equal((await ctx.request('GET', '/v2/telemetry/ghost')).json().code, 'vehicle-not-found');

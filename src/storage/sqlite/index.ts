@@ -3,6 +3,7 @@ import { createSqliteAuthStore } from './auth.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
 import { createSqliteVehicleStore } from './vehicles.ts';
+import { createVehicleStatuses } from './vehicle-status.ts';
 import { type SyncFile, createWalSync } from './wal-sync.ts';
 import type { Stores } from '../stores.ts';
 
@@ -11,11 +12,12 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
   const db = openSqlite(file);
   const ping = db.prepare('SELECT 1 AS ok');
   const wal = createWalSync(db, options.syncFile);
+  const statuses = createVehicleStatuses(db);
   return {
     auth: createSqliteAuthStore(db),
     oauth: createSqliteOAuthStore(db),
-    vehicles: createSqliteVehicleStore(db),
-    telemetry: createSqliteTelemetryStore(db, wal),
+    vehicles: createSqliteVehicleStore(db, statuses),
+    telemetry: createSqliteTelemetryStore(db, wal, statuses),
     async ping() {
       ping.get();
       wal.check();

@@ -12,6 +12,7 @@ import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
+import type { VehicleStatuses } from './vehicle-status.ts';
 import type { WalSync } from './wal-sync.ts';
 
 type Row = Record<string, SQLInputValue>;
@@ -22,9 +23,11 @@ export const MOVE_AT = 2000;
 /** A request with this many records of one vehicle writes them straight into `telemetry`. */
 export const DIRECT_AT = 16;
 
-/** `wal` syncs the group commits (see wal-sync.ts); the stores of one database share one. */
-export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync): TelemetryStore {
-  const vehicleStatus = db.prepare('SELECT status FROM vehicles WHERE organization_id = ? AND id = ?');
+/**
+ * `wal` syncs the group commits (see wal-sync.ts); `statuses` knows each vehicle's status. The
+ * stores of one database share both.
+ */
+export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statuses: VehicleStatuses): TelemetryStore {
   const stored = db.prepare('SELECT 1 FROM telemetry WHERE organization_id = ? AND vehicle_id = ? AND ts = ?');
   const newestStored = db.prepare('SELECT max(ts) AS ts FROM telemetry WHERE organization_id = ? AND vehicle_id = ?');
   const inRecent = db.prepare('SELECT 1 FROM telemetry_recent WHERE organization_id = ? AND vehicle_id = ? AND ts = ?');
@@ -122,6 +125,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync): Tele
       return await wal.transaction(fn);
     } catch (error) {
       pendingComplete = false;
+      statuses.clear(); // the commit's activations did not happen
       if (db.isOpen) recent = Number(countRecent.get()!.n);
       throw error;
     }
@@ -196,7 +200,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync): Tele
    */
   function writeBatch(batch: CommitBatch, merge: MergeLatest): { outcome: BatchOutcome; added: number } {
     const org = batch.organizationId;
-    const judged = judgeBatch(batch, (vehicleId) => vehicleStatus.get(org, vehicleId)?.status as string | undefined);
+    const judged = judgeBatch(batch, (vehicleId) => statuses.get(org, vehicleId));
     if (judged.refused !== undefined) return { outcome: judged.refused, added: 0 };
     const { byVehicle, registered } = judged;
 
@@ -236,6 +240,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync): Tele
     for (const vehicleId of registered) {
       if (Number(activate.run(batch.at, batch.at, org, vehicleId).changes) > 0) {
         activation.run(org, vehicleId, batch.at);
+        statuses.set(org, vehicleId, 'active');
         activated.push(vehicleId);
       }
     }

@@ -2,10 +2,12 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { StatusChange, VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
 import { VEHICLE_COLUMNS, sqliteRows } from '../rows.ts';
 import { transaction } from './database.ts';
+import type { VehicleStatuses } from './vehicle-status.ts';
 
 const COLUMNS = VEHICLE_COLUMNS;
 
-export function createSqliteVehicleStore(db: DatabaseSync): VehicleStore {
+/** `statuses` is told of every change of a vehicle's status (the telemetry store reads it). */
+export function createSqliteVehicleStore(db: DatabaseSync, statuses: VehicleStatuses): VehicleStore {
   const insertVehicle = db.prepare(
     `INSERT INTO vehicles (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
@@ -81,16 +83,24 @@ export function createSqliteVehicleStore(db: DatabaseSync): VehicleStore {
     },
 
     async delete(organizationId, id) {
-      return deleteOne.run(organizationId, id).changes > 0;
+      try {
+        return deleteOne.run(organizationId, id).changes > 0;
+      } finally {
+        statuses.forget(organizationId, id);
+      }
     },
 
     async changeStatus(organizationId, id, change) {
-      return transaction(db, () => {
-        const row = updateStatus.get(change.to, change.at, change.at, organizationId, id, change.from);
-        if (row === undefined) return undefined;
-        addChange(organizationId, id, change);
-        return sqliteRows.vehicle(row);
-      });
+      try {
+        return transaction(db, () => {
+          const row = updateStatus.get(change.to, change.at, change.at, organizationId, id, change.from);
+          if (row === undefined) return undefined;
+          addChange(organizationId, id, change);
+          return sqliteRows.vehicle(row);
+        });
+      } finally {
+        statuses.forget(organizationId, id);
+      }
     },
 
     async statusHistory(organizationId, id, page) {
