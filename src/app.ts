@@ -20,6 +20,7 @@ import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
 import { problemsPlugin } from './http/problems.ts';
 import { rateLimitPlugin } from './http/rate-limit.ts';
+import { lazyChildLogger } from './http/request-logger.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { organizationRoutes } from './organizations/routes.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
@@ -82,6 +83,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           },
         }
       : { loggerInstance: deps.logger }),
+    // Each request's child logger is made on its first line at an enabled level (request-logger.ts).
+    childLoggerFactory: lazyChildLogger,
     bodyLimit: BODY_LIMIT,
     requestIdHeader: false,
     // A caller's X-Request-Id is kept when it is a sane token, so traces join up across services.

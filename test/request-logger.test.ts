@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import Fastify from 'fastify';
+import { lazyChildLogger } from '../src/http/request-logger.ts';
+import { captureLogs } from './helpers/logs.ts';
+
+/** The parent logger, counting the children made from it. */
+function counted(level: 'warn' | 'debug') {
+  const logs = captureLogs(level);
+  let children = 0;
+  // Children inherit this property (pino makes them with Object.create): count only the root's.
+  const root = logs.logger;
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called below with its own `this`
+  const child = root.child;
+  root.child = function (this: typeof root, ...args: Parameters<typeof child>) {
+    if (this === root) children++;
+    return child.apply(this, args);
+  } as typeof child;
+  return { ...logs, children: () => children };
+}
+
+describe('request logger', () => {
+  it('makes no child for lines below the level, and logs enabled lines with the bindings', () => {
+    const logs = counted('warn');
+    const log = lazyChildLogger(logs.logger, { reqId: 'r-1' }, {});
+    log.info('not logged');
+    log.debug({ a: 1 }, 'not logged either');
+    assert.equal(logs.children(), 0);
+    assert.equal(log.level, 'warn');
+    log.warn({ vehicleId: 'v-1' }, 'something odd');
+    log.error('and worse');
+    assert.equal(logs.children(), 1, 'one child, made once');
+    const lines = logs.lines();
+    assert.deepEqual(lines.map((l) => [l.msg, l.reqId, l.level]), [['something odd', 'r-1', 40], ['and worse', 'r-1', 50]]);
+    assert.equal(lines[0]!.vehicleId, 'v-1');
+  });
+
+  it('passes its bindings on to a child of its own and changes its own level only', () => {
+    const logs = counted('debug');
+    const log = lazyChildLogger(logs.logger, { reqId: 'r-2' }, {});
+    log.child({ part: 'x' }).debug('from the child');
+    log.level = 'error';
+    log.warn('dropped');
+    assert.equal(logs.logger.level, 'debug');
+    assert.deepEqual(logs.lines().map((l) => [l.msg, l.reqId, l.part]), [['from the child', 'r-2', 'x']]);
+  });
+
+  it('gives every request line of a Fastify app its request id', async () => {
+    const logs = captureLogs('info');
+    const app = Fastify({ loggerInstance: logs.logger, childLoggerFactory: lazyChildLogger, genReqId: () => 'req-7' });
+    app.get('/', async (request) => {
+      request.log.warn('inside the handler');
+      return { ok: true };
+    });
+    const res = await app.inject({ url: '/' });
+    assert.equal(res.statusCode, 200);
+    await app.close();
+    const lines = logs.lines().filter((l) => l.reqId === 'req-7').map((l) => l.msg);
+    assert.deepEqual(lines, ['incoming request', 'inside the handler', 'request completed']);
+  });
+});
