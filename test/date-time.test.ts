@@ -23,4 +23,31 @@ describe('date-time format', () => {
       assert.equal(isDateTime(text), false, text);
     }
   });
+
+  it('every string of the shape it accepts, whatever the numbers, is one Date.parse reads', () => {
+    // A small deterministic generator: each field a random two or four digits, over their whole
+    // range and past it, each separator, fraction and zone form.
+    let seed = 2463534242;
+    const rand = (n: number) => {
+      // xorshift32
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      return (seed >>> 0) % n;
+    };
+    const two = () => String(rand(100)).padStart(2, '0');
+    const pick = <T>(options: T[]) => options[rand(options.length)]!;
+    let accepted = 0;
+    for (let i = 0; i < 50_000; i++) {
+      const year = String(pick([rand(10_000), 1970 + rand(100), 2000, 1900, 2024])).padStart(4, '0');
+      const zone = pick(['Z', 'z', `+${two()}:${two()}`, `-${two()}${two()}`]);
+      const fraction = pick(['', '.5', `.${rand(1000)}`, '.123456789']);
+      const text = `${year}-${pick([two(), String(1 + rand(12)).padStart(2, '0')])}-${pick([two(), String(1 + rand(31)).padStart(2, '0')])}` +
+        `${pick(['T', 't', ' '])}${pick([two(), String(rand(24)).padStart(2, '0')])}:${two()}:${two()}${fraction}${zone}`;
+      if (!isDateTime(text)) continue;
+      accepted++;
+      assert.ok(Number.isFinite(Date.parse(text)), text);
+    }
+    assert.ok(accepted > 1_000, `only ${accepted} accepted: the generator misses the format`);
+  });
 });
