@@ -213,15 +213,21 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
       const fresh: StoredRecord[] = [];
       if (records.length >= DIRECT_AT) {
         // Many records of one vehicle fill its pages in `telemetry` in order: written there at
-        // once, with its latest state.
+        // once, with its latest state. Those already in `telemetry_recent` are duplicates; while
+        // `pending` counts every row there, a vehicle with no entry has none to look up.
+        const mayBeRecent = !pendingComplete || pending.has(keyOf(org, vehicleId));
+        let newestFresh = -Infinity;
         for (const r of records) {
-          if (inRecent.get(org, vehicleId, r.timestamp) !== undefined) continue;
+          if (mayBeRecent && inRecent.get(org, vehicleId, r.timestamp) !== undefined) continue;
           if (insert.run(org, vehicleId, r.timestamp, JSON.stringify(r.data)).changes > 0) {
             fresh.push(r);
-            storedUpTo(org, vehicleId, r.timestamp);
+            if (r.timestamp > newestFresh) newestFresh = r.timestamp;
           }
         }
-        if (fresh.length > 0) latest.push(foldIntoLatest(mergeLatest(undefined, org, vehicleId, fresh)));
+        if (fresh.length > 0) {
+          storedUpTo(org, vehicleId, newestFresh);
+          latest.push(foldIntoLatest(mergeLatest(undefined, org, vehicleId, fresh)));
+        }
       } else {
         for (const r of records) {
           if (mayBeStored(org, vehicleId, r.timestamp)) continue;
