@@ -42,7 +42,9 @@ export type TelemetryData = Static<typeof TelemetryData>;
 
 const InputTimestamp = Type.String({
   format: 'date-time',
-  description: 'ISO 8601 with a time zone; stored and returned in UTC with milliseconds. Defaults to the time received.',
+  description:
+    'RFC 3339 (ISO 8601) with a time zone (`Z` or an offset); stored and returned in UTC with milliseconds. Defaults to the time received. ' +
+    'A leap second (`:60`) and impossible dates are refused; so is a time more than 5 minutes ahead of the server.',
   examples: ['2026-11-22T08:30:00.000Z'],
 });
 
