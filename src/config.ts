@@ -52,6 +52,11 @@ export type MqttConfig =
       organizationId: string;
       /** Stable across restarts, so the broker keeps this node's session (and what it holds) for it. */
       clientId: string;
+      /**
+       * At shutdown: `keep` the session for the node's return under the same id, or `leave` the
+       * share group (unsubscribe, store what is still sent, end the session) for a node that does not return.
+       */
+      session: 'keep' | 'leave';
     };
 
 export interface Config {
@@ -133,6 +138,10 @@ export const VARIABLES = {
   FLEET_MQTT_CLIENT_ID: {
     default: '',
     doc: 'Existing broker: this node\'s MQTT client id (default `fleet-<hostname>`); unique per node and stable across restarts.',
+  },
+  FLEET_MQTT_SESSION: {
+    default: 'keep',
+    doc: 'Existing broker: at shutdown, `keep` the node\'s session for its return under the same client id, or `leave` the share group (unsubscribe, store what is still sent, end the session) for a node that will not return.',
   },
 } as const;
 
@@ -347,7 +356,11 @@ function parseMqtt(read: (name: VariableName) => string, httpHost: string, error
   if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(clientId)) {
     errors.push(`FLEET_MQTT_CLIENT_ID: "${clientId}" is not 1 to 128 characters of A-Z a-z 0-9 _ . : -`);
   }
-  return { mode: 'broker', url, username, password, shareGroup, organizationId, clientId };
+  const session = read('FLEET_MQTT_SESSION');
+  if (session !== 'keep' && session !== 'leave') {
+    errors.push(`FLEET_MQTT_SESSION: "${session}" is neither keep nor leave`);
+  }
+  return { mode: 'broker', url, username, password, shareGroup, organizationId, clientId, session: session === 'leave' ? 'leave' : 'keep' };
 }
 
 function parseRedis(

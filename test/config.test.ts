@@ -346,7 +346,7 @@ describe('MQTT', () => {
   test('an existing broker: URL, organization, credentials, share group and client id', () => {
     assert.deepEqual(ok({ ...broker, FLEET_MQTT_USERNAME: 'fleet', FLEET_MQTT_PASSWORD: 's3cret', FLEET_MQTT_CLIENT_ID: 'fleet-1' }).mqtt, {
       mode: 'broker', url: 'mqtt://broker.internal:1883', username: 'fleet', password: 's3cret',
-      shareGroup: 'fleet', organizationId: 'org_Qm2k9XrB7tLw0aZc', clientId: 'fleet-1',
+      shareGroup: 'fleet', organizationId: 'org_Qm2k9XrB7tLw0aZc', clientId: 'fleet-1', session: 'keep',
     });
     const defaults = ok({ ...broker, FLEET_MQTT_URL: 'mqtts://broker.internal/' }).mqtt;
     assert.equal(defaults.mode, 'broker');
@@ -371,6 +371,12 @@ describe('MQTT', () => {
     assert.doesNotMatch(message, /hunter2/);
     rejectsOnly({ ...broker, FLEET_MQTT_SHARE_GROUP: 'a/b' }, 'FLEET_MQTT_SHARE_GROUP');
     rejectsOnly({ ...broker, FLEET_MQTT_CLIENT_ID: 'has space' }, 'FLEET_MQTT_CLIENT_ID');
+  });
+
+  test('FLEET_MQTT_SESSION: the session is kept unless the node is to leave', () => {
+    assert.equal((ok({ ...broker }).mqtt as { session?: string }).session, 'keep');
+    assert.equal((ok({ ...broker, FLEET_MQTT_SESSION: 'leave' }).mqtt as { session?: string }).session, 'leave');
+    rejectsOnly({ ...broker, FLEET_MQTT_SESSION: 'drop' }, 'FLEET_MQTT_SESSION');
   });
 });
 

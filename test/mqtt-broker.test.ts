@@ -127,6 +127,57 @@ describe('an existing broker', { skip }, () => {
     assert.deepEqual(new Set([...inA, ...inB]), new Set(sent.map((s) => `${s.vehicleId}@${s.timestamp}`)), 'every message stored once');
   });
 
+  test('a node set to leave: at shutdown it stores what it was sent and ends its session; later messages all go to the others', async () => {
+    const group = `fleet-test-${RUN}-leave`;
+    const [leaverId, stayerId] = [`fleet-test-${RUN}-leave-a`, `fleet-test-${RUN}-leave-b`];
+    sessions.push(leaverId, stayerId);
+    // Both nodes on one store, as in a cluster: every message must be in it once they are done.
+    const store = await createTestApp();
+    apps.push(store);
+    const vehicles = [`brk-${RUN}-l1`, `brk-${RUN}-l2`];
+    for (const vehicleId of vehicles) await store.registerVehicle(vehicleId);
+    const node = async (clientId: string, session: string) => {
+      const app = await buildApp({
+        config: testConfig({ ...brokerEnv(store.organizationId, group, clientId), FLEET_MQTT_SESSION: session }),
+        stores: store.stores, logger: pino({ level: 'silent' }),
+      });
+      await app.ready();
+      await waitUntil(async () => (await app.inject({ url: '/readyz' })).json().checks.mqtt === 'up', `${clientId} to subscribe`);
+      return app;
+    };
+    const leaver = await node(leaverId, 'leave');
+    const stayer = await node(stayerId, 'keep');
+    closers.push(() => stayer.close());
+
+    const client = await device();
+    const send = async (from: number, count: number) => {
+      const sent = Array.from({ length: count }, (_, i) => ({ vehicleId: vehicles[i % 2]!, timestamp: at(from + i) }));
+      for (const { vehicleId, timestamp } of sent) await publish(client, vehicleId, { timestamp, data: { speed: 1 } });
+      return sent;
+    };
+    const stored = async () => new Set((await Promise.all(vehicles.map(async (v) => (await storedTimestamps(store, v)).map((t) => `${v}@${t}`)))).flat());
+    const allStored = (sent: { vehicleId: string; timestamp: string }[]) => async () => {
+      const now = await stored();
+      return sent.every((r) => now.has(`${r.vehicleId}@${r.timestamp}`));
+    };
+
+    // The leaving node shuts down while the broker is still handing it its share.
+    const before = await send(0, 30);
+    await leaver.close();
+    const probe = connect(BROKER, { clientId: leaverId, clean: false, protocolVersion: 5, reconnectPeriod: 0, properties: { sessionExpiryInterval: 0 } });
+    const connack = await withTimeout(new Promise<{ sessionPresent: boolean }>((resolve, reject) => {
+      probe.once('connect', resolve);
+      probe.once('error', reject);
+    }), 5_000, 'the CONNACK of the leaver\'s id');
+    await withTimeout(probe.endAsync(true), 3_000, 'the probe to end');
+    assert.equal(connack.sessionPresent, false, 'the broker no longer keeps a session for the node that left');
+    await waitUntil(allStored(before), 'what was sent before the shutdown, stored', 10_000);
+
+    // With the node gone for good, the node that stays gets every message: none waits in a session.
+    const later = await send(30, 20);
+    await waitUntil(allStored(later), 'every later message stored by the node that stays', 5_000);
+  });
+
   test('a message that could not be committed is not acknowledged: the broker sends it again', async () => {
     const group = `fleet-test-${RUN}-redeliver`;
     const clientId = `fleet-test-${RUN}-redeliver`;

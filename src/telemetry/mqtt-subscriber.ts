@@ -11,6 +11,13 @@
 // it again. MQTT 5 because mqtt.js lets the application decide the PUBACK (customHandleAcks) only
 // there, and because a session expiry interval lets the broker keep this node's session across a
 // reconnect or restart without keeping it forever once the node is gone.
+//
+// A broker may go on handing a shared subscription's messages to a member whose session it keeps
+// while the member is away (Mosquitto does, in turn with the others): they wait there for the
+// node's return, and are dropped when the session expires. A node that will not return under its
+// id (FLEET_MQTT_SESSION=leave) therefore leaves the group at shutdown: it unsubscribes, stores
+// what the broker still sends it, and ends its session.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import { type IClientOptions, type MqttClient, connect } from 'mqtt';
 import type { AuthService } from '../auth/service.ts';
@@ -24,6 +31,11 @@ const SESSION_EXPIRY_SECONDS = 24 * 60 * 60;
 const REDELIVERY_DELAY_MS = 2_000;
 /** PUBACK reason codes (MQTT 5) for what is acknowledged without being stored. */
 const REASON: Record<Exclude<MqttOutcome, 'error'>, number> = { stored: 0, invalid: 0x99, refused: 0x87 };
+
+/** Leaving: the node stops once no message has come for this long since it unsubscribed... */
+const LEAVE_QUIET_MS = 500;
+/** ...or after this long at the most (within the 10 s a shutdown may take), keeping its session if a message is still unanswered. */
+const LEAVE_MAX_MS = 5_000;
 
 /** Marks the callback error that withholds a PUBACK, so the client's error log skips it. */
 class NotAcknowledged extends Error {}
@@ -43,6 +55,11 @@ export function createMqttSubscriber(deps: {
   let client: MqttClient | undefined;
   let state: CheckState = { degraded: 'connecting to the MQTT broker' };
   let closing = false;
+  /** Leaving the share group at shutdown: messages are still stored, the subscription is not renewed. */
+  let leaving = false;
+  /** When the last message came (leaving waits for a quiet moment); whether one was left unstored since the session was resumed. */
+  let lastMessageAt = 0;
+  let unstored = false;
   let redelivery: NodeJS.Timeout | undefined;
 
   function degrade(detail: string) {
@@ -61,7 +78,7 @@ export function createMqttSubscriber(deps: {
     if (redelivery !== undefined || closing) return;
     redelivery = setTimeout(() => {
       redelivery = undefined;
-      if (closing || client === undefined) return;
+      if (closing || leaving || client === undefined) return;
       log.info('MQTT broker: reconnecting so the broker resends what was not stored');
       client.reconnect();
     }, REDELIVERY_DELAY_MS);
@@ -81,12 +98,14 @@ export function createMqttSubscriber(deps: {
     // QoS 1 (and 2): the PUBACK waits for this callback, and mqtt.js handles the next message only
     // after it, so messages are committed one at a time, in order.
     customHandleAcks(topic, payload, packet: { messageId?: number }, done) {
+      lastMessageAt = Date.now();
       if (closing) {
         done(new NotAcknowledged('shutting down: left for the broker to resend'));
         return;
       }
       track(ingest.ingest(config.organizationId, topic, payload, { messageId: packet.messageId }).then(({ outcome }) => {
         if (outcome === 'error') {
+          unstored = true;
           scheduleRedelivery();
           done(new NotAcknowledged('not stored: left for the broker to resend'));
         } else {
@@ -121,7 +140,9 @@ export function createMqttSubscriber(deps: {
     let refusal: string | undefined;
     mqtt.on('connect', () => {
       refusal = undefined;
-      subscribe(mqtt);
+      // A resumed session has the broker send again what was left unstored.
+      unstored = false;
+      if (!leaving) subscribe(mqtt);
     });
     mqtt.on('close', () => degrade(refusal ?? 'not connected to the MQTT broker; reconnecting'));
     mqtt.on('error', (error) => {
@@ -140,22 +161,50 @@ export function createMqttSubscriber(deps: {
     log.info({ filter }, `MQTT broker: connecting to ${config.url}`);
   }
 
-  /** Finish the message in hand, then disconnect; the session stays with the broker for the next start. */
+  /**
+   * Leaves the share group: unsubscribes, then stores what the broker still sends until none has
+   * come for a moment. Whether the session may end: every message sent was stored or answered.
+   */
+  async function leave(mqtt: MqttClient): Promise<boolean> {
+    leaving = true;
+    clearTimeout(redelivery);
+    const deadline = Date.now() + LEAVE_MAX_MS;
+    let unsubscribed: boolean | undefined; // known once the broker answers
+    mqtt.unsubscribe(filter, (error) => {
+      if (error) log.warn({ err: error }, 'MQTT broker: the broker did not confirm leaving the share group');
+      unsubscribed = !error;
+      lastMessageAt = Date.now();
+    });
+    const settled = () => unsubscribed === true && handling.size === 0 && Date.now() - lastMessageAt >= LEAVE_QUIET_MS;
+    while (!settled() && unsubscribed !== false && Date.now() < deadline && mqtt.connected) await sleep(50);
+    if (unstored || !settled() || !mqtt.connected) {
+      log.warn('MQTT broker: a message may still be unanswered; the session is kept for the broker to send it again');
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * Finish the message in hand, then disconnect. The session stays with the broker for the next
+   * start, unless the node leaves the share group (FLEET_MQTT_SESSION=leave).
+   */
   async function stop() {
+    const mqtt = client;
+    const end = mqtt !== undefined && config.session === 'leave' && mqtt.connected && (await leave(mqtt));
     closing = true;
     clearTimeout(redelivery);
-    const mqtt = client;
     if (mqtt === undefined) return;
     while (handling.size > 0) await Promise.allSettled([...handling]);
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => mqtt.end(true, () => resolve()), 5_000);
-      mqtt.end(!mqtt.connected, () => {
+      // A session expiry of 0 in the DISCONNECT ends the session with the connection.
+      mqtt.end(!mqtt.connected, end ? { properties: { sessionExpiryInterval: 0 } } : {}, () => {
         clearTimeout(force);
         resolve();
       });
     });
     state = { degraded: 'shut down' };
-    log.info('MQTT broker: disconnected');
+    log.info(end ? 'MQTT broker: left the share group and ended the session' : 'MQTT broker: disconnected');
   }
 
   return { start, stop, readiness: async () => state };
