@@ -45,6 +45,23 @@ describe('request logger', () => {
     assert.deepEqual(logs.lines().map((l) => [l.msg, l.reqId, l.part]), [['from the child', 'r-2', 'x']]);
   });
 
+  it('logs by the level of a route that has one, below the parent\'s', async () => {
+    const logs = captureLogs('warn');
+    const app = Fastify({ loggerInstance: logs.logger, childLoggerFactory: lazyChildLogger, genReqId: () => 'req-8' });
+    app.get('/chatty', { logLevel: 'debug' }, async (request) => {
+      request.log.debug('a debug line');
+      return { ok: true };
+    });
+    app.get('/quiet', async (request) => {
+      request.log.debug('not logged');
+      return { ok: true };
+    });
+    assert.equal((await app.inject({ url: '/chatty' })).statusCode, 200);
+    assert.equal((await app.inject({ url: '/quiet' })).statusCode, 200);
+    await app.close();
+    assert.deepEqual(logs.lines().filter((l) => l.reqId === 'req-8').map((l) => l.msg), ['incoming request', 'a debug line', 'request completed']);
+  });
+
   it('gives every request line of a Fastify app its request id', async () => {
     const logs = captureLogs('info');
     const app = Fastify({ loggerInstance: logs.logger, childLoggerFactory: lazyChildLogger, genReqId: () => 'req-7' });

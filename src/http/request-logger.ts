@@ -27,8 +27,9 @@ class RequestLogger implements FastifyBaseLogger {
   }
 
   #log(level: Level, args: LogArgs): void {
-    // A logger that cannot tell (not pino) gets every line, as it would from Fastify.
-    if (this.#child === undefined && this.#parent.isLevelEnabled?.(level) === false) return;
+    // A logger that cannot tell (not pino) gets every line, as it would from Fastify; so does a
+    // route with a log level of its own (Fastify's `logLevel`), which its child decides by.
+    if (this.#child === undefined && this.#options?.level === undefined && this.#parent.isLevelEnabled?.(level) === false) return;
     this.#logger()[level](...args);
   }
 
