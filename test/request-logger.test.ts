@@ -45,8 +45,8 @@ describe('request logger', () => {
     assert.deepEqual(logs.lines().map((l) => [l.msg, l.reqId, l.part]), [['from the child', 'r-2', 'x']]);
   });
 
-  it('logs by the level of a route that has one, below the parent\'s', async () => {
-    const logs = captureLogs('warn');
+  it('logs by the level of a route that has one, below the parent\'s; other routes make no child', async () => {
+    const logs = counted('warn');
     const app = Fastify({ loggerInstance: logs.logger, childLoggerFactory: lazyChildLogger, genReqId: () => 'req-8' });
     app.get('/chatty', { logLevel: 'debug' }, async (request) => {
       request.log.debug('a debug line');
@@ -60,6 +60,7 @@ describe('request logger', () => {
     assert.equal((await app.inject({ url: '/quiet' })).statusCode, 200);
     await app.close();
     assert.deepEqual(logs.lines().filter((l) => l.reqId === 'req-8').map((l) => l.msg), ['incoming request', 'a debug line', 'request completed']);
+    assert.equal(logs.children(), 1, 'the quiet route logged nothing, so made no child');
   });
 
   it('gives every request line of a Fastify app its request id', async () => {
