@@ -57,19 +57,26 @@ export async function loadVarying(spec: LoadSpec): Promise<LoadOutcome> {
   return JSON.parse(stdout) as LoadOutcome;
 }
 
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /** Prints `ms` with a precision that suits it. */
 export function ms(value: number): string {
   return value < 10 ? value.toFixed(2) : value.toFixed(1);
 }
 
 /**
- * Fleet in this process on `stores` (fresh: it bootstraps), logs at warn, rate limits and MQTT off,
- * with `vehicles` registered, listening on a free port of 127.0.0.1.
+ * Fleet in this process on `stores` (fresh: it bootstraps), logs at warn, rate limits and MQTT off
+ * (unless `env`, given the organization's id, says otherwise), with `vehicles` registered,
+ * listening on a free port of 127.0.0.1.
  */
-export async function startBenchFleet(stores: Stores, vehicles: readonly string[]) {
+export async function startBenchFleet(stores: Stores, vehicles: readonly string[], env: (organizationId: string) => Record<string, string> = () => ({})) {
   const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(undefined);
   if (first === undefined) throw new Error('fresh store did not bootstrap');
-  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_MQTT_PORT: '0' });
+  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_MQTT_PORT: '0', ...env(first.organization.id) });
   if (!loaded.ok) throw new Error(loaded.errors.join('; '));
   const app = await buildApp({ config: loaded.config, stores });
   const headers = { authorization: `Bearer ${first.secret}` };
@@ -78,5 +85,8 @@ export async function startBenchFleet(stores: Stores, vehicles: readonly string[
     if (res.statusCode !== 201) throw new Error(res.body);
   }
   await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, stores, headers, organizationId: first.organization.id, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
+  return {
+    app, stores, headers, secret: first.secret, organizationId: first.organization.id,
+    url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+  };
 }

@@ -17,7 +17,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { openSqlite } from '../src/storage/sqlite/database.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import { TelemetryRecord } from '../src/telemetry/schema.ts';
-import { loadVarying, ms, startBenchFleet } from './lib.ts';
+import { loadVarying, median, ms, startBenchFleet } from './lib.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 import { dataText, type Plan, singleBody, timestampOf, vehicleOf } from './rows.ts';
 
@@ -104,12 +104,6 @@ async function once(spec: LoadSpec, forSeconds = seconds): Promise<Measured> {
   if (result.non2xx + result.errors > 0) throw new Error(`${spec.name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   return { ...result, rows: body.body, serverCpu: (used.user + used.system) / 1000 / (performance.now() - started) };
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /** Each case's rounds summed up: the median of each figure. */
 function summary(name: string, results: Measured[]): Measured {

@@ -12,6 +12,12 @@
 // there, and because a session expiry interval lets the broker keep this node's session across a
 // reconnect or restart without keeping it forever once the node is gone.
 //
+// Several messages are in hand at once (as many as the broker sends before their PUBACKs, up to
+// RECEIVE_MAXIMUM), so they share group commits as HTTP requests do. mqtt.js would send each
+// PUBACK itself, and read the next message only after it: one commit per message. So its PUBACK
+// is declined at once and sent here after the commit, in the order the messages came, as MQTT
+// requires (§4.6), and only on the connection that brought the message.
+//
 // A broker may go on handing a shared subscription's messages to a member whose session it keeps
 // while the member is away (Mosquitto does, in turn with the others): they wait there for the
 // node's return, and are dropped when the session expires. A node that will not return under its
@@ -37,8 +43,24 @@ const LEAVE_QUIET_MS = 500;
 /** ...or after this long at the most (within the 10 s a shutdown may take), keeping its session if a message is still unanswered. */
 const LEAVE_MAX_MS = 5_000;
 
-/** Marks the callback error that withholds a PUBACK, so the client's error log skips it. */
+/** Messages the broker may send before their PUBACKs (MQTT 5 Receive Maximum): what is in hand at most. */
+const RECEIVE_MAXIMUM = 100;
+
+/** Marks the callback error that withholds mqtt.js's PUBACK, so the client's error log skips it. */
 class NotAcknowledged extends Error {}
+// Made once: one per message would capture a stack trace per message for nothing.
+const DECLINED = new NotAcknowledged('acknowledged once stored');
+const CLOSING = new NotAcknowledged('shutting down: left for the broker to resend');
+
+/** A message in hand: its PUBACK's reason code once known (null: not stored, no PUBACK). */
+interface InHand {
+  messageId: number;
+  connection: number;
+  code: number | null | undefined;
+}
+
+/** mqtt.js's own packet writer (private in its types): the PUBACKs this module sends itself. */
+type PacketWriter = { _sendPacket(packet: { cmd: 'puback'; messageId: number; reasonCode: number }): void };
 
 type BrokerConfig = Extract<MqttConfig, { mode: 'broker' }>;
 
@@ -61,6 +83,19 @@ export function createMqttSubscriber(deps: {
   let lastMessageAt = 0;
   let unstored = false;
   let redelivery: NodeJS.Timeout | undefined;
+  /** Counts connections, so that a PUBACK goes out only on the connection its message came on. */
+  let connection = 0;
+  /** Messages in hand in the order they came; their PUBACKs leave in that order. */
+  const inHand: InHand[] = [];
+
+  /** Sends the PUBACKs now due: those of the first messages in hand whose outcome is known. */
+  function acknowledge() {
+    while (inHand.length > 0 && inHand[0]!.code !== undefined) {
+      const { messageId, connection: on, code } = inHand.shift()!;
+      if (code === null || code === undefined || on !== connection || client === undefined || !client.connected) continue;
+      (client as unknown as PacketWriter)._sendPacket({ cmd: 'puback', messageId, reasonCode: code });
+    }
+  }
 
   function degrade(detail: string) {
     if (typeof state === 'object' && state.degraded === detail) return;
@@ -88,29 +123,30 @@ export function createMqttSubscriber(deps: {
     protocolVersion: 5,
     clientId: config.clientId,
     clean: false,
-    properties: { sessionExpiryInterval: SESSION_EXPIRY_SECONDS },
+    properties: { sessionExpiryInterval: SESSION_EXPIRY_SECONDS, receiveMaximum: RECEIVE_MAXIMUM },
     reconnectPeriod: 1_000,
     connectTimeout: 10_000,
     // Subscribed again on every connect below, where the SUBACK is checked.
     resubscribe: false,
     ...(config.username === undefined ? {} : { username: config.username }),
     ...(config.password === undefined ? {} : { password: config.password }),
-    // QoS 1 (and 2): the PUBACK waits for this callback, and mqtt.js handles the next message only
-    // after it, so messages are committed one at a time, in order.
+    // QoS 1 (the subscription's): mqtt.js's PUBACK is declined at once, so it reads the next
+    // message; this module sends the PUBACK after the commit (acknowledge()).
     customHandleAcks(topic, payload, packet: { messageId?: number }, done) {
       lastMessageAt = Date.now();
-      if (closing) {
-        done(new NotAcknowledged('shutting down: left for the broker to resend'));
-        return;
-      }
+      done(closing ? CLOSING : DECLINED);
+      if (closing) return;
+      const message: InHand = { messageId: packet.messageId!, connection, code: undefined };
+      inHand.push(message);
       track(ingest.ingest(config.organizationId, topic, payload, { messageId: packet.messageId }).then(({ outcome }) => {
         if (outcome === 'error') {
           unstored = true;
           scheduleRedelivery();
-          done(new NotAcknowledged('not stored: left for the broker to resend'));
+          message.code = null;
         } else {
-          done(REASON[outcome]);
+          message.code = REASON[outcome];
         }
+        acknowledge();
       }));
     },
   };
@@ -136,10 +172,15 @@ export function createMqttSubscriber(deps: {
     }
     const mqtt = connect(config.url, options);
     client = mqtt;
+    if (typeof (mqtt as unknown as Partial<PacketWriter>)._sendPacket !== 'function') {
+      mqtt.end(true);
+      throw new Error('this version of mqtt.js has no _sendPacket: broker messages could not be acknowledged');
+    }
     // A refused CONNECT (bad credentials, not authorized) is the better detail until a connect succeeds.
     let refusal: string | undefined;
     mqtt.on('connect', () => {
       refusal = undefined;
+      connection++;
       // A resumed session has the broker send again what was left unstored.
       unstored = false;
       if (!leaving) subscribe(mqtt);
