@@ -132,19 +132,28 @@ describe('per-credential limit (5 per 60 s)', () => {
       const none = await ctx.request('GET', '/v2/fleet/vehicles', { key: null });
       assert.equal(none.statusCode, 401);
       assertNoRateLimitHeaders(none.headers, 'no credential');
-      const wrong = await ctx.request('GET', '/v2/fleet/vehicles', { key: `${key.slice(0, -1)}x` });
+      const wrong = await ctx.request('GET', '/v2/fleet/vehicles', { key: `${key.slice(0, -1)}${key.endsWith('x') ? 'y' : 'x'}` });
       assert.equal(wrong.statusCode, 401);
       assertNoRateLimitHeaders(wrong.headers, 'invalid credential');
-      // Authorization fails before the limiter runs: a 403 is not counted either.
-      const forbidden = await ctx.request('POST', '/v2/fleet/vehicles', { key, body: { vehicleId: 'x', type: 'van' } });
-      assert.equal(forbidden.statusCode, 403);
-      assertNoRateLimitHeaders(forbidden.headers, '403');
       const unknown = await ctx.request('GET', '/v2/nowhere', { key });
       assert.equal(unknown.statusCode, 404);
       assertNoRateLimitHeaders(unknown.headers, 'unknown path');
     }
     const counted = await ctx.request('GET', '/v2/fleet/vehicles', { key });
     assert.equal(counted.headers['ratelimit'], '"default";r=4;t=12', 'none of the above spent the key\'s budget');
+  });
+
+  test('a request refused for its scope (403) is counted against its credential, and a spent budget answers 429 first', async () => {
+    const key = await ctx.keyWith(['fleet:read']);
+    const forbidden = () => ctx.request('POST', '/v2/fleet/vehicles', { key, body: { vehicleId: 'x', type: 'van' } });
+    for (let i = 0; i < 5; i++) {
+      const res = await forbidden();
+      assert.equal(res.statusCode, 403);
+      assert.equal(res.json<{ code: string }>().code, 'insufficient-scope');
+      assert.equal(res.headers['ratelimit'], `"default";r=${4 - i};t=${12 * (i + 1)}`);
+    }
+    assertRateLimited(await forbidden(), 12);
+    assertRateLimited(await ctx.request('GET', '/v2/fleet/vehicles', { key }), 12);
   });
 
   test('over a real socket', async () => {

@@ -1,6 +1,11 @@
 // Authentication and scopes for every route. Each route declares in its config either
 // `public: true` or the `scope` it needs; a route that declares neither fails at start-up, so a
 // new route cannot forget its check.
+//
+// A credential that is valid but lacks the route's scope is known all the same: its principal is
+// set in onRequest and its refusal (403) is answered in preParsing, after every onRequest hook, so
+// that the rate limit (rate-limit.ts) counts the request against that credential's budget first.
+// Its body is never read.
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AuthService } from '../auth/service.ts';
@@ -25,6 +30,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The caller; set before the handler of every non-public route runs. */
     principal: Principal;
+    /** Why `principal` may not use this route (403), answered once the request is counted. */
+    authRefusal: AppError | null;
   }
 }
 
@@ -48,6 +55,7 @@ function bearerToken(request: FastifyRequest): string | undefined {
 
 export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { auth: AuthService }) {
   app.decorateRequest('principal', null as unknown as Principal);
+  app.decorateRequest('authRefusal', null);
 
   app.addHook('onRoute', (route) => {
     if (PUBLIC_PREFIXES.some((prefix) => route.url.startsWith(prefix))) {
@@ -79,7 +87,7 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
     const alternative = config.alternativeCredential === undefined ? undefined : await config.alternativeCredential(request);
     if (alternative !== undefined) {
       if (config.scope !== undefined && !alternative.scopes.has(config.scope)) {
-        throw new AppError('insufficient-scope', `This operation needs the "${config.scope}" scope.`);
+        request.authRefusal = new AppError('insufficient-scope', `This operation needs the "${config.scope}" scope.`);
       }
       request.principal = alternative;
       return;
@@ -97,8 +105,7 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
       }
       throw error;
     }
-    const refused = refusal(config, principal);
-    if (refused !== undefined) throw refused;
+    request.authRefusal = refusal(config, principal) ?? null;
     request.principal = principal;
   }
 
@@ -113,11 +120,17 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
       if (token === undefined) return done(unauthorized());
       const cached = opts.auth.cachedPrincipal(token);
       if (cached !== undefined) {
-        const refused = refusal(config, cached);
-        if (refused === undefined) request.principal = cached;
-        return done(refused);
+        request.authRefusal = refusal(config, cached) ?? null;
+        request.principal = cached;
+        return done();
       }
     }
     authenticateSlowly(request, config).then(() => done(), done);
+  });
+
+  // After every onRequest hook (the rate limit's among them), before the body is read.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    if (request.authRefusal !== null) return done(request.authRefusal);
+    done(null, payload);
   });
 }, { name: 'auth' });
