@@ -178,3 +178,60 @@ describe('two nodes on one bus', { skip }, () => {
     assert.equal((await b.request('GET', '/readyz', { key: null })).json().status, 'ready');
   });
 });
+
+describe('the quota of open streams counts the whole cluster', { skip }, () => {
+  const network = createMemoryBusNetwork();
+  const directory = createMemoryStreamDirectory({ maxMessages: DEFAULT_STREAM_SETTINGS.replayMaxMessages });
+  const env = { FLEET_QUOTA_STREAMS: '2' };
+  const streams = { openLeaseMs: 600 };
+  const nodes: StreamApp[] = [];
+  const clients: StreamClient[] = [];
+  const join = (first?: StreamApp) => {
+    const bus = network.join();
+    return createStreamApp({ env, streams, ...(first === undefined ? { backend: 'postgres' as const } : { join: first }), cluster: { bus, directory, state: () => bus.state() } });
+  };
+  const open = (node: StreamApp) => node.request('POST', '/v2/telemetry/stream', { body: { events: ['location'] } });
+  const assertFull = async (node: StreamApp, why: string) => {
+    const res = await open(node);
+    assert.equal(res.statusCode, 403, `${why}: ${res.body}`);
+    assert.equal(res.json().code, 'quota-exceeded');
+  };
+  after(async () => {
+    await closeAll(clients);
+    for (const node of nodes.reverse()) await node.close();
+  });
+
+  test('streams on two nodes fill one quota; an ended one frees its place on every node; one taken over counts once', async () => {
+    const a = await join();
+    nodes.push(a);
+    const b = await join(a);
+    nodes.push(b);
+    const onA = await createStream(a, { events: ['location'] });
+    const onB = await createStream(b, { events: ['location'] });
+    await assertFull(a, 'one on each node');
+    await assertFull(b, 'one on each node');
+
+    // Ended through the node that does not hold it.
+    assert.equal((await b.request('DELETE', `/v2/streams/${onA.streamId}`)).statusCode, 204);
+    const again = await createStream(b, { events: ['location'] });
+    await assertFull(a, 'the freed place was taken');
+
+    // Taken over by the other node: still one stream, one place.
+    const client = await attach(at(a, onB.url), {}, clients);
+    await client.next((m) => m.type === 'connected');
+    await assertFull(a, 'after the takeover');
+    for (const id of [onB.streamId, again.streamId]) assert.equal((await a.request('DELETE', `/v2/streams/${id}`)).statusCode, 204);
+    assert.equal((await open(b)).statusCode, 201);
+  });
+
+  test('a node that dies gives its streams\' places back when their leases run out; a live node keeps renewing its own', async () => {
+    const [a, b] = nodes as [StreamApp, StreamApp];
+    const c = await join(a);
+    await createStream(c, { events: ['location'] });
+    await assertFull(a, 'one on B (from before), one on C');
+    await c.close(); // its streams are not ended: only their leases say they are gone
+    await waitUntil(async () => (await open(a)).statusCode === 201, 'C\'s place free once its lease ran out', 5_000);
+    // B's stream has outlived several leases, renewed by B: still counted.
+    await assertFull(b, 'B\'s own stream and the new one on A');
+  });
+});

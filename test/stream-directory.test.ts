@@ -50,6 +50,24 @@ function directoryContract(name: string, open: () => Promise<StreamDirectory>, o
       assert.equal(await directory.lastSeq('str_unknown'), 0);
     });
 
+    test('open streams: counted up to the quota, a counted one again freely; released or not renewed, its place is free', async () => {
+      const directory = await open();
+      const org = `org_q_${process.pid}_${Math.random()}`;
+      const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      assert.equal(await directory.claimOpen(org, 's1', 2, 60_000), true);
+      assert.equal(await directory.claimOpen(org, 's2', 2, 150), true);
+      assert.equal(await directory.claimOpen(org, 's3', 2, 60_000), false, 'the quota is full');
+      assert.equal(await directory.claimOpen(org, 's1', 2, 60_000), true, 'a stream already counted is counted again, not twice');
+      assert.equal(await directory.claimOpen(`${org}-other`, 's3', 2, 60_000), true, 'each organization has its own count');
+      await sleep(250);
+      assert.equal(await directory.claimOpen(org, 's3', 2, 150), true, 's2 was not renewed: its place is free');
+      await directory.renewOpen([{ organizationId: org, id: 's3' }], 60_000);
+      await sleep(250);
+      assert.equal(await directory.claimOpen(org, 's4', 2, 60_000), false, 's3 was renewed: still counted');
+      await directory.releaseOpen(org, 's1');
+      assert.equal(await directory.claimOpen(org, 's4', 2, 60_000), true, 's1 was released');
+    });
+
     test('only the newest messages are kept: asking from before them gives none', async () => {
       const directory = await open();
       for (let seq = 1; seq <= 10; seq++) directory.record('str_cap', seq, frame(seq));
@@ -83,9 +101,10 @@ describe('Redis directory keys', { skip }, () => {
     await directory.put(entry('str_k'), 60_000);
     await directory.putTicket('hk', 'str_k', Date.now() + 60_000);
     directory.record('str_k', 1, frame(1));
+    await directory.claimOpen('org_k', 'str_k', 5, 60_000);
     await directory.flush();
     const keys = await keysUnder(redis, prefix);
-    assert.ok(keys.length >= 3);
+    assert.ok(keys.length >= 4);
     for (const key of keys) assert.ok((await redis.pttl(key)) > 0, `${key} expires`);
   });
 });

@@ -44,6 +44,17 @@ export interface StreamDirectory {
   lastSeq(streamId: string): Promise<number>;
   /** Resolves once every message recorded so far is written. */
   flush(): Promise<void>;
+  /**
+   * Counts the stream among its organization's open streams for `leaseMs` from now (again, if it
+   * is counted already): false, and not counted, when `max` others are. The organization's quota
+   * is so kept for the whole cluster; a stream whose holder stops renewing it (a node that died)
+   * stops counting when its lease runs out.
+   */
+  claimOpen(organizationId: string, streamId: string, max: number, leaseMs: number): Promise<boolean>;
+  /** Counts these streams, which this node still holds, for `leaseMs` more from now. */
+  renewOpen(held: readonly { organizationId: string; id: string }[], leaseMs: number): Promise<void>;
+  /** The stream ended: it no longer counts. */
+  releaseOpen(organizationId: string, streamId: string): Promise<void>;
 }
 
 /** Several nodes' view of one directory inside this process (tests); same semantics as Redis. */
@@ -51,7 +62,16 @@ export function createMemoryStreamDirectory(options: { maxMessages: number }): S
   const entries = new Map<string, { json: string; until: number }>();
   const tickets = new Map<string, { streamId: string; until: number }>();
   const logs = new Map<string, { seq: number; frame: Buffer }[]>();
+  /** organization → stream id → until when it counts */
+  const open = new Map<string, Map<string, number>>();
   const live = <T extends { until: number }>(value: T | undefined) => (value !== undefined && value.until > Date.now() ? value : undefined);
+  function openOf(organizationId: string): Map<string, number> {
+    let counted = open.get(organizationId);
+    if (counted === undefined) open.set(organizationId, (counted = new Map<string, number>()));
+    const now = Date.now();
+    for (const [id, until] of counted) if (until <= now) counted.delete(id);
+    return counted;
+  }
   return {
     async put(entry, ttlMs) {
       entries.set(entry.id, { json: JSON.stringify(entry), until: Date.now() + ttlMs });
@@ -81,6 +101,18 @@ export function createMemoryStreamDirectory(options: { maxMessages: number }): S
       return logs.get(streamId)?.at(-1)?.seq ?? 0;
     },
     async flush() {},
+    async claimOpen(organizationId, streamId, max, leaseMs) {
+      const counted = openOf(organizationId);
+      if (!counted.has(streamId) && counted.size >= max) return false;
+      counted.set(streamId, Date.now() + leaseMs);
+      return true;
+    },
+    async renewOpen(held, leaseMs) {
+      for (const { organizationId, id } of held) openOf(organizationId).set(id, Date.now() + leaseMs);
+    },
+    async releaseOpen(organizationId, streamId) {
+      open.get(organizationId)?.delete(streamId);
+    },
   };
 }
 

@@ -141,6 +141,15 @@ export function createStreamHub(deps: {
     for (const stream of streams.values()) if (stream.status === 'connected' && stream.sink !== undefined) void publish(stream);
   }, ATTACHED_TTL_MS / 6);
   refresher?.unref();
+  // Cluster mode: the streams held here keep their places in their organizations' quotas.
+  const leases = cluster === undefined ? undefined : setInterval(() => {
+    const held = [...streams.values()].filter((stream) => stream.status === 'connected');
+    if (held.length === 0) return;
+    cluster.directory.renewOpen(held, settings.openLeaseMs).catch((error: unknown) => {
+      cluster.log.debug({ err: error }, 'live stream: the directory is unavailable; quota leases not renewed');
+    });
+  }, settings.openLeaseMs / 3);
+  leases?.unref();
 
   function indexOf(organizationId: string): OrganizationIndex {
     let index = organizations.get(organizationId);
@@ -171,11 +180,11 @@ export function createStreamHub(deps: {
         throw new AppError('vehicle-not-found', `No vehicle ${missing.map((id) => `"${id}"`).join(', ')} in this organization.`);
       }
     }
-    const index = indexOf(who.organizationId);
-    if (index.open >= deps.maxStreams) throw quotaExceeded(deps.maxStreams, 'open streams');
+    const id = `str_${randomBytes(12).toString('base64url')}`;
+    await claimOpen(who.organizationId, id);
     const now = clock.now();
     const stream: Stream = {
-      id: `str_${randomBytes(12).toString('base64url')}`,
+      id,
       organizationId: who.organizationId,
       credentialId: who.credentialId,
       vehicleId: spec.vehicleId,
@@ -203,6 +212,34 @@ export function createStreamHub(deps: {
     // The first ticket expires exactly when the unattached stream does.
     const { ticket, expiresAt } = await issueTicket(stream, stream.expiresAt!);
     return { stream, ticket, ticketExpiresAt: expiresAt };
+  }
+
+  /**
+   * Takes a place in the organization's quota of open streams for the stream, or refuses with
+   * `quota-exceeded`: among this node's streams, and in cluster mode the whole cluster's (the
+   * directory's count). While the directory is away, this node's count is all there is.
+   */
+  async function claimOpen(organizationId: string, streamId: string): Promise<void> {
+    const full = () => (organizations.get(organizationId)?.open ?? 0) >= deps.maxStreams;
+    if (full()) throw quotaExceeded(deps.maxStreams, 'open streams');
+    if (cluster === undefined) return;
+    const counted = await cluster.directory.claimOpen(organizationId, streamId, deps.maxStreams, settings.openLeaseMs).catch((error: unknown) => {
+      cluster.log.debug({ err: error, streamId }, 'live stream: the directory is unavailable; the quota counts this node\'s streams only');
+      return true;
+    });
+    if (!counted) throw quotaExceeded(deps.maxStreams, 'open streams');
+    // This node's count again: another request may have taken the last place meanwhile.
+    if (full()) {
+      releaseOpen(organizationId, streamId);
+      throw quotaExceeded(deps.maxStreams, 'open streams');
+    }
+  }
+
+  /** The stream no longer counts in its organization's quota anywhere (cluster mode). */
+  function releaseOpen(organizationId: string, streamId: string): void {
+    cluster?.directory.releaseOpen(organizationId, streamId).catch((error: unknown) => {
+      cluster.log.debug({ err: error, streamId }, 'live stream: the directory is unavailable; its quota lease runs out by itself');
+    });
   }
 
   function register(stream: Stream): void {
@@ -267,8 +304,10 @@ export function createStreamHub(deps: {
     const held = streams.get(entry.id);
     if (held !== undefined) return held;
     if (entry.closedAt !== null || stopped) return undefined;
-    const index = indexOf(entry.organizationId);
-    if (index.open >= deps.maxStreams) throw quotaExceeded(deps.maxStreams, 'open streams');
+    await claimOpen(entry.organizationId, entry.id);
+    // Taken over here by a concurrent attach meanwhile: one stream, counted once.
+    const taken = streams.get(entry.id);
+    if (taken !== undefined) return taken;
     const stream: Stream = {
       id: entry.id, organizationId: entry.organizationId, credentialId: entry.credentialId, vehicleId: entry.vehicleId ?? undefined,
       vehicleIds: entry.vehicleIds, interval: entry.interval, createdAt: entry.createdAt, mask: entry.mask,
@@ -316,6 +355,7 @@ export function createStreamHub(deps: {
     if (cluster === undefined || entry.closedAt !== null) return;
     const now = clock.now();
     await cluster.directory.put({ ...entry, attached: false, expiresAt: null, closedAt: now }, settings.closedRetentionMs);
+    releaseOpen(entry.organizationId, entry.id);
     cluster.announce('ended', entry.id);
   }
 
@@ -403,6 +443,7 @@ export function createStreamHub(deps: {
     stream.closedAt = clock.now();
     stream.expiresAt = null;
     unregister(stream);
+    releaseOpen(stream.organizationId, stream.id);
     if (announce) void publish(stream);
     // Its unused tickets are refused from now on (the stream is closed) and swept once expired.
     clearTimeout(stream.flushTimer);
@@ -706,6 +747,7 @@ export function createStreamHub(deps: {
     stopped = true;
     clearInterval(sweeper);
     clearInterval(refresher);
+    clearInterval(leases);
     for (const stream of streams.values()) {
       clearTimeout(stream.timer);
       clearTimeout(stream.flushTimer);

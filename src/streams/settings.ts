@@ -27,6 +27,11 @@ export interface StreamSettings {
   closeGraceMs: number;
   /** Client messages larger than this close the socket with 1009. */
   maxClientMessageBytes: number;
+  /**
+   * Cluster mode: how long a stream counts in its organization's quota of open streams unless its
+   * node renews it (every third of this): a node that dies gives its streams' places back.
+   */
+  openLeaseMs: number;
 }
 
 export const DEFAULT_STREAM_SETTINGS: StreamSettings = {
@@ -43,4 +48,5 @@ export const DEFAULT_STREAM_SETTINGS: StreamSettings = {
   slowConsumerMs: 10_000,
   closeGraceMs: 5_000,
   maxClientMessageBytes: 64 * 1024,
+  openLeaseMs: 60_000,
 };
