@@ -181,7 +181,7 @@ export function createStreamHub(deps: {
       }
     }
     const id = `str_${randomBytes(12).toString('base64url')}`;
-    await claimOpen(who.organizationId, id);
+    await claimOpen(who.organizationId, id, true);
     const now = clock.now();
     const stream: Stream = {
       id,
@@ -217,9 +217,11 @@ export function createStreamHub(deps: {
   /**
    * Takes a place in the organization's quota of open streams for the stream, or refuses with
    * `quota-exceeded`: among this node's streams, and in cluster mode the whole cluster's (the
-   * directory's count). While the directory is away, this node's count is all there is.
+   * directory's count). While the directory is away, this node's count is all there is. `fresh`:
+   * a new stream, whose place is given back if refused after all (one taken over keeps the place
+   * its holder has).
    */
-  async function claimOpen(organizationId: string, streamId: string): Promise<void> {
+  async function claimOpen(organizationId: string, streamId: string, fresh: boolean): Promise<void> {
     const full = () => (organizations.get(organizationId)?.open ?? 0) >= deps.maxStreams;
     if (full()) throw quotaExceeded(deps.maxStreams, 'open streams');
     if (cluster === undefined) return;
@@ -230,7 +232,7 @@ export function createStreamHub(deps: {
     if (!counted) throw quotaExceeded(deps.maxStreams, 'open streams');
     // This node's count again: another request may have taken the last place meanwhile.
     if (full()) {
-      releaseOpen(organizationId, streamId);
+      if (fresh) releaseOpen(organizationId, streamId);
       throw quotaExceeded(deps.maxStreams, 'open streams');
     }
   }
@@ -304,7 +306,7 @@ export function createStreamHub(deps: {
     const held = streams.get(entry.id);
     if (held !== undefined) return held;
     if (entry.closedAt !== null || stopped) return undefined;
-    await claimOpen(entry.organizationId, entry.id);
+    await claimOpen(entry.organizationId, entry.id, false);
     // Taken over here by a concurrent attach meanwhile: one stream, counted once.
     const taken = streams.get(entry.id);
     if (taken !== undefined) return taken;
