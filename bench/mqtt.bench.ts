@@ -13,9 +13,8 @@ import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { connect } from 'mqtt';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
-import { freePort } from '../test/helpers/mqtt.ts';
+import { brokerAnswers, freePort } from '../test/helpers/mqtt.ts';
 import { median, startBenchFleet } from './lib.ts';
 import type { DeviceSpec } from './mqtt-devices.ts';
 
@@ -27,20 +26,7 @@ const WINDOW = 400;
 const VEHICLES = Array.from({ length: 100 }, (_, i) => `veh-${String(i).padStart(3, '0')}`);
 const RUN = `${process.pid}`;
 
-async function brokerAnswers(): Promise<boolean> {
-  const probe = connect(BROKER, { reconnectPeriod: 0, connectTimeout: 2_000 });
-  const answered = await Promise.race([
-    new Promise<boolean>((resolve) => {
-      probe.once('connect', () => resolve(true));
-      probe.once('error', () => resolve(false));
-    }),
-    sleep(3_000).then(() => false),
-  ]);
-  probe.end(true);
-  return answered;
-}
-
-if (!(await brokerAnswers())) {
+if (!(await brokerAnswers(BROKER))) {
   console.log(`No MQTT broker answers at ${BROKER}: the MQTT benchmark is skipped (set FLEET_BENCH_MQTT_URL, or start Mosquitto).`);
   process.exit(0);
 }

@@ -17,29 +17,12 @@ import { type MqttClient, connect } from 'mqtt';
 import pino from 'pino';
 import { buildApp } from '../src/app.ts';
 import { createTestApp, type TestApp, testConfig } from './helpers/app.ts';
-import { connectDevice, endAll, freePort, messagesCounted, storedTimestamps, waitUntil, withTimeout } from './helpers/mqtt.ts';
+import { brokerAnswers, connectDevice, endAll, freePort, messagesCounted, storedTimestamps, waitUntil, withTimeout } from './helpers/mqtt.ts';
 import { captureLogs } from './helpers/logs.ts';
 import { skipUnless } from './helpers/skip.ts';
 
 const BROKER = process.env.FLEET_TEST_MQTT_URL || 'mqtt://127.0.0.1:1883';
 const RUN = randomBytes(4).toString('hex');
-
-/** Whether the broker answers a CONNECT within 2 s. */
-async function brokerAnswers(url: string): Promise<boolean> {
-  const probe = connect(url, { reconnectPeriod: 0, connectTimeout: 2_000, protocolVersion: 5 });
-  try {
-    await withTimeout(new Promise<void>((resolve, reject) => {
-      probe.once('connect', () => resolve());
-      probe.once('error', reject);
-      probe.once('close', () => reject(new Error('closed')));
-    }), 3_000, 'the broker');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    probe.end(true);
-  }
-}
 
 const skip = skipUnless((await brokerAnswers(BROKER)) ? undefined : 'not answering', `an MQTT broker at ${BROKER}`, 'the MQTT broker suites',
   'Set FLEET_TEST_MQTT_URL or start Mosquitto');

@@ -89,14 +89,10 @@ export function createRedisStreamDirectory(options: { redis: Redis; prefix: stri
       return (await redis.eval(CLAIM_LUA, 1, openKey(organizationId), streamId, max, Math.ceil(leaseMs))) === 1;
     },
     async renewOpen(held, leaseMs) {
-      const byOrganization = new Map<string, string[]>();
-      for (const { organizationId, id } of held) {
-        let ids = byOrganization.get(organizationId);
-        if (ids === undefined) byOrganization.set(organizationId, (ids = []));
-        ids.push(id);
-      }
       const pipeline = redis.pipeline();
-      for (const [organizationId, ids] of byOrganization) pipeline.eval(RENEW_LUA, 1, openKey(organizationId), Math.ceil(leaseMs), ...ids);
+      for (const [organizationId, streams] of Map.groupBy(held, (s) => s.organizationId)) {
+        pipeline.eval(RENEW_LUA, 1, openKey(organizationId), Math.ceil(leaseMs), ...streams.map((s) => s.id));
+      }
       await pipeline.exec();
     },
     async releaseOpen(organizationId, streamId) {

@@ -129,8 +129,8 @@ export const rateLimitPlugin = fp(async function rateLimit(app: FastifyInstance,
 
   // Registered after auth, so this runs once the credential is known; a request that failed
   // authentication never gets here. One whose credential lacks the route's scope does: it is
-  // counted here and answered 403 after (auth.ts). Callback-style: a request with no budget to charge (limits
-  // off, a public route) costs no promise.
+  // counted here and answered 403 after (auth.ts). Callback-style: a request with no budget to
+  // charge (limits off, a public route) costs no promise.
   app.addHook('onRequest', (request, reply, done) => {
     if (request.is404) return done();
     const checks = checksFor(request);

@@ -445,8 +445,11 @@ export function createStreamHub(deps: {
     stream.closedAt = clock.now();
     stream.expiresAt = null;
     unregister(stream);
-    releaseOpen(stream.organizationId, stream.id);
-    if (announce) void publish(stream);
+    // Ended elsewhere (announce false): that node has given its place back.
+    if (announce) {
+      releaseOpen(stream.organizationId, stream.id);
+      void publish(stream);
+    }
     // Its unused tickets are refused from now on (the stream is closed) and swept once expired.
     clearTimeout(stream.flushTimer);
     stream.pending.clear();

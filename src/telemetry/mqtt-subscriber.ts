@@ -90,10 +90,10 @@ export function createMqttSubscriber(deps: {
 
   /** Sends the PUBACKs now due: those of the first messages in hand whose outcome is known. */
   function acknowledge() {
-    while (inHand.length > 0 && inHand[0]!.code !== undefined) {
-      const { messageId, connection: on, code } = inHand.shift()!;
-      if (code === null || code === undefined || on !== connection || client === undefined || !client.connected) continue;
-      (client as unknown as PacketWriter)._sendPacket({ cmd: 'puback', messageId, reasonCode: code });
+    for (let next = inHand[0]; next !== undefined && next.code !== undefined; next = inHand[0]) {
+      inHand.shift();
+      if (next.code === null || next.connection !== connection || client === undefined || !client.connected) continue;
+      (client as unknown as PacketWriter)._sendPacket({ cmd: 'puback', messageId: next.messageId, reasonCode: next.code });
     }
   }
 
@@ -226,7 +226,7 @@ export function createMqttSubscriber(deps: {
   }
 
   /**
-   * Finish the message in hand, then disconnect. The session stays with the broker for the next
+   * Finish the messages in hand, then disconnect. The session stays with the broker for the next
    * start, unless the node leaves the share group (FLEET_MQTT_SESSION=leave).
    */
   async function stop() {

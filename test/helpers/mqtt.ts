@@ -90,3 +90,20 @@ export async function storedTimestamps(ctx: TestApp, vehicleId: string): Promise
   if (res.statusCode !== 200) throw new Error(`history of ${vehicleId}: ${res.statusCode} ${res.body}`);
   return res.json<{ records: { timestamp: string }[] }>().records.map((r) => r.timestamp);
 }
+
+/** Whether the broker answers a CONNECT within 2 s. */
+export async function brokerAnswers(url: string): Promise<boolean> {
+  const probe = connect(url, { reconnectPeriod: 0, connectTimeout: 2_000, protocolVersion: 5 });
+  try {
+    await withTimeout(new Promise<void>((resolve, reject) => {
+      probe.once('connect', () => resolve());
+      probe.once('error', reject);
+      probe.once('close', () => reject(new Error('closed')));
+    }), 3_000, 'the broker');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    probe.end(true);
+  }
+}
