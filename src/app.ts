@@ -66,7 +66,7 @@ export interface AppDeps {
   metrics?: Registry;
   /** Rate-limit counters shared by several nodes (cluster mode) or a test; default: this process. */
   rateLimitStore?: RateLimitStore;
-  /** Live-stream time limits and sizes (decisions.md §5); tests shorten them. */
+  /** Live-stream time limits and sizes (docs/API.md "Live streams"); tests shorten them. */
   streams?: Partial<StreamSettings>;
   /** Cluster mode: the bus to the other nodes, the directory of streams, and the state /readyz reports. */
   cluster?: { bus: Bus; directory: StreamDirectory; state(): CheckState };

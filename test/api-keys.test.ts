@@ -1,4 +1,4 @@
-// API key management, organizations and quotas (decisions.md §6, §9), through the HTTP stack.
+// API key management, organizations and quotas (docs/API.md "Authentication and scopes", "Rate limits"), through the HTTP stack.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { isWellFormedApiKey } from '../src/auth/keys.ts';

@@ -1,4 +1,4 @@
-// Crash safety (decisions.md §4: 202 only after a durable commit). Several HTTP clients ingest
+// Crash safety (docs/API.md "Telemetry": 202 only after a durable commit). Several HTTP clients ingest
 // concurrently into a real Fleet process, the process is SIGKILLed mid-stream, and a new process on
 // the same data must hold every record that was acknowledged, and a latest state equal to the
 // newest stored record of each vehicle. Processes are killed in t.after; every wait is bounded.

@@ -1,4 +1,4 @@
-// MQTT ingestion from an existing broker (decisions.md §8): the service subscribes to
+// MQTT ingestion from an existing broker (docs/API.md "MQTT"): the service subscribes to
 // `$share/<group>/fleet/+/telemetry` and acknowledges each message only after its commit. Runs
 // against a real broker, FLEET_TEST_MQTT_URL (default: the Mosquitto at mqtt://127.0.0.1:1883).
 // Without one the broker tests are skipped with a loud message, except on CI, where they fail.

@@ -1,4 +1,4 @@
-// MQTT ingestion through the embedded listener (decisions.md §8), with the real mqtt.js client over
+// MQTT ingestion through the embedded listener (docs/API.md "MQTT"), with the real mqtt.js client over
 // real sockets: login, topics, QoS 0 and 1, PUBACK only after the commit, invalid and refused
 // messages, port already taken, graceful close.
 import assert from 'node:assert/strict';

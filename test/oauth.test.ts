@@ -1,4 +1,4 @@
-// OAuth 2.0 (decisions.md §6): clients per organization, the client-credentials grant driven by a
+// OAuth 2.0 (docs/API.md "Authentication and scopes"): clients per organization, the client-credentials grant driven by a
 // certified client (oauth4webapi) over real HTTP, the token endpoint's errors, revocation,
 // introspection, signing-key rotation, the client quota, and secrets that never show up twice.
 import assert from 'node:assert/strict';

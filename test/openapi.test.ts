@@ -1,4 +1,4 @@
-// The OpenAPI document (decisions.md §10) describes exactly what the server serves, with the
+// The OpenAPI document (docs/API.md "Versioning") describes exactly what the server serves, with the
 // security each route really checks; the interactive docs work without any network.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';

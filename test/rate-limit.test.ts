@@ -1,4 +1,4 @@
-// Rate limits (decisions.md §9) through the whole HTTP stack: per-credential budgets with the IETF
+// Rate limits (docs/API.md "Rate limits") through the whole HTTP stack: per-credential budgets with the IETF
 // draft headers on every counted response, 429 before the handler runs, and the per-address
 // budget of `rateLimit: 'ip'` routes. Time is a clock the tests move, so nothing here sleeps.
 import assert from 'node:assert/strict';

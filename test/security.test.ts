@@ -1,4 +1,4 @@
-// Authentication, scopes and organization isolation (decisions.md §6, §7), driven by the route
+// Authentication, scopes and organization isolation (docs/API.md "Authentication and scopes", "Errors"), driven by the route
 // table the server builds as routes are registered: a route added later is checked without
 // anyone remembering to add it here.
 import assert from 'node:assert/strict';
@@ -177,7 +177,7 @@ describe('route table', () => {
     const wrong = ctx.app.routeTable
       .filter((route) => isPublicByContract(route.url) ? !route.public || route.scope !== undefined : route.public || route.scope === undefined)
       .map((route) => `${routeName(route)} public=${route.public} scope=${String(route.scope)}`);
-    assert.deepEqual(wrong, [], `route table disagrees with decisions.md §6:\n${wrong.join('\n')}`);
+    assert.deepEqual(wrong, [], `route table disagrees with docs/API.md "Authentication and scopes":\n${wrong.join('\n')}`);
   });
 
   test('every scope a route needs is a known scope', () => {

@@ -1,5 +1,5 @@
 // The simulator's motion model (src/cli/simulation.ts): long runs of every vehicle type stay within
-// decisions.md §1 (checked by the service's own record schema too), move the way they say they
+// docs/API.md "Telemetry" (checked by the service's own record schema too), move the way they say they
 // move, and use their batteries believably.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

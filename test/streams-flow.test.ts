@@ -1,4 +1,4 @@
-// Live streams over time (decisions.md §5): throttling with newest-value-wins, heartbeats,
+// Live streams over time (docs/API.md "Live streams"): throttling with newest-value-wins, heartbeats,
 // slow consumers (bounded server memory, conflation, 1013) next to a client that keeps up,
 // expiry of unattached and abandoned streams, and 1001 on shutdown. Time limits are shortened
 // through the app's stream settings; the 1 MiB slow-consumer threshold is the real one.

@@ -1,4 +1,4 @@
-// Live streams (decisions.md §5), over real sockets with real ws clients: creating, reading and
+// Live streams (docs/API.md "Live streams"), over real sockets with real ws clients: creating, reading and
 // ending streams; attaching by ticket or bearer and every refusal before the upgrade; the
 // protocol (connected, snapshot, events with seq, status events, client messages); replay.
 // Timing-heavy behaviour (throttling, heartbeats, slow consumers, expiry, shutdown) is in

@@ -1,4 +1,4 @@
-// Telemetry over HTTP (decisions.md §1, §3, §4): ingest, latest, history, through the whole stack.
+// Telemetry over HTTP (docs/API.md "Telemetry", "Status and transitions"): ingest, latest, history, through the whole stack.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, manualClock, type TestApp } from './helpers/app.ts';

@@ -1,4 +1,4 @@
-// Live updates over the fleet stream (decisions.md §5), as a browser must do it: create the
+// Live updates over the fleet stream (docs/API.md "Live streams"), as a browser must do it: create the
 // stream with the API key, attach the WebSocket with the single-use ticket from its `url`
 // (browsers cannot send Authorization on a WebSocket). When the socket drops, ask for a fresh
 // ticket and resume after the last `seq` seen; when the stream has ended or expired, create a

@@ -1,4 +1,4 @@
-// The vehicle status transition table (decisions.md §3), mirrored from src/vehicles/transitions.ts
+// The vehicle status transition table (docs/API.md "Status and transitions"), mirrored from src/vehicles/transitions.ts
 // so the browser needs nothing from the server's sources; test/dashboard.test.ts checks that
 // the two tables agree.
 

@@ -1,7 +1,7 @@
 // The simulator's motion model, pure and deterministic (a seeded random source, no clock, no I/O):
 // each vehicle drives a loop of waypoints around a city centre at speeds plausible for its type,
 // accelerating and braking, stopping at lights and stops, and charging at its depot. Values stay
-// within the ranges of decisions.md §1. src/cli/simulate.ts drives it against a running service.
+// within the ranges of docs/API.md "Telemetry". src/cli/simulate.ts drives it against a running service.
 import type { TelemetryData } from '../telemetry/schema.ts';
 
 export type Rng = () => number;

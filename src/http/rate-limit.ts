@@ -1,4 +1,4 @@
-// Rate limits (decisions.md §9), after authentication: each credential has its own budget, keyed
+// Rate limits (docs/API.md "Rate limits"), after authentication: each credential has its own budget, keyed
 // by credential id, never by IP, so clients behind one NAT do not share one. Routes whose config
 // says `rateLimit: 'ip'` (the OAuth token endpoints, where no credential is known yet) have a
 // budget per client address instead, against secret guessing.

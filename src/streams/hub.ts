@@ -1,4 +1,4 @@
-// Live streams (decisions.md §5): the registry (create, tickets, expiry, quota), and the fan-out of
+// Live streams (docs/API.md "Live streams"): the registry (create, tickets, expiry, quota), and the fan-out of
 // telemetry and status events to the streams that want them, with throttling, conflation and
 // replay. Knows nothing of HTTP or of the WebSocket library: a socket is a `Sink`.
 //

@@ -1,4 +1,4 @@
-// The WebSocket messages of a live stream (decisions.md §5), and how they are built cheaply.
+// The WebSocket messages of a live stream (docs/API.md "Live streams"), and how they are built cheaply.
 //
 // Fan-out without per-socket JSON: an event message is
 //   {"type":"location","seq":17,"vehicleId":"van-042","timestamp":"…","data":{…}}

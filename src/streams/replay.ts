@@ -1,4 +1,4 @@
-// Replay (decisions.md §5: `lastSeq`), built so that holding 60 s of messages for every stream
+// Replay (docs/API.md "Live streams": `lastSeq`), built so that holding 60 s of messages for every stream
 // costs each stream 4 bytes per message, not a copy of each frame.
 //
 // Every event is serialized once and appended to one EventLog shared by all streams (its shared

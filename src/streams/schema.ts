@@ -1,4 +1,4 @@
-// Live stream schemas (decisions.md §1, §5): they validate requests, serialize responses and make
+// Live stream schemas (docs/API.md "Telemetry", "Live streams"): they validate requests, serialize responses and make
 // the OpenAPI document.
 import { Type, type Static } from 'typebox';
 import { IsoTimestamp } from '../http/schema.ts';

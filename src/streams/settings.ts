@@ -1,4 +1,4 @@
-// The time limits and sizes of live streams (decisions.md §5). Not configuration for operators:
+// The time limits and sizes of live streams (docs/API.md "Live streams"). Not configuration for operators:
 // the contract fixes them; tests shorten them to keep waits short.
 
 export interface StreamSettings {

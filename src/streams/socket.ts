@@ -1,4 +1,4 @@
-// The WebSocket side of live streams (decisions.md §5): client messages, heartbeats, slow
+// The WebSocket side of live streams (docs/API.md "Live streams"): client messages, heartbeats, slow
 // consumers, and closing every socket on shutdown. Each socket is a `Sink` of the hub.
 //
 // Slow consumers: after each send we look at `bufferedAmount` (bytes ws and the TCP socket hold

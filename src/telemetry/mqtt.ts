@@ -1,4 +1,4 @@
-// MQTT ingestion (decisions.md §8), the part both transports share: the embedded listener
+// MQTT ingestion (docs/API.md "MQTT"), the part both transports share: the embedded listener
 // (mqtt-listener.ts) and the subscription to an existing broker (mqtt-subscriber.ts). A message on
 // `fleet/{vehicleId}/telemetry` goes through the one ingest function HTTP uses, so it is validated
 // and committed exactly as a `POST /v2/telemetry/{vehicleId}` would be.

@@ -1,4 +1,4 @@
-// Telemetry schemas (decisions.md §1, §4). The record schema is the single definition of a valid
+// Telemetry schemas (docs/API.md "Telemetry"). The record schema is the single definition of a valid
 // record: the ingest function validates every record with it, whatever path it came by.
 import { Type, type Static } from 'typebox';
 import { IsoTimestamp } from '../http/schema.ts';
