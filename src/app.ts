@@ -10,10 +10,15 @@ import { createOAuthService } from './auth/oauth/clients.ts';
 import { oauthRoutes } from './auth/oauth/routes.ts';
 import { createAuthService } from './auth/service.ts';
 import type { Bus } from './bus/bus.ts';
-import { type ClusterOutbox, joinCluster } from './cluster/node.ts';
+import { joinCluster } from './cluster/node.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import { dashboardPlugin } from './dashboard/plugin.ts';
+import { createDispatcher } from './events/dispatcher.ts';
+import { createFeedService } from './events/feed.ts';
+import { startEventRetention } from './events/retention.ts';
+import { eventRoutes } from './events/routes.ts';
+import type { EventRecord } from './events/types.ts';
 import { authPlugin } from './http/auth.ts';
 import { type CheckState, healthRoutes } from './http/health.ts';
 import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
@@ -38,7 +43,12 @@ import { createTelemetryService } from './telemetry/service.ts';
 import { vehicleRoutesV1 } from './vehicles/routes.v1.ts';
 import { vehicleRoutesV2 } from './vehicles/routes.v2.ts';
 import { createVehicleService } from './vehicles/service.ts';
+import type { StatusChange } from './vehicles/store.ts';
 import type { LatestLookup } from './vehicles/view.ts';
+import { createOutbound } from './webhooks/outbound.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
+import { createWebhookService } from './webhooks/service.ts';
+import { DEFAULT_DELIVERY_SETTINGS, type DeliverySettings, createDeliveryWorker } from './webhooks/worker.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -68,6 +78,8 @@ export interface AppDeps {
   rateLimitStore?: RateLimitStore;
   /** Live-stream time limits and sizes (docs/API.md "Live streams"); tests shorten them. */
   streams?: Partial<StreamSettings>;
+  /** Webhook delivery timing (retry delays, leases, polling); tests shorten them. */
+  webhooks?: Partial<DeliverySettings>;
   /** Cluster mode: the bus to the other nodes, the directory of streams, and the state /readyz reports. */
   cluster?: { bus: Bus; directory: StreamDirectory; state(): CheckState };
 }
@@ -122,58 +134,87 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     external: deps.config.oauth.external,
     findOrganization: (id) => deps.stores.auth.getOrganization(id),
   });
-  // Set once every part exists: what this node does is then also sent to the other nodes.
-  let cluster: ClusterOutbox | undefined;
+  // Every part says what happened through the dispatcher; whatever reacts subscribes below.
+  const dispatcher = createDispatcher(app.log);
   const auth = createAuthService({
     store: deps.stores.auth, clock, maxApiKeys: deps.config.quotas.apiKeys, verifyAccessToken: oauth.verifyAccessToken,
-    onKeyRevoked: (keyId, lookupId) => cluster?.keyRevoked(keyId, lookupId),
+    onKeyRevoked: (keyId, lookupId) => dispatcher.emit('keyRevoked', { origin: 'local', keyId, lookupId }),
   });
   const latest = createLatestView();
-  // Live streams hear of every committed telemetry record (HTTP and MQTT alike) and status change.
+  const latestOf: LatestLookup = (organizationId, vehicleId) => {
+    const state = latest.get(organizationId, vehicleId);
+    return state === undefined ? undefined : summaryOf(state);
+  };
   const streams = createStreamHub({
     vehicles: deps.stores.vehicles, latest, clock, maxStreams: deps.config.quotas.streams, settings: deps.streams,
     ...(deps.cluster === undefined ? {} : {
       cluster: {
         directory: deps.cluster.directory, node: deps.cluster.bus.node, log: app.log,
-        announce: (event: 'taken' | 'ended', streamId: string) => cluster?.stream(event, streamId),
+        announce: (event: 'taken' | 'ended', streamId: string) => event === 'taken'
+          ? dispatcher.emit('streamTaken', { origin: 'local', streamId, node: deps.cluster!.bus.node })
+          : dispatcher.emit('streamEnded', { origin: 'local', streamId }),
       },
     }),
   });
+  const recorded = (events: readonly EventRecord[]) => dispatcher.emit('recorded', { origin: 'local', events });
   const vehicles = createVehicleService({
-    store: deps.stores.vehicles, clock, maxVehicles: deps.config.quotas.vehicles,
-    onDeleted: (organizationId, vehicleId) => {
-      latest.forget(organizationId, vehicleId);
-      streams.forgetVehicle(organizationId, vehicleId);
-      cluster?.vehicleDeleted(organizationId, vehicleId);
-    },
-    onStatusChanged: (organizationId, vehicleId, change) => {
-      streams.statusChanged(organizationId, vehicleId, change);
-      cluster?.statusChanged(organizationId, vehicleId, change);
-    },
+    store: deps.stores.vehicles, clock, maxVehicles: deps.config.quotas.vehicles, latest: latestOf, recorded,
   });
   const telemetry = createTelemetryService({
     store: deps.stores.telemetry, vehicles: deps.stores.vehicles, latest, clock,
     events: {
-      telemetry: (organizationId, records, states) => {
-        streams.telemetry(organizationId, records, states);
-        cluster?.telemetry(organizationId, records, states);
-      },
-      // The status change the store recorded with the first telemetry (each adapter's activation statement).
-      activated: (organizationId, vehicleId, at) => {
-        const change = { from: 'registered', to: 'active', reason: 'first telemetry', at } as const;
-        streams.statusChanged(organizationId, vehicleId, change);
-        cluster?.statusChanged(organizationId, vehicleId, change);
-      },
+      telemetry: (organizationId, records, states) => dispatcher.emit('telemetry', { origin: 'local', organizationId, records, states }),
+      recorded,
     },
   });
   await telemetry.load();
+
+  const outbound = createOutbound({ allowPrivate: deps.config.webhooks.allowPrivate, timeoutMs: 10_000 });
+  const deliveries = createDeliveryWorker({
+    store: deps.stores.webhooks, outbound, clock, log: app.log, settings: { ...DEFAULT_DELIVERY_SETTINGS, ...deps.webhooks },
+  });
+  const webhooks = createWebhookService({
+    store: deps.stores.webhooks, clock, maxPerOrganization: deps.config.quotas.webhooks,
+    allowPrivate: deps.config.webhooks.allowPrivate, wake: deliveries.wake,
+  });
+
+  // What a commit on this node or another does to this node's memory, written once.
+  dispatcher.on('telemetry', (e) => {
+    if (e.origin === 'local') streams.telemetry(e.organizationId, e.records, e.states);
+    else streams.remoteTelemetry(e.organizationId, e.states.map((state) => latest.merge(state)), e.touched);
+  });
+  dispatcher.on('recorded', (e) => {
+    for (const event of e.events) {
+      if (event.vehicleId === null) continue;
+      if (event.type === 'vehicle.status_changed') {
+        const { from, to, reason } = event.data as Pick<StatusChange, 'from' | 'to' | 'reason'>;
+        streams.statusChanged(event.organizationId, event.vehicleId, { from, to, reason, at: event.occurredAt });
+      } else if (event.type === 'vehicle.deleted') {
+        latest.forget(event.organizationId, event.vehicleId);
+        streams.forgetVehicle(event.organizationId, event.vehicleId);
+      }
+    }
+    // Webhooks read the log itself; a local commit only means there is something to read now.
+    if (e.origin === 'local') deliveries.wake();
+  });
+  dispatcher.on('keyRevoked', (e) => {
+    if (e.origin === 'remote') auth.forgetKey(e.keyId, e.lookupId);
+  });
+  dispatcher.on('streamTaken', (e) => {
+    if (e.origin === 'remote') streams.release(e.streamId);
+  });
+  dispatcher.on('streamEnded', (e) => {
+    if (e.origin === 'remote') streams.endedElsewhere(e.streamId);
+  });
   if (deps.cluster !== undefined) {
-    cluster = joinCluster(deps.cluster.bus, { latest, streams, auth, reloadLatest: () => telemetry.load(), log: app.log });
+    joinCluster(deps.cluster.bus, {
+      dispatcher, log: app.log,
+      resync: async () => {
+        await telemetry.load();
+        streams.resnapshot();
+      },
+    });
   }
-  const latestOf: LatestLookup = (organizationId, vehicleId) => {
-    const state = latest.get(organizationId, vehicleId);
-    return state === undefined ? undefined : summaryOf(state);
-  };
 
   await app.register(problemsPlugin);
   const sockets = createSocketManager({ hub: streams, clock, log: app.log });
@@ -218,6 +259,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
   await app.register(vehicleRoutesV2, { service: vehicles, latest: latestOf });
+  await app.register(eventRoutes, { feed: createFeedService({ store: deps.stores.events }) });
+  await app.register(webhookRoutes, { service: webhooks });
   await app.register(vehicleRoutesV1, { service: vehicles, latest: latestOf });
   await app.register(telemetryRoutes, { service: telemetry });
   await app.register(apiKeyRoutes, { auth });
@@ -232,11 +275,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const retention = startRetention({
     store: deps.stores.telemetry, clock, days: deps.config.telemetry.retentionDays, log: app.log,
   });
+  const eventRetention = startEventRetention({
+    events: deps.stores.events, deliveries: deps.stores.webhooks, clock, days: deps.config.events.retentionDays, log: app.log,
+  });
   app.addHook('onReady', () => mqtt.start());
+  app.addHook('onReady', async () => deliveries.start());
   // preClose: MQTT stops taking messages and answers those in hand while the store is still open.
   app.addHook('preClose', () => mqtt.stop());
   app.addHook('onClose', async () => {
     retention.stop();
+    eventRetention.stop();
+    await deliveries.stop();
+    await outbound.close();
     await telemetry.drain();
   });
 

@@ -25,6 +25,7 @@ export interface QuotaConfig {
   apiKeys: number;
   oauthClients: number;
   streams: number;
+  webhooks: number;
 }
 
 /** An external identity provider whose access tokens are accepted beside Fleet's own. */
@@ -72,6 +73,9 @@ export interface Config {
   quotas: QuotaConfig;
   oauth: { tokenTtlSeconds: number; external: ExternalIssuerConfig | undefined };
   telemetry: { retentionDays: number };
+  /** Events are kept this many days; webhooks may reach private addresses only when allowed. */
+  events: { retentionDays: number };
+  webhooks: { allowPrivate: boolean };
   mqtt: MqttConfig;
   /** Browser origins allowed to open live-stream WebSockets (`*`: any); clients without Origin always may. */
   streams: { allowedOrigins: string[] };
@@ -111,6 +115,12 @@ export const VARIABLES = {
   FLEET_QUOTA_API_KEYS: { default: '100', doc: 'Active API keys per organization.' },
   FLEET_QUOTA_OAUTH_CLIENTS: { default: '20', doc: 'OAuth clients per organization.' },
   FLEET_QUOTA_STREAMS: { default: '100', doc: 'Open streams per organization.' },
+  FLEET_QUOTA_WEBHOOKS: { default: '20', doc: 'Webhook endpoints per organization.' },
+  FLEET_EVENT_RETENTION_DAYS: { default: '30', doc: 'Events (the feed) and webhook deliveries older than this many days are deleted in the background.' },
+  FLEET_WEBHOOK_ALLOW_PRIVATE: {
+    default: 'false',
+    doc: '`true` lets webhooks reach loopback, private and link-local addresses (refused by default, at creation and at each delivery).',
+  },
   FLEET_STREAM_ALLOWED_ORIGINS: {
     default: '',
     doc: 'Comma-separated browser origins (`https://app.example.com`) that may open live-stream WebSockets, or `*` for any (default: the origin of `FLEET_PUBLIC_URL`). Clients that send no `Origin` are not affected.',
@@ -204,7 +214,11 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     apiKeys: int('FLEET_QUOTA_API_KEYS', 1, 1_000_000),
     oauthClients: int('FLEET_QUOTA_OAUTH_CLIENTS', 0, 1_000_000),
     streams: int('FLEET_QUOTA_STREAMS', 0, 1_000_000),
+    webhooks: int('FLEET_QUOTA_WEBHOOKS', 0, 10_000),
   };
+  const eventRetentionDays = int('FLEET_EVENT_RETENTION_DAYS', 1, 36_500);
+  const allowPrivate = read('FLEET_WEBHOOK_ALLOW_PRIVATE');
+  if (allowPrivate !== 'true' && allowPrivate !== 'false') errors.push(`FLEET_WEBHOOK_ALLOW_PRIVATE: "${allowPrivate}" is neither true nor false`);
   const poolSize = int('FLEET_DATABASE_POOL_SIZE', 1, 1000);
   const tokenTtlSeconds = int('FLEET_OAUTH_TOKEN_TTL_SECONDS', 60, 86_400);
   const retentionDays = int('FLEET_TELEMETRY_RETENTION_DAYS', 1, 36_500);
@@ -222,6 +236,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       database: database.kind === 'postgres' ? { ...database, poolSize } : database,
       oauth: { tokenTtlSeconds, external },
       telemetry: { retentionDays },
+      events: { retentionDays: eventRetentionDays },
+      webhooks: { allowPrivate: allowPrivate === 'true' },
       mqtt,
       streams: { allowedOrigins },
       redis,

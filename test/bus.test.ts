@@ -49,7 +49,7 @@ describe('memory network outage', () => {
     b.subscribe((event) => got.push(event));
     network.setDown(true);
     assert.notEqual(a.state(), 'up');
-    a.publish({ type: 'vehicle-deleted', organizationId: 'o', vehicleId: 'v' });
+    a.publish({ type: 'stream-ended', streamId: 's' });
     network.setDown(false);
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(got, []);

@@ -238,7 +238,7 @@ describe('list, pagination and filters', () => {
     assert.equal(body.offset, 0);
     assert.equal(body.total, 10);
     assert.deepEqual(body.vehicles.map((v: { id: string }) => v.id), [...ids].sort());
-    assert.deepEqual(Object.keys(body.vehicles[0]).sort(), ['battery', 'id', 'lastUpdate', 'location', 'status', 'type']);
+    assert.deepEqual(Object.keys(body.vehicles[0]).sort(), ['battery', 'id', 'lastUpdate', 'location', 'name', 'status', 'type']);
   });
 
   test('pages are stable and disjoint, and cover the list', async () => {
@@ -352,9 +352,9 @@ describe('HTTP errors', () => {
   });
 
   test('wrong method on a known path: 405 with Allow', async () => {
-    const res = await ctx.request('PATCH', '/v2/fleet/vehicles/x');
+    const res = await ctx.request('POST', '/v2/fleet/vehicles/x');
     assertProblem(res, 405, 'method-not-allowed');
-    assert.deepEqual(String(res.headers.allow).split(', ').sort(), ['DELETE', 'GET', 'HEAD']);
+    assert.deepEqual(String(res.headers.allow).split(', ').sort(), ['DELETE', 'GET', 'HEAD', 'PATCH']);
     const collection = await ctx.request('DELETE', '/v2/fleet/vehicles');
     assertProblem(collection, 405, 'method-not-allowed');
     assert.deepEqual(String(collection.headers.allow).split(', ').sort(), ['GET', 'HEAD', 'POST']);

@@ -5,6 +5,10 @@ export const SCOPES = [
   'telemetry:write',
   'streams',
   'admin',
+  'events:read',
+  'rules',
+  'webhooks',
+  'metrics:read',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -21,4 +25,14 @@ export interface Principal {
   scopes: ReadonlySet<Scope>;
   /** The organization created on first start operates the service itself (metrics, organizations). */
   platform: boolean;
+}
+
+/** Scopes another scope includes: `admin` has always been able to read the metrics. */
+const INCLUDED_IN: Partial<Record<Scope, Scope>> = { 'metrics:read': 'admin' };
+
+/** Whether a credential with `scopes` may do what `scope` guards. */
+export function holds(scopes: ReadonlySet<Scope>, scope: Scope): boolean {
+  if (scopes.has(scope)) return true;
+  const wider = INCLUDED_IN[scope];
+  return wider !== undefined && scopes.has(wider);
 }

@@ -8,14 +8,14 @@
 // stored is in the database, and after an outage each node rebuilds what it keeps in memory from
 // there (`onResync`).
 import type { LatestState } from '../telemetry/store.ts';
-import type { StatusChange } from '../vehicles/store.ts';
+import type { EventRecord } from '../events/types.ts';
 
 /** Something one node did that the others must hear of. Plain JSON: it crosses processes. */
 export type ClusterEvent =
   /** Telemetry committed: each touched vehicle's merged latest state and the event types touched (a bit mask). */
   | { type: 'telemetry'; organizationId: string; states: LatestState[]; touched: number[] }
-  | { type: 'status'; organizationId: string; vehicleId: string; change: Pick<StatusChange, 'from' | 'to' | 'reason' | 'at'> }
-  | { type: 'vehicle-deleted'; organizationId: string; vehicleId: string }
+  /** Events recorded in the event log (a status change, a deletion, ...), as committed. */
+  | { type: 'events'; events: EventRecord[] }
   /** An API key was revoked: nodes drop it from their credential caches. */
   | { type: 'key-revoked'; keyId: string; lookupId: string }
   /** A node took a live stream over (a client reconnected there): its previous node lets go. */

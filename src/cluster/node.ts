@@ -1,62 +1,57 @@
-// One node of a cluster: what this node does goes out on the bus, what the other nodes did comes
-// in and is applied to this node's in-memory parts (latest state, live streams, credential caches).
+// One node of a cluster: what happens on this node goes out on the bus, and what the other nodes
+// did comes in and enters this node's dispatcher as `remote`, where the same listeners as for
+// local events keep its memory (latest state, live streams, credential caches) current.
 // The database stays the one source of truth; the bus only keeps the memory of each node current.
-import type { AuthService } from '../auth/service.ts';
 import type { Bus, ClusterEvent } from '../bus/bus.ts';
-import type { StreamHub } from '../streams/hub.ts';
+import type { Dispatcher } from '../events/dispatcher.ts';
 import { typesTouched } from '../streams/hub.ts';
-import type { LatestView } from '../telemetry/latest.ts';
-import type { LatestState, StoredRecord } from '../telemetry/store.ts';
-import type { StatusChange } from '../vehicles/store.ts';
-
-type Change = Pick<StatusChange, 'from' | 'to' | 'reason' | 'at'>;
 
 export interface NodeParts {
-  latest: LatestView;
-  streams: StreamHub;
-  auth: Pick<AuthService, 'forgetKey'>;
-  /** Rebuilds the latest view from the store. */
-  reloadLatest(): Promise<void>;
+  dispatcher: Dispatcher;
+  /** Rebuilds what this node keeps in memory from the store, and resends streams their snapshot. */
+  resync(): Promise<void>;
   log: { warn(obj: object, msg: string): void };
 }
 
-/** The local events the services report, each sent on to the other nodes. */
-export interface ClusterOutbox {
-  telemetry(organizationId: string, records: readonly StoredRecord[], states: readonly LatestState[]): void;
-  statusChanged(organizationId: string, vehicleId: string, change: Change): void;
-  vehicleDeleted(organizationId: string, vehicleId: string): void;
-  keyRevoked(keyId: string, lookupId: string): void;
-  /** This node took a live stream over, or ended one another node holds. */
-  stream(event: 'taken' | 'ended', streamId: string): void;
-}
-
-export function joinCluster(bus: Bus, parts: NodeParts): ClusterOutbox {
-  bus.subscribe((event) => apply(event));
+export function joinCluster(bus: Bus, parts: NodeParts): void {
+  const { dispatcher } = parts;
+  bus.subscribe((event) => arrive(event));
   bus.onResync(() => void resync());
 
-  function apply(event: ClusterEvent): void {
+  function arrive(event: ClusterEvent): void {
+    const origin = 'remote' as const;
     switch (event.type) {
       case 'telemetry':
-        parts.streams.remoteTelemetry(event.organizationId, event.states.map((state) => parts.latest.merge(state)), event.touched);
-        return;
-      case 'status':
-        parts.streams.statusChanged(event.organizationId, event.vehicleId, event.change);
-        return;
-      case 'vehicle-deleted':
-        parts.latest.forget(event.organizationId, event.vehicleId);
-        parts.streams.forgetVehicle(event.organizationId, event.vehicleId);
-        return;
+        return dispatcher.emit('telemetry', { origin, organizationId: event.organizationId, states: event.states, touched: event.touched });
+      case 'events':
+        return dispatcher.emit('recorded', { origin, events: event.events });
       case 'key-revoked':
-        parts.auth.forgetKey(event.keyId, event.lookupId);
-        return;
+        return dispatcher.emit('keyRevoked', { origin, keyId: event.keyId, lookupId: event.lookupId });
       case 'stream-taken':
-        parts.streams.release(event.streamId);
-        return;
+        return dispatcher.emit('streamTaken', { origin, streamId: event.streamId, node: event.node });
       case 'stream-ended':
-        parts.streams.endedElsewhere(event.streamId);
-        return;
+        return dispatcher.emit('streamEnded', { origin, streamId: event.streamId });
     }
   }
+
+  // What this node did, sent on to the others.
+  dispatcher.on('telemetry', (e) => {
+    if (e.origin !== 'local') return;
+    const touched = typesTouched(e.records);
+    bus.publish({ type: 'telemetry', organizationId: e.organizationId, states: [...e.states], touched: e.states.map((s) => touched.get(s.vehicleId) ?? 0) });
+  });
+  dispatcher.on('recorded', (e) => {
+    if (e.origin === 'local') bus.publish({ type: 'events', events: [...e.events] });
+  });
+  dispatcher.on('keyRevoked', (e) => {
+    if (e.origin === 'local') bus.publish({ type: 'key-revoked', keyId: e.keyId, lookupId: e.lookupId });
+  });
+  dispatcher.on('streamTaken', (e) => {
+    if (e.origin === 'local') bus.publish({ type: 'stream-taken', streamId: e.streamId, node: bus.node });
+  });
+  dispatcher.on('streamEnded', (e) => {
+    if (e.origin === 'local') bus.publish({ type: 'stream-ended', streamId: e.streamId });
+  });
 
   let resyncing: Promise<void> | undefined;
   /** Events were lost: read the latest state back from the store, then send streams a snapshot. */
@@ -64,8 +59,7 @@ export function joinCluster(bus: Bus, parts: NodeParts): ClusterOutbox {
     if (resyncing !== undefined) return resyncing;
     resyncing = (async () => {
       try {
-        await parts.reloadLatest();
-        parts.streams.resnapshot();
+        await parts.resync();
       } catch (error) {
         parts.log.warn({ err: error }, 'cluster: could not reload the latest state after a bus outage; it will be retried at the next one');
       } finally {
@@ -74,17 +68,4 @@ export function joinCluster(bus: Bus, parts: NodeParts): ClusterOutbox {
     })();
     return resyncing;
   }
-
-  return {
-    telemetry(organizationId, records, states) {
-      const touched = typesTouched(records);
-      bus.publish({ type: 'telemetry', organizationId, states: [...states], touched: states.map((s) => touched.get(s.vehicleId) ?? 0) });
-    },
-    statusChanged(organizationId, vehicleId, change) {
-      bus.publish({ type: 'status', organizationId, vehicleId, change: { from: change.from, to: change.to, reason: change.reason, at: change.at } });
-    },
-    vehicleDeleted: (organizationId, vehicleId) => bus.publish({ type: 'vehicle-deleted', organizationId, vehicleId }),
-    keyRevoked: (keyId, lookupId) => bus.publish({ type: 'key-revoked', keyId, lookupId }),
-    stream: (event, streamId) => bus.publish(event === 'taken' ? { type: 'stream-taken', streamId, node: bus.node } : { type: 'stream-ended', streamId }),
-  };
 }

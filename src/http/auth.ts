@@ -9,7 +9,7 @@
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AuthService } from '../auth/service.ts';
-import type { Principal, Scope } from '../auth/scopes.ts';
+import { type Principal, type Scope, holds } from '../auth/scopes.ts';
 import { AppError } from '../errors.ts';
 
 declare module 'fastify' {
@@ -70,7 +70,7 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
   /** Why `principal` may not use the route, or undefined when it may. */
   function refusal(config: FastifyContextConfig, principal: Principal): AppError | undefined {
     const scope = config.scope;
-    if (scope !== undefined && !principal.scopes.has(scope)) {
+    if (scope !== undefined && !holds(principal.scopes, scope)) {
       return new AppError('insufficient-scope', `This operation needs the "${scope}" scope.`, {
         headers: { 'www-authenticate': `Bearer realm="${REALM}", error="insufficient_scope", scope="${scope}"` },
       });
@@ -86,7 +86,7 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
   async function authenticateSlowly(request: FastifyRequest, config: FastifyContextConfig): Promise<void> {
     const alternative = config.alternativeCredential === undefined ? undefined : await config.alternativeCredential(request);
     if (alternative !== undefined) {
-      if (config.scope !== undefined && !alternative.scopes.has(config.scope)) {
+      if (config.scope !== undefined && !holds(alternative.scopes, config.scope)) {
         request.authRefusal = new AppError('insufficient-scope', `This operation needs the "${config.scope}" scope.`);
       }
       request.principal = alternative;

@@ -75,7 +75,7 @@ export const metricsPlugin = fp(async function metrics(app: FastifyInstance, opt
   });
 
   app.get('/metrics', {
-    config: { scope: 'admin', platform: true },
+    config: { scope: 'metrics:read', platform: true },
     schema: {
       tags: ['operations'],
       operationId: 'getMetrics',

@@ -77,6 +77,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   403: 'The credential lacks the scope this operation needs.',
   404: 'No such resource in the caller\'s organization.',
   409: 'Conflicts with the current state.',
+  410: 'What the cursor pointed at is no longer kept.',
   413: 'Body over 1 MiB.',
   415: 'Body is not application/json.',
   429: 'Rate limit reached.',

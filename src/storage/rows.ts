@@ -17,7 +17,7 @@ export interface ColumnDecoders {
   bool(value: unknown): boolean;
 }
 
-export const VEHICLE_COLUMNS = 'organization_id, id, type, status, configuration, created_at, updated_at, status_changed_at';
+export const VEHICLE_COLUMNS = 'organization_id, id, type, name, status, configuration, created_at, updated_at, status_changed_at';
 
 const orNull = <T>(value: unknown): T | null => (value as T | null | undefined) ?? null;
 
@@ -53,6 +53,7 @@ export function rowMappers(d: ColumnDecoders) {
       organizationId: row.organization_id as string,
       id: row.id as string,
       type: row.type as VehicleType,
+      name: orNull<string>(row.name),
       status: row.status as VehicleStatus,
       configuration: d.json<Configuration>(row.configuration),
       createdAt: row.created_at as number,

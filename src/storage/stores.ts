@@ -3,8 +3,10 @@
 import type { OAuthStore } from '../auth/oauth/store.ts';
 import type { AuthStore } from '../auth/store.ts';
 import type { Config } from '../config.ts';
+import type { EventStore } from '../events/store.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
+import type { WebhookStore } from '../webhooks/store.ts';
 import { createPostgresStores } from './postgres/index.ts';
 import { createSqliteStores } from './sqlite/index.ts';
 
@@ -13,6 +15,8 @@ export interface Stores {
   oauth: OAuthStore;
   vehicles: VehicleStore;
   telemetry: TelemetryStore;
+  events: EventStore;
+  webhooks: WebhookStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;
   close(): Promise<void>;

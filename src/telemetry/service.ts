@@ -1,6 +1,7 @@
 // Telemetry rules: ingest (validate, commit, keep the latest state in step), latest, history.
 // Knows nothing of HTTP or MQTT: every path calls the same functions.
 import type { Clock } from '../clock.ts';
+import type { EventRecord } from '../events/types.ts';
 import { AppError } from '../errors.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import { type LatestView, latestData, mergeLatest } from './latest.ts';
@@ -12,8 +13,8 @@ import { createGroupCommitter } from './writer.ts';
 export interface TelemetryEvents {
   /** Records were committed (and the latest state of their vehicles updated). */
   telemetry?(organizationId: string, records: readonly StoredRecord[], latest: readonly LatestState[]): void;
-  /** The first telemetry of a registered vehicle made it active. */
-  activated?(organizationId: string, vehicleId: string, at: number): void;
+  /** The commit recorded these events (each activation's status change). */
+  recorded?(events: readonly EventRecord[]): void;
 }
 
 export type TelemetryService = ReturnType<typeof createTelemetryService>;
@@ -38,7 +39,7 @@ export function createTelemetryService(deps: {
       throw new AppError(code, `${what}: ${outcome.vehicleIds.map((id) => `"${id}"`).join(', ')}. Nothing was stored.`);
     }
     const states = outcome.latest.map((state) => latest.merge(state));
-    for (const vehicleId of outcome.activated) events?.activated?.(organizationId, vehicleId, at);
+    if (outcome.events.length > 0) events?.recorded?.(outcome.events);
     events?.telemetry?.(organizationId, records, states);
     return { accepted: outcome.accepted, duplicates: outcome.duplicates };
   }

@@ -1,3 +1,6 @@
+import type { EventRecord } from '../events/types.ts';
+import type { VehicleStatus } from '../vehicles/schema.ts';
+import { telemetryVerdict } from '../vehicles/transitions.ts';
 import type { TelemetryData, TelemetryField } from './schema.ts';
 
 export interface StoredRecord {
@@ -31,6 +34,8 @@ export type BatchOutcome =
       duplicates: number;
       /** Vehicles this batch moved from `registered` to `active`. */
       activated: string[];
+      /** The events recorded in the commit's transaction (each activation's status change). */
+      events: EventRecord[];
       /**
        * The latest state of each vehicle the batch touched, as far as this commit knows it: where
        * a store keeps a vehicle's state in parts (PostgreSQL: one per node) or folds records in
@@ -103,9 +108,13 @@ export function judgeBatch(
   const registered: string[] = [];
   for (const vehicleId of byVehicle.keys()) {
     const status = statusOf(vehicleId);
-    if (status === undefined) missing.push(vehicleId);
-    else if (status === 'retired') retired.push(vehicleId);
-    else if (status === 'registered') registered.push(vehicleId);
+    if (status === undefined) {
+      missing.push(vehicleId);
+      continue;
+    }
+    const verdict = telemetryVerdict(status as VehicleStatus);
+    if (verdict === 'refuse') retired.push(vehicleId);
+    else if (verdict === 'activate') registered.push(vehicleId);
   }
   if (missing.length > 0) return { refused: { ok: false, reason: 'vehicle-not-found', vehicleIds: missing } };
   if (retired.length > 0) return { refused: { ok: false, reason: 'vehicle-retired', vehicleIds: retired } };

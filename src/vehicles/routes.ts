@@ -1,8 +1,10 @@
 // The vehicle operations, each once: schema, scope and handler. routes.v2.ts and routes.v1.ts
 // mount them at their paths, so both families are the same code and the same representations.
 import type { FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import { AppError } from '../errors.ts';
 import { NoContent, pageOf, responses } from '../http/schema.ts';
 import {
+  PatchVehicleBody,
   RegisterVehicleBody,
   StatusChangeBody,
   StatusHistory,
@@ -107,6 +109,32 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
     },
   };
 
+  const update: Operation = {
+    options: {
+      config: { scope: 'fleet:write' },
+      // `status` is refused with 409 before validation, which would call it an unknown field (400).
+      preValidation: async (request) => {
+        const body = request.body;
+        if (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.hasOwn(body, 'status')) {
+          throw new AppError('status-not-patchable', 'A vehicle\'s status changes with PUT /v2/fleet/vehicles/{id}/status.');
+        }
+      },
+      schema: {
+        summary: 'Update a vehicle',
+        description: 'An RFC 7396 merge patch (`application/merge-patch+json`; `application/json` is accepted too) of ' +
+          '`type`, `name` (null removes it) and `configuration` (each member merged; null removes it). ' +
+          '`status` answers 409 (use PUT .../status); any other field answers 400.',
+        params: VehicleIdParams,
+        body: PatchVehicleBody,
+        response: responses({ 200: VehicleDetails }, { body: true, errors: [404, 409] }),
+      },
+    },
+    async handler(request) {
+      const vehicle = await service.update(request.principal, (request.params as Params).id, request.body as PatchVehicleBody);
+      return toDetails(vehicle, latest(vehicle));
+    },
+  };
+
   const remove: Operation = {
     options: {
       config: { scope: 'fleet:write' },
@@ -142,7 +170,7 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
     },
   };
 
-  return { list, register, get, changeStatus, remove, statusHistory };
+  return { list, register, get, update, changeStatus, remove, statusHistory };
 }
 
 /** Mounts one operation, adding the family's own OpenAPI metadata. */

@@ -47,8 +47,10 @@ export const Configuration = Type.Object(
 );
 export type Configuration = Static<typeof Configuration>;
 
+const VehicleName = PlainText({ minLength: 1, maxLength: 200, description: 'A person\'s name for the vehicle (optional).' });
+
 export const RegisterVehicleBody = Type.Object(
-  { vehicleId: VehicleId, type: VehicleTypeSchema, configuration: Type.Optional(Configuration) },
+  { vehicleId: VehicleId, type: VehicleTypeSchema, name: Type.Optional(VehicleName), configuration: Type.Optional(Configuration) },
   {
     additionalProperties: false,
     examples: [{ vehicleId: 'van-042', type: 'van', configuration: { sensors: ['gps'], capacity: 12, autonomyLevel: 0 } }],
@@ -59,6 +61,7 @@ export type RegisterVehicleBody = Static<typeof RegisterVehicleBody>;
 const listItemProperties = {
   id: VehicleId,
   type: VehicleTypeSchema,
+  name: Type.Union([Type.String(), Type.Null()], { description: 'A person\'s name for the vehicle; null when it has none.' }),
   status: Status,
   location: Type.Union([Location, Type.Null()], { description: 'Last known position; null before any telemetry.' }),
   battery: Type.Union([Type.Number(), Type.Null()], { description: 'Last known state of charge, percent.' }),
@@ -80,7 +83,7 @@ export const VehicleDetails = Type.Object(
     additionalProperties: false,
     examples: [
       {
-        id: 'van-042', type: 'van', status: 'registered', location: null, battery: null, lastUpdate: null,
+        id: 'van-042', type: 'van', name: 'Van 42', status: 'registered', location: null, battery: null, lastUpdate: null,
         configuration: { sensors: ['gps'], capacity: 12, autonomyLevel: 0 },
         createdAt: '2026-11-22T08:30:00.000Z', updatedAt: '2026-11-22T08:30:00.000Z', statusChangedAt: '2026-11-22T08:30:00.000Z',
       },
@@ -88,6 +91,30 @@ export const VehicleDetails = Type.Object(
   },
 );
 export type VehicleDetails = Static<typeof VehicleDetails>;
+
+/** A configuration patch: each field may be null, which removes it (RFC 7396). */
+const ConfigurationPatch = Type.Object(
+  {
+    sensors: Type.Optional(Type.Union([Configuration.properties.sensors, Type.Null()])),
+    capacity: Type.Optional(Type.Union([Configuration.properties.capacity, Type.Null()])),
+    autonomyLevel: Type.Optional(Type.Union([Configuration.properties.autonomyLevel, Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+
+export const PatchVehicleBody = Type.Object(
+  {
+    type: Type.Optional(VehicleTypeSchema),
+    name: Type.Optional(Type.Union([VehicleName, Type.Null()], { description: 'null removes the name.' })),
+    configuration: Type.Optional(Type.Union([ConfigurationPatch, Type.Null()], { description: 'Merged into the configuration; null clears it.' })),
+  },
+  {
+    additionalProperties: false,
+    description: 'An RFC 7396 merge patch. `status` is changed with PUT .../status; `id` and `createdAt` cannot change.',
+    examples: [{ name: 'Van 42', configuration: { capacity: 10, sensors: null } }],
+  },
+);
+export type PatchVehicleBody = Static<typeof PatchVehicleBody>;
 
 export const VehicleListQuery = Type.Object(
   {

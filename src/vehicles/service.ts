@@ -3,9 +3,12 @@ import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
 import { quotaExceeded } from '../quotas.ts';
-import type { RegisterVehicleBody, StatusChangeBody, VehicleStatus, VehicleType } from './schema.ts';
+import { type EventRecord, newEvent } from '../events/types.ts';
+import { statusChangedEvent } from './events.ts';
+import type { Configuration, PatchVehicleBody, RegisterVehicleBody, StatusChangeBody, VehicleStatus, VehicleType } from './schema.ts';
 import type { Page, StatusChange, VehicleRecord, VehicleStore } from './store.ts';
 import { TRANSITIONS, canTransition } from './transitions.ts';
+import { type LatestLookup, toDetails } from './view.ts';
 
 export interface ListOptions extends Page {
   statuses?: VehicleStatus[];
@@ -18,12 +21,15 @@ export function createVehicleService(deps: {
   store: VehicleStore;
   clock: Clock;
   maxVehicles?: number;
-  /** Told after a vehicle is deleted, so views derived from it (latest telemetry) drop it too. */
-  onDeleted?: (organizationId: string, vehicleId: string) => void;
-  /** Told after every committed status change (live streams carry them). */
-  onStatusChanged?: (organizationId: string, vehicleId: string, change: StatusChange) => void;
+  /** What a vehicle's details say of its latest telemetry (in `vehicle.*` events). */
+  latest?: LatestLookup;
+  /** Told of the events each committed change recorded. */
+  recorded?: (events: readonly EventRecord[]) => void;
 }) {
   const { store, clock } = deps;
+  const detailsOf = (v: VehicleRecord) => toDetails(v, deps.latest?.(v.organizationId, v.id)) as unknown as Record<string, unknown>;
+  const vehicleEvent = (type: 'vehicle.registered' | 'vehicle.updated', v: VehicleRecord) =>
+    newEvent(v.organizationId, type, v.id, v.updatedAt, detailsOf(v));
 
   async function register(who: Principal, body: RegisterVehicleBody): Promise<VehicleRecord> {
     const now = clock.now();
@@ -31,6 +37,7 @@ export function createVehicleService(deps: {
       organizationId: who.organizationId,
       id: body.vehicleId,
       type: body.type,
+      name: body.name ?? null,
       status: 'registered',
       configuration: body.configuration ?? {},
       createdAt: now,
@@ -38,9 +45,11 @@ export function createVehicleService(deps: {
       statusChangedAt: now,
     };
     const registration: StatusChange = { from: null, to: 'registered', reason: null, at: now, by: who.credentialId };
-    const outcome = await store.insert(vehicle, registration, deps.maxVehicles);
+    const events = [vehicleEvent('vehicle.registered', vehicle)];
+    const outcome = await store.insert(vehicle, registration, deps.maxVehicles, events);
     switch (outcome) {
       case 'created':
+        deps.recorded?.(events);
         return vehicle;
       case 'exists':
         throw new AppError('vehicle-exists', `A vehicle "${body.vehicleId}" already exists in this organization.`);
@@ -60,8 +69,31 @@ export function createVehicleService(deps: {
   }
 
   async function remove(who: Principal, id: string): Promise<void> {
-    if (!(await store.delete(who.organizationId, id))) throw notFound(id);
-    deps.onDeleted?.(who.organizationId, id);
+    const events = [newEvent(who.organizationId, 'vehicle.deleted', id, clock.now(), {})];
+    if (!(await store.delete(who.organizationId, id, events))) throw notFound(id);
+    deps.recorded?.(events);
+  }
+
+  /** An RFC 7396 merge patch of `type`, `name` and `configuration`. */
+  async function update(who: Principal, id: string, patch: PatchVehicleBody): Promise<VehicleRecord> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const current = await get(who, id);
+      const next: VehicleRecord = {
+        ...current,
+        type: patch.type ?? current.type,
+        name: patch.name === undefined ? current.name : patch.name,
+        configuration: patch.configuration === undefined ? current.configuration : mergeConfiguration(current.configuration, patch.configuration),
+        // Never the same as before: the compare-and-set below tells this write from any other.
+        updatedAt: Math.max(clock.now(), current.updatedAt + 1),
+      };
+      const events = [vehicleEvent('vehicle.updated', next)];
+      const updated = await store.update(who.organizationId, id, current.updatedAt, next, events);
+      if (updated !== undefined) {
+        deps.recorded?.(events);
+        return updated;
+      }
+    }
+    throw tooBusy();
   }
 
   async function changeStatus(who: Principal, id: string, body: StatusChangeBody): Promise<VehicleRecord> {
@@ -78,15 +110,14 @@ export function createVehicleService(deps: {
         );
       }
       const change = { from: current.status, to: body.status, reason: body.reason ?? null, at: clock.now(), by: who.credentialId };
-      const changed = await store.changeStatus(who.organizationId, id, change);
+      const events = [statusChangedEvent(who.organizationId, id, change)];
+      const changed = await store.changeStatus(who.organizationId, id, change, events);
       if (changed !== undefined) {
-        deps.onStatusChanged?.(who.organizationId, id, change);
+        deps.recorded?.(events);
         return changed;
       }
     }
-    throw new AppError('service-unavailable', 'The vehicle is changing too often; try again.', {
-      headers: { 'retry-after': '1' },
-    });
+    throw tooBusy();
   }
 
   async function statusHistory(who: Principal, id: string, page: Page) {
@@ -94,7 +125,22 @@ export function createVehicleService(deps: {
     return store.statusHistory(who.organizationId, id, page);
   }
 
-  return { register, get, list, remove, changeStatus, statusHistory };
+  return { register, get, list, remove, update, changeStatus, statusHistory };
+}
+
+function tooBusy(): AppError {
+  return new AppError('service-unavailable', 'The vehicle is changing too often; try again.', { headers: { 'retry-after': '1' } });
+}
+
+/** RFC 7396 on the configuration object: a null member removes the field, others replace it. */
+function mergeConfiguration(current: Configuration, patch: PatchVehicleBody['configuration']): Configuration {
+  if (patch === null || patch === undefined) return {};
+  const out: Record<string, unknown> = { ...current };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = value;
+  }
+  return out as Configuration;
 }
 
 function notFound(id: string): AppError {

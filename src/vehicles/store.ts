@@ -1,9 +1,12 @@
+import type { EventRecord } from '../events/types.ts';
 import type { Configuration, VehicleStatus, VehicleType } from './schema.ts';
 
 export interface VehicleRecord {
   organizationId: string;
   id: string;
   type: VehicleType;
+  /** A person's name for it (optional). */
+  name: string | null;
   status: VehicleStatus;
   configuration: Configuration;
   createdAt: number;
@@ -32,25 +35,31 @@ export interface VehicleFilter extends Page {
 /**
  * Persistence of vehicles and their status history. Every call is scoped to one organization:
  * there is deliberately no way to reach a vehicle without naming its organization.
- * Times are milliseconds since the epoch.
+ * Times are milliseconds since the epoch. Each write takes the events it causes and records
+ * them in the event log in the same transaction.
  */
 export interface VehicleStore {
   /**
    * Stores the vehicle and its registration entry, unless the id is taken in the organization or
    * the organization already has `maxVehicles` (counted in the same transaction as the insert).
    */
-  insert(vehicle: VehicleRecord, registration: StatusChange, maxVehicles?: number): Promise<'created' | 'exists' | 'quota'>;
+  insert(vehicle: VehicleRecord, registration: StatusChange, maxVehicles?: number, events?: readonly EventRecord[]): Promise<'created' | 'exists' | 'quota'>;
   get(organizationId: string, id: string): Promise<VehicleRecord | undefined>;
   /** Ordered by id ascending, so pages are stable. */
   list(organizationId: string, filter: VehicleFilter): Promise<{ vehicles: VehicleRecord[]; total: number }>;
   /** Removes the vehicle with its history; false when there was none. */
-  delete(organizationId: string, id: string): Promise<boolean>;
+  delete(organizationId: string, id: string, events?: readonly EventRecord[]): Promise<boolean>;
+  /**
+   * Compare-and-set: writes `next`'s type, name, configuration and updatedAt only while the
+   * vehicle's `updatedAt` is still `expectedUpdatedAt`. Undefined when it is gone or changed meanwhile.
+   */
+  update(organizationId: string, id: string, expectedUpdatedAt: number, next: VehicleRecord, events?: readonly EventRecord[]): Promise<VehicleRecord | undefined>;
   /**
    * Compare-and-set: applies `change` only while the vehicle's status is still `change.from`, and
    * records it in the history in the same transaction. Undefined when the vehicle is gone or its
    * status moved meanwhile.
    */
-  changeStatus(organizationId: string, id: string, change: StatusChange & { from: VehicleStatus }): Promise<VehicleRecord | undefined>;
+  changeStatus(organizationId: string, id: string, change: StatusChange & { from: VehicleStatus }, events?: readonly EventRecord[]): Promise<VehicleRecord | undefined>;
   /** Newest first. */
   statusHistory(organizationId: string, id: string, page: Page): Promise<{ entries: StatusChange[]; total: number }>;
 }

@@ -19,6 +19,7 @@ export function toListItem(v: VehicleRecord, latest: LatestSummary = NO_TELEMETR
   return {
     id: v.id,
     type: v.type,
+    name: v.name,
     status: v.status,
     location: latest.location,
     battery: latest.battery,

@@ -1,6 +1,8 @@
 // The PostgreSQL backend (cluster mode): the same store interfaces as SQLite, over one pool.
 import type { Stores } from '../stores.ts';
 import { createPostgresAuthStore } from './auth.ts';
+import { createPostgresEventStore } from './events.ts';
+import { createPostgresWebhookStore } from './webhooks.ts';
 import { type Database, type PostgresOptions, migrate, openPostgres } from './database.ts';
 import { createPostgresOAuthStore } from './oauth.ts';
 import { createPostgresTelemetryStore } from './telemetry.ts';
@@ -35,6 +37,8 @@ export function postgresStores(db: Database): Stores {
     oauth: createPostgresOAuthStore(db),
     vehicles: createPostgresVehicleStore(db),
     telemetry: createPostgresTelemetryStore(db),
+    events: createPostgresEventStore(db),
+    webhooks: createPostgresWebhookStore(db),
     async ping() {
       await db.query({ name: 'ping', text: 'SELECT 1' });
     },

@@ -1,3 +1,7 @@
+import type { EventRecord } from '../../events/types.ts';
+import { activation } from '../../vehicles/events.ts';
+import { ACTIVATION } from '../../vehicles/transitions.ts';
+import { appendEvents } from './events.ts';
 import { randomBytes } from 'node:crypto';
 import { mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
@@ -77,23 +81,28 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
         const { byVehicle, registered } = judged;
 
         let activated: string[] = [];
+        const events: EventRecord[] = [];
         if (registered.length > 0) {
           const { rows } = await client.query<{ vehicle_id: string }>({
             name: 'telemetry.activate',
             text: `WITH activated AS (
-                     UPDATE vehicles SET status = 'active', status_changed_at = $3, updated_at = $3
-                     WHERE organization_id = $1 AND id = ANY($2::text[]) AND status = 'registered'
+                     UPDATE vehicles SET status = $5, status_changed_at = $3, updated_at = $3
+                     WHERE organization_id = $1 AND id = ANY($2::text[]) AND status = $4
                      RETURNING organization_id, id
                    )
                    INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by)
-                   SELECT organization_id, id, 'registered', 'active', 'first telemetry', $3, 'system' FROM activated
+                   SELECT organization_id, id, $4, $5, $6, $3, $7 FROM activated
                    RETURNING vehicle_id`,
-            values: [org, registered, batch.at],
+            values: [org, registered, batch.at, ACTIVATION.from, ACTIVATION.to, ACTIVATION.reason, ACTIVATION.by],
           });
           activated = registered.filter((id) => rows.some((row) => row.vehicle_id === id));
-          for (const vehicleId of activated) status.set(keyOf(org, vehicleId), 'active');
+          for (const vehicleId of activated) {
+            status.set(keyOf(org, vehicleId), ACTIVATION.to);
+            events.push(activation(org, vehicleId, batch.at).event);
+          }
+          await appendEvents(client, events, batch.at);
         }
-        const outcome = { ok: true as const, accepted: batch.records.length, duplicates: 0, activated, latest: [] as LatestState[] };
+        const outcome = { ok: true as const, accepted: batch.records.length, duplicates: 0, activated, events, latest: [] as LatestState[] };
         outcomes.push(outcome);
         accepted.push({ batch, byVehicle, outcome });
       }

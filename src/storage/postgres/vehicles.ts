@@ -1,6 +1,7 @@
 import type { VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
 import { VEHICLE_COLUMNS, postgresRows } from '../rows.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
+import { appendEvents } from './events.ts';
 
 const COLUMNS = VEHICLE_COLUMNS;
 
@@ -13,7 +14,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
   }
 
   return {
-    async insert(v, registration, maxVehicles) {
+    async insert(v, registration, maxVehicles, events = []) {
       return db.transaction(async (client) => {
         if (maxVehicles !== undefined) {
           // Counted and inserted under one lock per organization: concurrent registrations on any
@@ -28,9 +29,9 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
         }
         const inserted = await client.query({
           name: 'vehicles.insert',
-          text: `INSERT INTO vehicles (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+          text: `INSERT INTO vehicles (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
           values: [
-            v.organizationId, v.id, v.type, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt,
+            v.organizationId, v.id, v.type, v.name, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt,
           ],
         });
         if (inserted.rowCount === 0) return 'exists';
@@ -40,6 +41,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
                  VALUES ($1, $2, $3, $4, $5, $6, $7)`,
           values: [v.organizationId, v.id, registration.from, registration.to, registration.reason, registration.at, registration.by],
         });
+        await appendEvents(client, events, v.createdAt);
         return 'created';
       });
     },
@@ -68,7 +70,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
       return { vehicles: page.rows.map(postgresRows.vehicle), total: count.rows[0]!.n };
     },
 
-    async delete(organizationId, id) {
+    async delete(organizationId, id, events = []) {
       return db.transaction(async (client) => {
         const deleted = await client.query({
           name: 'vehicles.delete',
@@ -83,14 +85,30 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
           text: 'DELETE FROM telemetry WHERE organization_id = $1 AND vehicle_id = $2',
           values: [organizationId, id],
         });
+        await appendEvents(client, events, events[0]?.occurredAt ?? Date.now());
         return true;
       });
     },
 
-    async changeStatus(organizationId, id, change) {
+    async update(organizationId, id, expectedUpdatedAt, next, events = []) {
+      return db.transaction(async (client) => {
+        const { rows } = await client.query({
+          name: 'vehicles.update',
+          text: `UPDATE vehicles SET type = $3, name = $4, configuration = $5, updated_at = $6
+                 WHERE organization_id = $1 AND id = $2 AND updated_at = $7 RETURNING ${COLUMNS}`,
+          values: [organizationId, id, next.type, next.name, JSON.stringify(next.configuration), next.updatedAt, expectedUpdatedAt],
+        });
+        if (rows[0] === undefined) return undefined;
+        await appendEvents(client, events, next.updatedAt);
+        return postgresRows.vehicle(rows[0]);
+      });
+    },
+
+    async changeStatus(organizationId, id, change, events = []) {
       // Compare-and-set and the history entry in one statement. A concurrent change of the same
       // vehicle makes this one wait for its row lock, then re-check `status = from` on the new row.
-      const { rows } = await db.query({
+      return db.transaction(async (client) => {
+      const { rows } = await client.query({
         name: 'vehicles.change-status',
         text: `WITH changed AS (
                  UPDATE vehicles SET status = $3, status_changed_at = $4, updated_at = $4
@@ -103,7 +121,10 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
                SELECT * FROM changed`,
         values: [organizationId, id, change.to, change.at, change.from, change.reason, change.by],
       });
-      return rows[0] === undefined ? undefined : postgresRows.vehicle(rows[0]);
+      if (rows[0] === undefined) return undefined;
+      await appendEvents(client, events, change.at);
+      return postgresRows.vehicle(rows[0]);
+      });
     },
 
     async statusHistory(organizationId, id, page) {

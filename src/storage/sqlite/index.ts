@@ -1,5 +1,7 @@
 import { openSqlite } from './database.ts';
 import { createSqliteAuthStore } from './auth.ts';
+import { createSqliteEventAppender, createSqliteEventStore } from './events.ts';
+import { createSqliteWebhookStore } from './webhooks.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
 import { createSqliteVehicleStore } from './vehicles.ts';
@@ -12,12 +14,15 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
   const db = openSqlite(file);
   const ping = db.prepare('SELECT 1 AS ok');
   const wal = createWalSync(db, options.syncFile);
-  const statuses = createVehicleStatuses(db);
+  const appendEvents = createSqliteEventAppender(db);
+  const statuses = createVehicleStatuses(db, appendEvents);
   return {
     auth: createSqliteAuthStore(db),
     oauth: createSqliteOAuthStore(db),
-    vehicles: createSqliteVehicleStore(db, statuses),
+    vehicles: createSqliteVehicleStore(db, statuses, appendEvents),
     telemetry: createSqliteTelemetryStore(db, wal, statuses),
+    events: createSqliteEventStore(db),
+    webhooks: createSqliteWebhookStore(db, wal),
     async ping() {
       ping.get();
       wal.check();

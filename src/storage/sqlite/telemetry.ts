@@ -9,6 +9,7 @@
 // What the recent records say of each vehicle's latest state is also kept in memory as they are
 // written, so a move folds one merged state per vehicle instead of reading every record back.
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import type { EventRecord } from '../../events/types.ts';
 import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
@@ -48,14 +49,6 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
   const upsertLatest = db.prepare(
     `INSERT INTO telemetry_latest (organization_id, vehicle_id, ts, fields) VALUES (?, ?, ?, ?)
      ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, fields = excluded.fields`,
-  );
-  const activate = db.prepare(
-    `UPDATE vehicles SET status = 'active', status_changed_at = ?, updated_at = ?
-     WHERE organization_id = ? AND id = ? AND status = 'registered'`,
-  );
-  const activation = db.prepare(
-    `INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by)
-     VALUES (?, ?, 'registered', 'active', 'first telemetry', ?, 'system')`,
   );
   // Each part reads at most `limit` rows (the recent part scans its few thousand by time); the merge is then small.
   const historyPage = db.prepare(
@@ -243,14 +236,15 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
       accepted += fresh.length;
     }
     const activated: string[] = [];
+    const events: EventRecord[] = [];
     for (const vehicleId of registered) {
-      if (Number(activate.run(batch.at, batch.at, org, vehicleId).changes) > 0) {
-        activation.run(org, vehicleId, batch.at);
-        statuses.set(org, vehicleId, 'active');
+      const event = statuses.activate(org, vehicleId, batch.at);
+      if (event !== undefined) {
         activated.push(vehicleId);
+        events.push(event);
       }
     }
-    return { outcome: { ok: true, accepted, duplicates: batch.records.length - accepted, activated, latest }, added };
+    return { outcome: { ok: true, accepted, duplicates: batch.records.length - accepted, activated, events, latest }, added };
   }
 
   return {

@@ -1,25 +1,24 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { StatusChange, VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
+import type { EventRecord } from '../../events/types.ts';
+import type { VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
 import { VEHICLE_COLUMNS, sqliteRows } from '../rows.ts';
 import { transaction } from './database.ts';
+import type { AppendEvents } from './events.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
 
 const COLUMNS = VEHICLE_COLUMNS;
 
-/** `statuses` is told of every change of a vehicle's status (the telemetry store reads it). */
-export function createSqliteVehicleStore(db: DatabaseSync, statuses: VehicleStatuses): VehicleStore {
+/** Status writes go through `statuses`, which the telemetry store reads; events through `appendEvents`. */
+export function createSqliteVehicleStore(db: DatabaseSync, statuses: VehicleStatuses, appendEvents: AppendEvents): VehicleStore {
   const insertVehicle = db.prepare(
-    `INSERT INTO vehicles (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-  );
-  const insertChange = db.prepare(
-    'INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    `INSERT INTO vehicles (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
   const selectOne = db.prepare(`SELECT ${COLUMNS} FROM vehicles WHERE organization_id = ? AND id = ?`);
   const countAll = db.prepare('SELECT count(*) AS n FROM vehicles WHERE organization_id = ?');
   const deleteOne = db.prepare('DELETE FROM vehicles WHERE organization_id = ? AND id = ?');
-  const updateStatus = db.prepare(
-    `UPDATE vehicles SET status = ?, status_changed_at = ?, updated_at = ?
-     WHERE organization_id = ? AND id = ? AND status = ? RETURNING ${COLUMNS}`,
+  const updateOne = db.prepare(
+    `UPDATE vehicles SET type = ?, name = ?, configuration = ?, updated_at = ?
+     WHERE organization_id = ? AND id = ? AND updated_at = ? RETURNING ${COLUMNS}`,
   );
   const historyPage = db.prepare(
     `SELECT from_status, to_status, reason, at, by FROM vehicle_status_history
@@ -31,12 +30,12 @@ export function createSqliteVehicleStore(db: DatabaseSync, statuses: VehicleStat
   // List statements differ by how many statuses and types filter them; keep one per shape.
   const listStatements = new Map<string, { page: StatementSync; count: StatementSync }>();
 
-  function listStatement(statuses: number, types: number) {
-    const shape = `${statuses}:${types}`;
+  function listStatement(statusCount: number, types: number) {
+    const shape = `${statusCount}:${types}`;
     let statements = listStatements.get(shape);
     if (statements === undefined) {
       let where = 'organization_id = ?';
-      if (statuses > 0) where += ` AND status IN (${Array(statuses).fill('?').join(',')})`;
+      if (statusCount > 0) where += ` AND status IN (${Array(statusCount).fill('?').join(',')})`;
       if (types > 0) where += ` AND type IN (${Array(types).fill('?').join(',')})`;
       statements = {
         page: db.prepare(`SELECT ${COLUMNS} FROM vehicles WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`),
@@ -47,21 +46,30 @@ export function createSqliteVehicleStore(db: DatabaseSync, statuses: VehicleStat
     return statements;
   }
 
-  function addChange(organizationId: string, vehicleId: string, change: StatusChange) {
-    insertChange.run(organizationId, vehicleId, change.from, change.to, change.reason, change.at, change.by);
+  /** A write transaction; a failed one leaves the kept statuses unsure, so they are dropped. */
+  function write<T>(fn: () => T): T {
+    try {
+      return transaction(db, fn);
+    } catch (error) {
+      statuses.clear();
+      throw error;
+    }
   }
 
+  const eventTime = (events: readonly EventRecord[], fallback: number) => events[0]?.occurredAt ?? fallback;
+
   return {
-    async insert(v, registration, maxVehicles) {
-      return transaction(db, () => {
+    async insert(v, registration, maxVehicles, events = []) {
+      return write(() => {
         if (maxVehicles !== undefined && Number(countAll.get(v.organizationId)?.n ?? 0) >= maxVehicles) {
           return selectOne.get(v.organizationId, v.id) === undefined ? 'quota' : 'exists';
         }
         const result = insertVehicle.run(
-          v.organizationId, v.id, v.type, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt,
+          v.organizationId, v.id, v.type, v.name, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt,
         );
         if (result.changes === 0) return 'exists';
-        addChange(v.organizationId, v.id, registration);
+        statuses.registered(v.organizationId, v.id, registration);
+        appendEvents(events, v.createdAt);
         return 'created';
       });
     },
@@ -72,35 +80,39 @@ export function createSqliteVehicleStore(db: DatabaseSync, statuses: VehicleStat
     },
 
     async list(organizationId, filter: VehicleFilter) {
-      const statuses = filter.statuses ?? [];
+      const statusFilter = filter.statuses ?? [];
       const types = filter.types ?? [];
-      const { page, count } = listStatement(statuses.length, types.length);
-      const params = [organizationId, ...statuses, ...types];
+      const { page, count } = listStatement(statusFilter.length, types.length);
+      const params = [organizationId, ...statusFilter, ...types];
       return {
         vehicles: page.all(...params, filter.limit, filter.offset).map(sqliteRows.vehicle),
         total: Number(count.get(...params)?.n ?? 0),
       };
     },
 
-    async delete(organizationId, id) {
+    async delete(organizationId, id, events = []) {
       try {
-        return deleteOne.run(organizationId, id).changes > 0;
+        return write(() => {
+          if (deleteOne.run(organizationId, id).changes === 0) return false;
+          appendEvents(events, eventTime(events, Date.now()));
+          return true;
+        });
       } finally {
         statuses.forget(organizationId, id);
       }
     },
 
-    async changeStatus(organizationId, id, change) {
-      try {
-        return transaction(db, () => {
-          const row = updateStatus.get(change.to, change.at, change.at, organizationId, id, change.from);
-          if (row === undefined) return undefined;
-          addChange(organizationId, id, change);
-          return sqliteRows.vehicle(row);
-        });
-      } finally {
-        statuses.forget(organizationId, id);
-      }
+    async update(organizationId, id, expectedUpdatedAt, next, events = []) {
+      return write(() => {
+        const row = updateOne.get(next.type, next.name, JSON.stringify(next.configuration), next.updatedAt, organizationId, id, expectedUpdatedAt);
+        if (row === undefined) return undefined;
+        appendEvents(events, next.updatedAt);
+        return sqliteRows.vehicle(row);
+      });
+    },
+
+    async changeStatus(organizationId, id, change, events = []) {
+      return write(() => statuses.change(organizationId, id, change, events));
     },
 
     async statusHistory(organizationId, id, page) {

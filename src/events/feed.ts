@@ -1,0 +1,39 @@
+// The event feed: an organization's events in the order they were recorded, followed with an
+// opaque cursor that never skips or repeats an event.
+import { AppError } from '../errors.ts';
+import { FEED_LIMIT_DEFAULT, type FeedQuery } from './schema.ts';
+import { type EventStore, type Position, START } from './store.ts';
+import { type EventType, toEnvelope } from './types.ts';
+
+export type FeedService = ReturnType<typeof createFeedService>;
+
+export function createFeedService(deps: { store: EventStore }) {
+  async function read(organizationId: string, query: FeedQuery) {
+    const after = query.after === undefined ? START : decodeCursor(query.after);
+    const page = await deps.store.feed(organizationId, {
+      after,
+      types: query.types === undefined ? undefined : ([...new Set(query.types.split(','))] as EventType[]),
+      vehicleId: query.vehicleId,
+      limit: query.limit ?? FEED_LIMIT_DEFAULT,
+    });
+    if (page.gone) {
+      throw new AppError('cursor-expired', 'Events after this cursor are no longer kept; start again without `after`.');
+    }
+    return { events: page.events.map(toEnvelope), next: encodeCursor(page.next) };
+  }
+  return { read };
+}
+
+export function encodeCursor([tx, seq]: Position): string {
+  return Buffer.from(`e1:${tx}:${seq}`).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): Position {
+  const match = /^e1:(\d{1,16}):(\d{1,16})$/.exec(Buffer.from(cursor, 'base64url').toString());
+  if (match === null) {
+    throw new AppError('validation-failed', 'The cursor is not one this service issued.', {
+      errors: [{ in: 'query', path: '/after', message: 'is not a valid cursor' }],
+    });
+  }
+  return [Number(match[1]), Number(match[2])];
+}

@@ -1,0 +1,45 @@
+import type { EventRecord, EventType } from './types.ts';
+
+/**
+ * Where an event stands in the log, in the order the feed reads it. SQLite: `[0, seq]`, since one
+ * writer at a time commits in sequence order. PostgreSQL: `[transaction id, seq]`, read only up to
+ * the oldest transaction still running, so that a sequence number taken before a commit that
+ * becomes visible after a higher one is never stepped over (see storage/postgres/events.ts).
+ */
+export type Position = readonly [tx: number, seq: number];
+
+export const START: Position = [0, 0];
+
+export function comparePositions(a: Position, b: Position): number {
+  return a[0] !== b[0] ? a[0] - b[0] : a[1] - b[1];
+}
+
+export interface LoggedEvent extends EventRecord {
+  position: Position;
+}
+
+export interface FeedQuery {
+  after: Position;
+  types?: readonly EventType[];
+  vehicleId?: string;
+  limit: number;
+}
+
+export type FeedPage =
+  /** `next`: the last event returned, or, when the page is not full, the newest position read. */
+  | { gone: false; events: LoggedEvent[]; next: Position }
+  /** `after` is older than the oldest event kept: events after it were pruned. */
+  | { gone: true };
+
+/**
+ * The event log. Events are written by the other stores, inside the transaction of the change
+ * that causes them (each adapter's `appendEvents`); this interface reads and prunes.
+ */
+export interface EventStore {
+  /** One organization's events after `query.after`, oldest first. */
+  feed(organizationId: string, query: FeedQuery): Promise<FeedPage>;
+  /** Every organization's events after `after`, oldest first (the webhook fan-out reads this way). */
+  since(after: Position, limit: number): Promise<LoggedEvent[]>;
+  /** Deletes up to `max` events recorded before `before`; how many it deleted. */
+  prune(before: number, max: number): Promise<number>;
+}

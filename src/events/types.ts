@@ -1,0 +1,71 @@
+// Events: what the service noticed about a vehicle, in one envelope, recorded durably in the same
+// transaction as the change that caused it (the event log), then delivered three ways: the feed,
+// webhooks and live streams. See docs/API.md "Events".
+import { randomBase62 } from '../auth/keys.ts';
+
+export const EVENT_TYPES = [
+  'vehicle.registered',
+  'vehicle.updated',
+  'vehicle.status_changed',
+  'vehicle.deleted',
+  'geofence.entered',
+  'geofence.exited',
+  'alert.opened',
+  'alert.acknowledged',
+  'alert.resolved',
+  'trip.started',
+  'trip.ended',
+  'webhook.test',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** An event as recorded. Times are ms since the epoch; `toEnvelope` gives the public form. */
+export interface EventRecord {
+  id: string;
+  organizationId: string;
+  type: EventType;
+  /** Null only for `webhook.test`, which is never recorded in the log. */
+  vehicleId: string | null;
+  /** The time of the record or change that caused it. */
+  occurredAt: number;
+  data: Record<string, unknown>;
+}
+
+/** The public envelope, the same in the feed, in every webhook attempt and in streams. */
+export interface EventEnvelope {
+  id: string;
+  type: EventType;
+  occurredAt: string;
+  vehicleId?: string;
+  data: Record<string, unknown>;
+}
+
+export function newEventId(): string {
+  return `evt_${randomBase62(24)}`;
+}
+
+export function newEvent(
+  organizationId: string,
+  type: EventType,
+  vehicleId: string | null,
+  occurredAt: number,
+  data: Record<string, unknown>,
+): EventRecord {
+  return { id: newEventId(), organizationId, type, vehicleId, occurredAt, data };
+}
+
+export function toEnvelope(event: EventRecord): EventEnvelope {
+  return {
+    id: event.id,
+    type: event.type,
+    occurredAt: new Date(event.occurredAt).toISOString(),
+    ...(event.vehicleId === null ? {} : { vehicleId: event.vehicleId }),
+    data: event.data,
+  };
+}
+
+/** Whether an event of `type` is one a subscriber of `wanted` (types, or `*` for all) asked for. */
+export function wants(wanted: readonly string[], type: string): boolean {
+  return wanted.includes('*') || wanted.includes(type);
+}

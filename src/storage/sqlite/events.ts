@@ -1,0 +1,84 @@
+// The event log in the embedded store. One writer at a time commits, so sequence order is commit
+// order and the feed can read by `seq` alone.
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { EventStore, LoggedEvent } from '../../events/store.ts';
+import type { EventRecord, EventType } from '../../events/types.ts';
+import type { Row } from '../rows.ts';
+import { transaction } from './database.ts';
+
+/** Appends events inside the caller's transaction. */
+export type AppendEvents = (events: readonly EventRecord[], recordedAt: number) => void;
+
+export function createSqliteEventAppender(db: DatabaseSync): AppendEvents {
+  const insert = db.prepare(
+    'INSERT INTO events (id, organization_id, type, vehicle_id, occurred_at, recorded_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
+  return (events, recordedAt) => {
+    for (const e of events) insert.run(e.id, e.organizationId, e.type, e.vehicleId, e.occurredAt, recordedAt, JSON.stringify(e.data));
+  };
+}
+
+export function toLoggedEvent(row: Row): LoggedEvent {
+  return {
+    position: [0, row.seq as number],
+    id: row.id as string,
+    organizationId: row.organization_id as string,
+    type: row.type as EventType,
+    vehicleId: (row.vehicle_id as string | null) ?? null,
+    occurredAt: row.occurred_at as number,
+    data: JSON.parse(row.data as string) as Record<string, unknown>,
+  };
+}
+
+const COLUMNS = 'seq, id, organization_id, type, vehicle_id, occurred_at, data';
+
+export function createSqliteEventStore(db: DatabaseSync): EventStore {
+  const pruned = db.prepare('SELECT pruned_seq FROM event_log_state WHERE id = 1');
+  const since = db.prepare(`SELECT ${COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?`);
+  const newest = db.prepare('SELECT max(seq) AS seq FROM events WHERE organization_id = ? AND seq > ?');
+  const oldestBefore = db.prepare('SELECT seq FROM events WHERE recorded_at < ? ORDER BY seq LIMIT ?');
+  const deleteUpTo = db.prepare('DELETE FROM events WHERE seq <= ? AND recorded_at < ?');
+  const markPruned = db.prepare('UPDATE event_log_state SET pruned_seq = max(pruned_seq, ?) WHERE id = 1');
+  const feeds = new Map<string, StatementSync>();
+
+  function feedStatement(types: number, vehicle: boolean): StatementSync {
+    const shape = `${types}:${vehicle}`;
+    let statement = feeds.get(shape);
+    if (statement === undefined) {
+      let where = 'organization_id = ? AND seq > ?';
+      if (vehicle) where += ' AND vehicle_id = ?';
+      if (types > 0) where += ` AND type IN (${Array(types).fill('?').join(',')})`;
+      statement = db.prepare(`SELECT ${COLUMNS} FROM events WHERE ${where} ORDER BY seq LIMIT ?`);
+      feeds.set(shape, statement);
+    }
+    return statement;
+  }
+
+  return {
+    async feed(organizationId, query) {
+      const after = query.after[1];
+      if (after < Number(pruned.get()!.pruned_seq)) return { gone: true };
+      const types = query.types ?? [];
+      const params = [organizationId, after, ...(query.vehicleId === undefined ? [] : [query.vehicleId]), ...types, query.limit];
+      const events = feedStatement(types.length, query.vehicleId !== undefined).all(...params).map(toLoggedEvent);
+      if (events.length === query.limit) return { gone: false, events, next: events.at(-1)!.position };
+      // Not a full page: nothing matches up to the newest event, so the next read starts there.
+      const head = newest.get(organizationId, after)?.seq as number | null;
+      return { gone: false, events, next: [0, head ?? after] };
+    },
+
+    async since(after, limit) {
+      return since.all(after[1], limit).map(toLoggedEvent);
+    },
+
+    async prune(before, max) {
+      const seqs = oldestBefore.all(before, max).map((row) => row.seq as number);
+      if (seqs.length === 0) return 0;
+      const upTo = seqs.at(-1)!;
+      return transaction(db, () => {
+        markPruned.run(upTo);
+        return Number(deleteUpTo.run(upTo, before).changes);
+      });
+    },
+  };
+}

@@ -1,0 +1,166 @@
+// Webhook endpoints and deliveries in the embedded store. Writes of the delivery worker go
+// through the WAL sync (wal-sync.ts), so they never hold the event loop for a disk sync.
+import type { DatabaseSync } from 'node:sqlite';
+import type { WebhookStore } from '../../webhooks/store.ts';
+import type { Row } from '../rows.ts';
+import { secretsOf, toDelivery, toWebhook } from '../webhook-rows.ts';
+import { transaction } from './database.ts';
+import { toLoggedEvent } from './events.ts';
+import type { WalSync } from './wal-sync.ts';
+
+const WEBHOOK_COLUMNS = `id, organization_id, url, event_types, description, enabled, disabled_reason, secret, previous_secret,
+  previous_secret_until, failing_since, created_at, updated_at`;
+const DELIVERY_COLUMNS = `seq, id, webhook_id, event_id, event_type, payload, recorded_at, status, attempt, next_at,
+  response_status, duration_ms, error, at`;
+
+const webhookOf = (row: Row) => toWebhook(row, (v) => JSON.parse(v as string) as string[], (v) => v === 1);
+
+export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): WebhookStore {
+  const count = db.prepare('SELECT count(*) AS n FROM webhooks WHERE organization_id = ?');
+  const insert = db.prepare(`INSERT INTO webhooks (${WEBHOOK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const selectOne = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = ? AND id = ?`);
+  const page = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`);
+  const update = db.prepare(
+    `UPDATE webhooks SET url = ?, event_types = ?, description = ?, enabled = ?, disabled_reason = ?, failing_since = ?, updated_at = ?
+     WHERE organization_id = ? AND id = ?`,
+  );
+  const rotate = db.prepare(
+    `UPDATE webhooks SET previous_secret = secret, previous_secret_until = ?, secret = ?, updated_at = ?
+     WHERE organization_id = ? AND id = ?`,
+  );
+  const remove = db.prepare('DELETE FROM webhooks WHERE organization_id = ? AND id = ?');
+  const deliveriesPage = db.prepare(
+    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+  );
+  const deliveryOne = db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id = ?`);
+  const retry = db.prepare(
+    `UPDATE webhook_deliveries SET status = 'pending', next_at = ?, lease_until = NULL WHERE webhook_id = ? AND id = ?
+     RETURNING ${DELIVERY_COLUMNS}`,
+  );
+  const addDelivery = db.prepare(
+    `INSERT INTO webhook_deliveries (id, webhook_id, event_id, event_type, payload, recorded_at, status, attempt, next_at)
+     VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?) ON CONFLICT DO NOTHING`,
+  );
+  const fanned = db.prepare('SELECT fanned_seq FROM event_log_state WHERE id = 1');
+  const markFanned = db.prepare('UPDATE event_log_state SET fanned_seq = ? WHERE id = 1');
+  const eventsAfter = db.prepare('SELECT seq, id, organization_id, type, vehicle_id, occurred_at, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+  const enabledOf = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = ? AND enabled = 1`);
+  const due = db.prepare(
+    `SELECT d.seq, w.url, w.secret, w.previous_secret, w.previous_secret_until FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+     WHERE d.status = 'pending' AND d.next_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.enabled = 1
+     ORDER BY d.next_at LIMIT ?`,
+  );
+  const lease = db.prepare(`UPDATE webhook_deliveries SET lease_until = ? WHERE seq = ? RETURNING ${DELIVERY_COLUMNS}`);
+  const finish = db.prepare(
+    `UPDATE webhook_deliveries SET status = ?, attempt = attempt + 1, next_at = ?, lease_until = NULL, response_status = ?,
+       duration_ms = ?, error = ?, at = ? WHERE id = ?`,
+  );
+  const succeeded = db.prepare('UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL');
+  const failed = db.prepare('UPDATE webhooks SET failing_since = coalesce(failing_since, ?) WHERE id = ? RETURNING failing_since');
+  const disable = db.prepare(
+    `UPDATE webhooks SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ? AND enabled = 1`,
+  );
+  const prune = db.prepare(
+    `DELETE FROM webhook_deliveries WHERE seq IN
+       (SELECT seq FROM webhook_deliveries WHERE recorded_at < ? AND status <> 'pending' ORDER BY recorded_at LIMIT ?)`,
+  );
+
+  return {
+    async insert(w, max) {
+      return transaction(db, () => {
+        if (Number(count.get(w.organizationId)!.n) >= max) return 'quota';
+        insert.run(
+          w.id, w.organizationId, w.url, JSON.stringify(w.eventTypes), w.description, w.enabled ? 1 : 0, w.disabledReason, w.secret,
+          w.previousSecret, w.previousSecretUntil, w.failingSince, w.createdAt, w.updatedAt,
+        );
+        return 'created';
+      });
+    },
+    async get(organizationId, id) {
+      const row = selectOne.get(organizationId, id);
+      return row === undefined ? undefined : webhookOf(row);
+    },
+    async list(organizationId, { limit, offset }) {
+      return { webhooks: page.all(organizationId, limit, offset).map(webhookOf), total: Number(count.get(organizationId)!.n) };
+    },
+    async update(organizationId, id, patch, at) {
+      return transaction(db, () => {
+        const row = selectOne.get(organizationId, id);
+        if (row === undefined) return undefined;
+        const w = webhookOf(row);
+        const enabled = patch.enabled ?? w.enabled;
+        // Enabling again starts a fresh run: the failures that disabled it are forgiven.
+        const reenabled = enabled && !w.enabled;
+        update.run(
+          patch.url ?? w.url, JSON.stringify(patch.eventTypes ?? w.eventTypes),
+          patch.description === undefined ? w.description : patch.description, enabled ? 1 : 0,
+          enabled ? null : w.disabledReason, reenabled ? null : w.failingSince, at, organizationId, id,
+        );
+        return webhookOf(selectOne.get(organizationId, id)!);
+      });
+    },
+    async rotateSecret(organizationId, id, secret, previousUntil, at) {
+      if (rotate.run(previousUntil, secret, at, organizationId, id).changes === 0) return undefined;
+      return webhookOf(selectOne.get(organizationId, id)!);
+    },
+    async delete(organizationId, id) {
+      return remove.run(organizationId, id).changes > 0;
+    },
+    async deliveries(webhookId, before, limit) {
+      return deliveriesPage.all(webhookId, before ?? Number.MAX_SAFE_INTEGER, limit).map(toDelivery);
+    },
+    async getDelivery(webhookId, id) {
+      const row = deliveryOne.get(webhookId, id);
+      return row === undefined ? undefined : toDelivery(row);
+    },
+    async retryNow(webhookId, id, at) {
+      const row = retry.get(at, webhookId, id);
+      return row === undefined ? undefined : toDelivery(row);
+    },
+    async addDelivery(d, at) {
+      await wal.transaction(() => addDelivery.run(d.id, d.webhookId, d.eventId, d.eventType, d.payload, d.recordedAt, at));
+    },
+    async fanOut(match, limit, now) {
+      return wal.transaction(() => {
+        const after = Number(fanned.get()!.fanned_seq);
+        const events = eventsAfter.all(after, limit).map(toLoggedEvent);
+        if (events.length === 0) return 0;
+        const endpoints = [...new Set(events.map((e) => e.organizationId))].flatMap((org) => enabledOf.all(org).map(webhookOf));
+        for (const d of match(events, endpoints)) addDelivery.run(d.id, d.webhookId, d.eventId, d.eventType, d.payload, d.recordedAt, now);
+        markFanned.run(events.at(-1)!.position[1]);
+        return events.length;
+      });
+    },
+    async claim(now, leaseUntil, limit) {
+      if (limit <= 0) return [];
+      return wal.transaction(() => due.all(now, now, limit).map((row) => ({
+        ...toDelivery(lease.get(leaseUntil, row.seq as number)!),
+        url: row.url as string,
+        secrets: secretsOf({
+          secret: row.secret as string,
+          previousSecret: (row.previous_secret as string | null) ?? null,
+          previousSecretUntil: (row.previous_secret_until as number | null) ?? null,
+        }, now),
+      })));
+    },
+    async complete(results, disableAfter) {
+      if (results.length === 0) return;
+      await wal.transaction(() => {
+        for (const r of results) {
+          finish.run(r.ok ? 'succeeded' : r.nextAt === null ? 'failed' : 'pending', r.nextAt, r.responseStatus, r.durationMs, r.error, r.at, r.id);
+          if (r.ok) {
+            succeeded.run(r.webhookId);
+            continue;
+          }
+          const since = failed.get(r.at, r.webhookId)?.failing_since as number | undefined;
+          if (since !== undefined && r.at - since >= disableAfter) {
+            disable.run(`every delivery failed for ${Math.round(disableAfter / 86_400_000)} days`, r.at, r.webhookId);
+          }
+        }
+      });
+    },
+    async prune(before, max) {
+      return Number(prune.run(before, max).changes);
+    },
+  };
+}

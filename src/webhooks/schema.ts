@@ -1,0 +1,99 @@
+// Webhook schemas: they validate requests, serialize responses and make the OpenAPI document.
+import { Type, type Static } from 'typebox';
+import { EVENT_TYPES } from '../events/types.ts';
+import { IsoTimestamp, Paging, PlainText } from '../http/schema.ts';
+
+/** The types an endpoint can subscribe to: every recorded type (`webhook.test` goes to whoever is tested). */
+export const SUBSCRIBABLE = EVENT_TYPES.filter((t) => t !== 'webhook.test');
+
+const EventTypes = Type.Array(Type.Enum([...SUBSCRIBABLE, '*']), {
+  minItems: 1,
+  maxItems: SUBSCRIBABLE.length + 1,
+  uniqueItems: true,
+  description: 'Event types to receive, or `["*"]` for all.',
+  examples: [['vehicle.status_changed', 'geofence.entered']],
+});
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description: 'An `https://` or `http://` URL. Loopback, private, link-local and multicast targets are refused (at creation and at each delivery).',
+  examples: ['https://hooks.example.com/fleet'],
+});
+const Description = PlainText({ maxLength: 500, description: 'What the endpoint is for.' });
+
+export const WebhookIdParams = Type.Object(
+  { id: Type.String({ pattern: '^wh_[A-Za-z0-9]{1,64}$', examples: ['wh_3kTq9ZbW8xYc2LmN4pRs'] }) },
+  { additionalProperties: false },
+);
+export const DeliveryParams = Type.Object(
+  { id: WebhookIdParams.properties.id, deliveryId: Type.String({ pattern: '^dlv_[A-Za-z0-9]{1,64}$', examples: ['dlv_8xY2mQ4kT9bW3cZ7nLp1'] }) },
+  { additionalProperties: false },
+);
+
+export const CreateWebhookBody = Type.Object(
+  { url: Url, eventTypes: EventTypes, description: Type.Optional(Description), enabled: Type.Optional(Type.Boolean({ default: true })) },
+  { additionalProperties: false, examples: [{ url: 'https://hooks.example.com/fleet', eventTypes: ['*'], description: 'Dispatch' }] },
+);
+export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
+
+export const PatchWebhookBody = Type.Object(
+  {
+    url: Type.Optional(Url),
+    eventTypes: Type.Optional(EventTypes),
+    description: Type.Optional(Type.Union([Description, Type.Null()])),
+    enabled: Type.Optional(Type.Boolean({ description: 'true enables an endpoint again, also one disabled after failing.' })),
+  },
+  { additionalProperties: false, minProperties: 1, examples: [{ enabled: true }] },
+);
+export type PatchWebhookBody = Static<typeof PatchWebhookBody>;
+
+const webhookProperties = {
+  id: WebhookIdParams.properties.id,
+  url: Type.String(),
+  eventTypes: Type.Array(Type.String()),
+  description: Type.Union([Type.String(), Type.Null()]),
+  enabled: Type.Boolean(),
+  disabledReason: Type.Union([Type.String(), Type.Null()], { description: 'Why the service disabled it (e.g. failures for 5 days).' }),
+  createdAt: IsoTimestamp,
+  updatedAt: IsoTimestamp,
+};
+export const Webhook = Type.Object(webhookProperties, { additionalProperties: false });
+export const WebhookWithSecret = Type.Object(
+  { ...webhookProperties, secret: Type.String({ description: '`whsec_` + base64 of 32 random bytes. Shown only here and when rotated.' }) },
+  { additionalProperties: false },
+);
+export const WebhookList = Type.Object(
+  { webhooks: Type.Array(Webhook), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() },
+  { additionalProperties: false },
+);
+export const WebhookListQuery = Type.Object(Paging, { additionalProperties: false });
+export type WebhookListQuery = Static<typeof WebhookListQuery>;
+export const Secret = Type.Object({ secret: WebhookWithSecret.properties.secret }, { additionalProperties: false });
+
+export const Delivery = Type.Object(
+  {
+    id: DeliveryParams.properties.deliveryId,
+    eventId: Type.String(),
+    eventType: Type.String(),
+    attempt: Type.Integer({ description: 'Attempts made so far.' }),
+    status: Type.Enum(['pending', 'succeeded', 'failed']),
+    responseStatus: Type.Union([Type.Integer(), Type.Null()], { description: 'The status the receiver answered the last attempt with.' }),
+    durationMs: Type.Union([Type.Integer(), Type.Null()]),
+    error: Type.Union([Type.String(), Type.Null()], { description: 'Why the last attempt failed.' }),
+    at: Type.Union([IsoTimestamp, Type.Null()], { description: 'When the last attempt was made; null before the first.' }),
+    nextAttemptAt: Type.Union([IsoTimestamp, Type.Null()], { description: 'When the next attempt is due, while pending.' }),
+  },
+  { additionalProperties: false },
+);
+export const DeliveryListQuery = Type.Object(
+  {
+    after: Type.Optional(Type.String({ maxLength: 100, description: 'The `nextCursor` of the previous page.' })),
+    limit: Paging.limit,
+  },
+  { additionalProperties: false },
+);
+export type DeliveryListQuery = Static<typeof DeliveryListQuery>;
+export const DeliveryList = Type.Object(
+  { deliveries: Type.Array(Delivery, { description: 'Newest first.' }), nextCursor: Type.Union([Type.String(), Type.Null()]) },
+  { additionalProperties: false },
+);

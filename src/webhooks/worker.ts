@@ -1,0 +1,180 @@
+// The delivery worker: reads the event log forward into deliveries (the fan-out), claims the due
+// ones, sends them, and records each attempt. Every step's state is in the store, so a crash or
+// SIGKILL loses nothing: a delivery claimed but not recorded is claimed again when its lease runs
+// out. Attempts' results are written together, one transaction for many.
+import type { Clock } from '../clock.ts';
+import type { LoggedEvent } from '../events/store.ts';
+import { toEnvelope, wants } from '../events/types.ts';
+import type { Outbound } from './outbound.ts';
+import { newDeliveryId } from './service.ts';
+import { signedHeaders } from './signing.ts';
+import type { AttemptResult, ClaimedDelivery, NewDelivery, WebhookRecord, WebhookStore } from './store.ts';
+
+export interface DeliverySettings {
+  /** Delays before the 2nd, 3rd, ... attempt; the last one repeats. */
+  retryDelaysMs: readonly number[];
+  /** ± this fraction of each delay, at random, so failures do not come back in step. */
+  jitter: number;
+  /** No attempt after this long since the event was recorded: the delivery is then `failed`. */
+  giveUpAfterMs: number;
+  /** An endpoint whose every delivery failed for this long is disabled. */
+  disableAfterMs: number;
+  /** A claimed delivery is this node's for this long (longer than an attempt can take). */
+  leaseMs: number;
+  /** Attempts under way at once. */
+  concurrency: number;
+  /** How often the store is asked for due deliveries when nothing wakes the worker. */
+  pollMs: number;
+}
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+export const DEFAULT_DELIVERY_SETTINGS: DeliverySettings = {
+  retryDelaysMs: [5_000, 30_000, 2 * MINUTE, 10 * MINUTE, 30 * MINUTE, HOUR, 2 * HOUR],
+  jitter: 0.2,
+  giveUpAfterMs: 24 * HOUR,
+  disableAfterMs: 5 * 24 * HOUR,
+  leaseMs: 30_000,
+  concurrency: 64,
+  pollMs: 1000,
+};
+
+const FAN_OUT_STEP = 500;
+
+/** When to try again after attempt number `attempt` failed at `at`; null: give up. */
+export function nextAttemptAt(settings: DeliverySettings, attempt: number, at: number, recordedAt: number, random = Math.random): number | null {
+  const delays = settings.retryDelaysMs;
+  const base = delays[Math.min(attempt - 1, delays.length - 1)]!;
+  const next = at + Math.round(base * (1 + settings.jitter * (random() * 2 - 1)));
+  return next > recordedAt + settings.giveUpAfterMs ? null : next;
+}
+
+/** The deliveries a batch of events makes: one per event and enabled endpoint that wants it. */
+export function matchDeliveries(events: readonly LoggedEvent[], endpoints: readonly WebhookRecord[], recordedAt: number): NewDelivery[] {
+  const out: NewDelivery[] = [];
+  const byOrganization = Map.groupBy(endpoints, (w) => w.organizationId);
+  for (const event of events) {
+    let payload: string | undefined;
+    for (const webhook of byOrganization.get(event.organizationId) ?? []) {
+      if (!wants(webhook.eventTypes, event.type)) continue;
+      payload ??= JSON.stringify(toEnvelope(event));
+      out.push({ id: newDeliveryId(), webhookId: webhook.id, eventId: event.id, eventType: event.type, payload, recordedAt });
+    }
+  }
+  return out;
+}
+
+export function createDeliveryWorker(deps: {
+  store: WebhookStore;
+  outbound: Outbound;
+  clock: Clock;
+  settings: DeliverySettings;
+  log: { warn(obj: object, msg: string): void };
+  /** Told of each attempt (metrics). */
+  attempted?: (result: AttemptResult) => void;
+}) {
+  const { store, outbound, clock, settings, log } = deps;
+  let stopped = true;
+  let running = false;
+  let wanted = false;
+  let timer: NodeJS.Timeout | undefined;
+  let inFlight = 0;
+  let results: AttemptResult[] = [];
+  let flushing: Promise<void> | undefined;
+
+  function wake(): void {
+    if (stopped) return;
+    wanted = true;
+    if (running) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => void cycle(), 0);
+  }
+
+  async function cycle(): Promise<void> {
+    if (stopped || running) return;
+    running = true;
+    wanted = false;
+    try {
+      for (;;) {
+        const read = await store.fanOut((events, endpoints) => matchDeliveries(events, endpoints, clock.now()), FAN_OUT_STEP, clock.now());
+        if (read < FAN_OUT_STEP || stopped) break;
+      }
+      const free = settings.concurrency - inFlight;
+      if (free > 0 && !stopped) {
+        const now = clock.now();
+        const claimed = await store.claim(now, now + settings.leaseMs, free);
+        for (const delivery of claimed) void attempt(delivery);
+        // A full claim may have left more due: look again once attempts free their places.
+        if (claimed.length === free) wanted = true;
+      }
+    } catch (error) {
+      log.warn({ err: error }, 'webhooks: the delivery worker could not read or claim; it tries again shortly');
+    } finally {
+      running = false;
+      if (!stopped) {
+        clearTimeout(timer);
+        timer = setTimeout(() => void cycle(), wanted && inFlight < settings.concurrency ? 0 : settings.pollMs);
+      }
+    }
+  }
+
+  async function attempt(delivery: ClaimedDelivery): Promise<void> {
+    inFlight++;
+    const at = clock.now();
+    const headers = signedHeaders(delivery.secrets, delivery.eventId, Math.floor(at / 1000), delivery.payload);
+    const outcome = await outbound.post(delivery.url, headers, delivery.payload);
+    inFlight--;
+    const result: AttemptResult = {
+      id: delivery.id,
+      webhookId: delivery.webhookId,
+      ok: outcome.ok,
+      responseStatus: outcome.status,
+      durationMs: outcome.durationMs,
+      error: outcome.error,
+      at,
+      nextAt: outcome.ok ? null : nextAttemptAt(settings, delivery.attempt + 1, at, delivery.recordedAt),
+    };
+    deps.attempted?.(result);
+    results.push(result);
+    void flush();
+    if (wanted) wake();
+  }
+
+  function flush(): Promise<void> {
+    flushing ??= (async () => {
+      try {
+        while (results.length > 0) {
+          const batch = results;
+          results = [];
+          try {
+            await store.complete(batch, settings.disableAfterMs);
+          } catch (error) {
+            // Not recorded: each delivery's lease runs out and it is sent again (at least once).
+            log.warn({ err: error, deliveries: batch.length }, 'webhooks: could not record delivery attempts');
+          }
+        }
+      } finally {
+        flushing = undefined;
+      }
+    })();
+    return flushing;
+  }
+
+  return {
+    start(): void {
+      if (!stopped) return;
+      stopped = false;
+      wake();
+    },
+    wake,
+    /** Stops claiming; records the results already in hand. Attempts under way are left to their leases. */
+    async stop(): Promise<void> {
+      stopped = true;
+      clearTimeout(timer);
+      await flush();
+    },
+  };
+}
+
+export type DeliveryWorker = ReturnType<typeof createDeliveryWorker>;
