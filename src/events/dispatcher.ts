@@ -41,8 +41,8 @@ export function createDispatcher(log: { error(obj: object, msg: string): void })
   return {
     on(name, listener) {
       const list = listeners.get(name);
-      if (list === undefined) listeners.set(name, [listener as Listener<never>]);
-      else list.push(listener as Listener<never>);
+      if (list === undefined) listeners.set(name, [listener]);
+      else list.push(listener);
     },
     emit(name, event) {
       const list = listeners.get(name);

@@ -22,7 +22,7 @@ export function startEventRetention(deps: {
     let total = 0;
     try {
       const before = deps.clock.now() - deps.days * DAY_MS;
-      for (const prune of [deps.events.prune, deps.deliveries.prune]) {
+      for (const prune of [(b: number, m: number) => deps.events.prune(b, m), (b: number, m: number) => deps.deliveries.prune(b, m)]) {
         for (let deleted = STEP; deleted === STEP; total += deleted) {
           deleted = await prune(before, STEP);
           await new Promise((resolve) => setImmediate(resolve));

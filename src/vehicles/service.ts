@@ -140,7 +140,7 @@ function mergeConfiguration(current: Configuration, patch: PatchVehicleBody['con
     if (value === null) delete out[key];
     else out[key] = value;
   }
-  return out as Configuration;
+  return out;
 }
 
 function notFound(id: string): AppError {

@@ -26,7 +26,7 @@ function bytesOf(address: string): number[] {
   const [head, tail] = text.includes('::') ? text.split('::') as [string, string] : [text, undefined];
   const headGroups = head === '' ? [] : head.split(':');
   const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');
-  const groups = tail === undefined ? headGroups : [...headGroups, ...Array(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups];
+  const groups = tail === undefined ? headGroups : [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups];
   return groups.flatMap((g) => {
     const n = parseInt(g, 16);
     return [n >> 8, n & 0xff];
