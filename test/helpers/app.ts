@@ -41,6 +41,8 @@ export async function createTestApp(options: {
   databaseUrl?: string;
   /** Live-stream time limits, shortened by the stream suites. */
   streams?: AppDeps['streams'];
+  /** Webhook delivery timing, shortened by the webhook suites. */
+  webhooks?: AppDeps['webhooks'];
   /** Cluster mode: the bus to the other nodes (and the state /readyz reports for it). */
   cluster?: AppDeps['cluster'];
   rateLimitStore?: AppDeps['rateLimitStore'];
@@ -66,6 +68,7 @@ export async function createTestApp(options: {
     config, stores, clock,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.streams === undefined ? {} : { streams: options.streams }),
+    ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }),
     ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
     ...(options.rateLimitStore === undefined ? {} : { rateLimitStore: options.rateLimitStore }),
   });

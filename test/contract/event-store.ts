@@ -1,0 +1,177 @@
+// The event log and webhook deliveries, held to one contract on every backend: events are written
+// in the transaction of the change that causes them (none for a change that did not happen), the
+// feed reads them in order with a cursor that never skips or repeats, pruning makes older cursors
+// gone, and deliveries are fanned out, claimed once and completed.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { START } from '../../src/events/store.ts';
+import { type EventRecord, newEvent } from '../../src/events/types.ts';
+import type { Stores } from '../../src/storage/stores.ts';
+import { statusChangedEvent } from '../../src/vehicles/events.ts';
+import type { VehicleRecord } from '../../src/vehicles/store.ts';
+import type { WebhookRecord } from '../../src/webhooks/store.ts';
+import { matchDeliveries } from '../../src/webhooks/worker.ts';
+import { type MakeStores, T0, addOrganization, freshStores } from './fixtures.ts';
+
+const vehicle = (organizationId: string, id: string): VehicleRecord => ({
+  organizationId, id, type: 'van', name: null, status: 'registered', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0,
+});
+
+async function register(stores: Stores, organizationId: string, id: string): Promise<EventRecord> {
+  const event = newEvent(organizationId, 'vehicle.registered', id, T0, { id });
+  assert.equal(await stores.vehicles.insert(vehicle(organizationId, id), { from: null, to: 'registered', reason: null, at: T0, by: 'k' }, undefined, [event]), 'created');
+  return event;
+}
+
+async function feedAll(stores: Stores, organizationId: string, limit: number, query: { vehicleId?: string; types?: EventRecord['type'][] } = {}) {
+  const ids: string[] = [];
+  let after = START;
+  for (let page = 0; page < 1000; page++) {
+    const result = await stores.events.feed(organizationId, { after, limit, ...query });
+    assert.equal(result.gone, false);
+    if (result.gone) throw new Error('unreachable');
+    ids.push(...result.events.map((e) => e.id));
+    assert.ok(result.next !== undefined);
+    if (result.events.length === 0) return { ids, next: result.next };
+    after = result.next;
+  }
+  throw new Error('the feed did not end');
+}
+
+const webhook = (organizationId: string, id: string, eventTypes: string[]): WebhookRecord => ({
+  id, organizationId, url: 'https://hooks.example.com/x', eventTypes, description: null, enabled: true, disabledReason: null,
+  secret: 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmU=', previousSecret: null, previousSecretUntil: null, failingSince: null,
+  createdAt: T0, updatedAt: T0,
+});
+
+export function eventStoreContract(name: string, makeStores: MakeStores): void {
+  describe(`EventStore and WebhookStore contract: ${name}`, () => {
+    const fresh = freshStores(makeStores);
+
+    test('events are recorded with the change, in order, per organization; paging never skips or repeats', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      const b = await addOrganization(stores);
+      const recorded: string[] = [];
+      for (let i = 0; i < 7; i++) {
+        recorded.push((await register(stores, a, `v-${i}`)).id);
+        await register(stores, b, `v-${i}`);
+      }
+      const change = { from: 'registered' as const, to: 'active' as const, reason: 'go', at: T0 + 1, by: 'k' };
+      const changed = statusChangedEvent(a, 'v-3', change);
+      assert.ok(await stores.vehicles.changeStatus(a, 'v-3', change, [changed]));
+      recorded.push(changed.id);
+      for (const limit of [1, 3, 100]) assert.deepEqual((await feedAll(stores, a, limit)).ids, recorded, `limit ${limit}`);
+      assert.deepEqual((await feedAll(stores, a, 2, { vehicleId: 'v-3' })).ids, [recorded[3], changed.id]);
+      assert.deepEqual((await feedAll(stores, a, 2, { types: ['vehicle.status_changed'] })).ids, [changed.id]);
+      assert.deepEqual((await feedAll(stores, a, 2, { vehicleId: 'nobody' })).ids, []);
+
+      // The cursor of an exhausted feed picks up exactly what comes next.
+      const { next } = await feedAll(stores, a, 5, { types: ['vehicle.deleted'] });
+      const deleted = newEvent(a, 'vehicle.deleted', 'v-0', T0 + 2, {});
+      assert.equal(await stores.vehicles.delete(a, 'v-0', [deleted]), true);
+      const page = await stores.events.feed(a, { after: next, limit: 10, types: ['vehicle.deleted'] });
+      assert.deepEqual(page.gone ? [] : page.events.map((e) => [e.id, e.type, e.vehicleId, e.occurredAt, e.data]), [[deleted.id, 'vehicle.deleted', 'v-0', T0 + 2, {}]]);
+    });
+
+    test('a change that does not happen records no event', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      await register(stores, a, 'v-1');
+      const again = newEvent(a, 'vehicle.registered', 'v-1', T0, {});
+      assert.equal(await stores.vehicles.insert(vehicle(a, 'v-1'), { from: null, to: 'registered', reason: null, at: T0, by: 'k' }, undefined, [again]), 'exists');
+      const stale = { from: 'active' as const, to: 'inactive' as const, reason: null, at: T0 + 1, by: 'k' };
+      assert.equal(await stores.vehicles.changeStatus(a, 'v-1', stale, [statusChangedEvent(a, 'v-1', stale)]), undefined);
+      assert.equal(await stores.vehicles.delete(a, 'nobody', [newEvent(a, 'vehicle.deleted', 'nobody', T0, {})]), false);
+      // A transaction that fails takes its events with it.
+      const duplicateId = newEvent(a, 'vehicle.registered', 'v-2', T0, {});
+      duplicateId.id = again.id === duplicateId.id ? 'x' : (await feedAll(stores, a, 10)).ids[0]!;
+      await assert.rejects(stores.vehicles.insert(vehicle(a, 'v-2'), { from: null, to: 'registered', reason: null, at: T0, by: 'k' }, undefined, [duplicateId]));
+      assert.equal(await stores.vehicles.get(a, 'v-2'), undefined);
+      assert.equal((await feedAll(stores, a, 10)).ids.length, 1);
+    });
+
+    test('the first telemetry records the activation in the same commit', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      await register(stores, a, 'v-1');
+      const [outcome] = await stores.telemetry.commit(
+        [{ organizationId: a, at: T0 + 5, records: [{ vehicleId: 'v-1', timestamp: T0 + 1, data: { speed: 3 } }] }],
+        (previous, organizationId, vehicleId, records) => ({ organizationId, vehicleId, timestamp: records.at(-1)!.timestamp, fields: previous?.fields ?? {} }),
+      );
+      assert.ok(outcome?.ok);
+      assert.equal(outcome.events.length, 1);
+      const page = await stores.events.feed(a, { after: START, limit: 10, types: ['vehicle.status_changed'] });
+      assert.ok(!page.gone);
+      assert.deepEqual(page.events.map((e) => [e.id, e.data]), [[outcome.events[0]!.id, { from: 'registered', to: 'active', reason: 'first telemetry', by: 'system' }]]);
+    });
+
+    test('pruning: an older cursor is gone, a newer one reads on', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      await register(stores, a, 'v-1');
+      const first = await stores.events.feed(a, { after: START, limit: 1 });
+      assert.ok(!first.gone);
+      await register(stores, a, 'v-2');
+      const second = await stores.events.feed(a, { after: first.next, limit: 1 });
+      assert.ok(!second.gone);
+      const deleted = await stores.events.prune(Date.now() + 1000, 1);
+      assert.equal(deleted, 1);
+      assert.deepEqual(await stores.events.feed(a, { after: START, limit: 10 }), { gone: true });
+      const later = await stores.events.feed(a, { after: first.next, limit: 10 });
+      assert.ok(!later.gone);
+      assert.deepEqual(later.events.map((e) => e.vehicleId), ['v-2']);
+    });
+
+    test('deliveries: fanned out once per matching endpoint, claimed once, completed', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      const b = await addOrganization(stores);
+      assert.equal(await stores.webhooks.insert(webhook(a, 'wh_all', ['*']), 10), 'created');
+      assert.equal(await stores.webhooks.insert(webhook(a, 'wh_del', ['vehicle.deleted']), 10), 'created');
+      assert.equal(await stores.webhooks.insert(webhook(b, 'wh_b', ['*']), 10), 'created');
+      assert.equal(await stores.webhooks.insert(webhook(b, 'wh_b2', ['*']), 1), 'quota');
+      await register(stores, a, 'v-1');
+      await stores.vehicles.delete(a, 'v-1', [newEvent(a, 'vehicle.deleted', 'v-1', T0, {})]);
+      const match = (events: Parameters<typeof matchDeliveries>[0], endpoints: Parameters<typeof matchDeliveries>[1]) => matchDeliveries(events, endpoints, T0);
+      assert.equal(await stores.webhooks.fanOut(match, 100, T0), 2);
+      assert.equal(await stores.webhooks.fanOut(match, 100, T0), 0, 'each event is fanned out once');
+
+      const claimed = await stores.webhooks.claim(T0, T0 + 1000, 10);
+      assert.deepEqual(claimed.map((d) => `${d.webhookId} ${d.eventType}`).sort(), ['wh_all vehicle.deleted', 'wh_all vehicle.registered', 'wh_del vehicle.deleted']);
+      assert.deepEqual(await stores.webhooks.claim(T0, T0 + 1000, 10), [], 'a leased delivery is not claimed again');
+      assert.equal((await stores.webhooks.claim(T0 + 1000, T0 + 2000, 10)).length, 3, 'once the lease ran out it is');
+
+      const [one, two] = claimed;
+      await stores.webhooks.complete([
+        { id: one!.id, webhookId: one!.webhookId, ok: true, responseStatus: 204, durationMs: 3, error: null, at: T0 + 1, nextAt: null },
+        { id: two!.id, webhookId: two!.webhookId, ok: false, responseStatus: 500, durationMs: 4, error: 'answered 500', at: T0 + 1, nextAt: T0 + 5000 },
+      ], 1000);
+      const done = await stores.webhooks.getDelivery(one!.webhookId, one!.id);
+      assert.deepEqual([done?.status, done?.attempt, done?.responseStatus], ['succeeded', 1, 204]);
+      const pending = await stores.webhooks.getDelivery(two!.webhookId, two!.id);
+      assert.deepEqual([pending?.status, pending?.attempt, pending?.nextAt, pending?.error], ['pending', 1, T0 + 5000, 'answered 500']);
+      assert.equal((await stores.webhooks.retryNow(two!.webhookId, two!.id, T0 + 2))?.nextAt, T0 + 2);
+    });
+
+    test('an endpoint failing for longer than the limit is disabled; enabling it again forgives', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      await stores.webhooks.insert(webhook(a, 'wh_x', ['*']), 10);
+      await stores.webhooks.addDelivery({ id: 'dlv_1', webhookId: 'wh_x', eventId: 'evt_1', eventType: 'webhook.test', payload: '{}', recordedAt: T0 }, T0);
+      const fail = (at: number) => ({ id: 'dlv_1', webhookId: 'wh_x', ok: false, responseStatus: null, durationMs: 1, error: 'ECONNREFUSED', at, nextAt: at + 1 });
+      await stores.webhooks.complete([fail(T0)], 10_000);
+      assert.equal((await stores.webhooks.get(a, 'wh_x'))?.enabled, true);
+      await stores.webhooks.complete([fail(T0 + 10_000)], 10_000);
+      const disabled = await stores.webhooks.get(a, 'wh_x');
+      assert.equal(disabled?.enabled, false);
+      assert.match(disabled?.disabledReason ?? '', /failed/);
+      assert.deepEqual(await stores.webhooks.claim(T0 + 20_000, T0 + 30_000, 10), [], 'a disabled endpoint gets no attempts');
+      const enabled = await stores.webhooks.update(a, 'wh_x', { enabled: true }, T0 + 20_000);
+      assert.deepEqual([enabled?.enabled, enabled?.disabledReason, enabled?.failingSince], [true, null, null]);
+      assert.equal(await stores.webhooks.get(b(a), 'wh_x'), undefined, 'another organization does not see it');
+    });
+  });
+}
+
+const b = (organizationId: string) => `${organizationId}-other`;
