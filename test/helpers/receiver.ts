@@ -1,0 +1,42 @@
+// A webhook receiver on a real local port: it records every request, and answers what the test
+// says (a status, a redirect, a refused connection by being closed).
+import { type IncomingHttpHeaders, type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+export async function startReceiver(answer: (req: Received) => { status: number; headers?: Record<string, string> } = () => ({ status: 204 })) {
+  const received: Received[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const entry = { headers: req.headers, body: Buffer.concat(chunks).toString(), at: Date.now() };
+      received.push(entry);
+      const reply = answer(entry);
+      res.writeHead(reply.status, reply.headers).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    port,
+    received,
+    async waitFor(condition: () => boolean, ms = 10_000, what = 'deliveries'): Promise<void> {
+      const until = Date.now() + ms;
+      while (!condition()) {
+        if (Date.now() > until) throw new Error(`timed out waiting for ${what} (${received.length} received)`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
