@@ -214,7 +214,7 @@ describe('outbound safety (private targets refused)', () => {
       await ctx.registerVehicle('rebound-1');
       const until = Date.now() + 10_000;
       let log: { error: string | null; attempt: number }[] = [];
-      while (Date.now() < until && !(log[0]?.attempt >= 1)) {
+      while (Date.now() < until && (log[0]?.attempt ?? 0) < 1) {
         await new Promise((resolve) => setTimeout(resolve, 50));
         log = (await ctx.request('GET', '/v2/webhooks/wh_rebound/deliveries')).json().deliveries;
       }
