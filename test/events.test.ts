@@ -82,7 +82,8 @@ describe('event feed', () => {
   });
 
   test('bad input: 400; a pruned cursor: 410; the scope is events:read', async () => {
-    for (const query of <Record<string, string>[]>[{ after: 'bm90LWEtY3Vyc29y' }, { after: '%%%' }, { types: 'vehicle.exploded' }, { types: 'webhook.test' }, { limit: '0' }, { limit: '1001' }, { vehicleId: 'a b' }]) {
+    const queries: Record<string, string>[] = [{ after: 'bm90LWEtY3Vyc29y' }, { after: '%%%' }, { types: 'vehicle.exploded' }, { types: 'webhook.test' }, { limit: '0' }, { limit: '1001' }, { vehicleId: 'a b' }];
+    for (const query of queries) {
       const res = await ctx.request('GET', '/v2/events', { query });
       assert.equal(res.statusCode, 400, `${JSON.stringify(query)}: ${res.body}`);
       assert.match(String(res.headers['content-type']), /problem\+json/);
