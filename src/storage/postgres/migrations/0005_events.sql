@@ -71,3 +71,10 @@ CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, seq);
 CREATE INDEX webhook_deliveries_recorded ON webhook_deliveries (recorded_at);
 
 ALTER TABLE vehicles ADD COLUMN name text;
+
+-- The first admin key of each organization holds every scope, the new ones included.
+UPDATE api_keys SET scopes = scopes || ARRAY['events:read', 'rules', 'webhooks', 'metrics:read']
+WHERE name = 'First admin key'
+  AND scopes @> ARRAY['fleet:read', 'fleet:write', 'telemetry:read', 'telemetry:write', 'streams', 'admin']
+  AND NOT scopes @> ARRAY['events:read']
+  AND created_at = (SELECT min(created_at) FROM api_keys k WHERE k.organization_id = api_keys.organization_id);

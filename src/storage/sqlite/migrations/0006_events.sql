@@ -63,3 +63,12 @@ CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, seq);
 CREATE INDEX webhook_deliveries_recorded ON webhook_deliveries (recorded_at);
 
 ALTER TABLE vehicles ADD COLUMN name TEXT;
+
+-- The first admin key of each organization holds every scope, the new ones included.
+UPDATE api_keys SET scopes = scopes || ' events:read rules webhooks metrics:read'
+WHERE name = 'First admin key'
+  AND ' ' || scopes || ' ' LIKE '% fleet:read %' AND ' ' || scopes || ' ' LIKE '% fleet:write %'
+  AND ' ' || scopes || ' ' LIKE '% telemetry:read %' AND ' ' || scopes || ' ' LIKE '% telemetry:write %'
+  AND ' ' || scopes || ' ' LIKE '% streams %' AND ' ' || scopes || ' ' LIKE '% admin %'
+  AND ' ' || scopes || ' ' NOT LIKE '% events:read %'
+  AND created_at = (SELECT min(created_at) FROM api_keys k WHERE k.organization_id = api_keys.organization_id);

@@ -1,0 +1,73 @@
+// Upgrading a store made before the scopes events:read, rules, webhooks and metrics:read existed:
+// the first admin key of each organization gains them, every other key keeps what it has.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { openSqlite } from '../src/storage/sqlite/database.ts';
+import { adminQuery, openPostgresTestStores, skipUnlessPostgres } from './helpers/postgres.ts';
+
+const OLD = ['fleet:read', 'fleet:write', 'telemetry:read', 'telemetry:write', 'streams', 'admin'];
+const ALL = [...OLD, 'events:read', 'rules', 'webhooks', 'metrics:read'].sort();
+
+/** The migration's grant to first admin keys, its last statement. */
+function grant(file: string): string {
+  const sql = readFileSync(new URL(file, import.meta.url), 'utf8');
+  return sql.slice(sql.lastIndexOf('-- The first admin key'));
+}
+
+const KEYS = [
+  // [id, name, created_at]: the organization's first key, a later one with the same name, another.
+  ['key_first', 'First admin key', 1], ['key_later', 'First admin key', 2], ['key_other', 'ops', 0.5],
+] as const;
+
+const skip = await skipUnlessPostgres();
+
+describe('first admin keys gain the new scopes', () => {
+  test('SQLite', () => {
+    const db = openSqlite(':memory:');
+    db.exec("INSERT INTO organizations (id, name, platform, created_at) VALUES ('org_a', 'A', 0, 0)");
+    for (const [id, name, at] of KEYS) {
+      db.prepare(`INSERT INTO api_keys (id, organization_id, name, lookup_id, display_prefix, hash, scopes, created_at)
+                  VALUES (?, 'org_a', ?, ?, 'fleet_x', x'00', ?, ?)`).run(id, name, id, (id === 'key_other' ? ['fleet:read'] : OLD).join(' '), at * 1000);
+    }
+    db.exec(grant('../src/storage/sqlite/migrations/0006_events.sql'));
+    db.exec(grant('../src/storage/sqlite/migrations/0006_events.sql'));
+    const scopes = Object.fromEntries(db.prepare('SELECT id, scopes FROM api_keys').all().map((r) => [r.id, String(r.scopes).split(' ').sort()]));
+    db.close();
+    // key_other is older but is not a first admin key: key_first is not the oldest, so nothing is granted.
+    assert.deepEqual(scopes.key_first, [...OLD].sort());
+    const db2 = openSqlite(':memory:');
+    db2.exec("INSERT INTO organizations (id, name, platform, created_at) VALUES ('org_a', 'A', 0, 0)");
+    for (const [id, name, at] of KEYS.filter(([id]) => id !== 'key_other')) {
+      db2.prepare(`INSERT INTO api_keys (id, organization_id, name, lookup_id, display_prefix, hash, scopes, created_at)
+                   VALUES (?, 'org_a', ?, ?, 'fleet_x', x'00', ?, ?)`).run(id, name, id, OLD.join(' '), at * 1000);
+    }
+    db2.exec(grant('../src/storage/sqlite/migrations/0006_events.sql'));
+    db2.exec(grant('../src/storage/sqlite/migrations/0006_events.sql'));
+    const after = Object.fromEntries(db2.prepare('SELECT id, scopes FROM api_keys').all().map((r) => [r.id, String(r.scopes).split(' ').sort()]));
+    db2.close();
+    assert.deepEqual(after.key_first, ALL);
+    assert.deepEqual(after.key_later, [...OLD].sort());
+  });
+
+  test('PostgreSQL', { skip }, async () => {
+    const stores = await openPostgresTestStores({ label: 'scopes' });
+    try {
+      const s = stores.schema;
+      await adminQuery(`INSERT INTO ${s}.organizations (id, name, platform, created_at) VALUES ('org_a', 'A', false, 0)`);
+      for (const [id, name, at] of KEYS.filter(([id]) => id !== 'key_other')) {
+        await adminQuery(`INSERT INTO ${s}.api_keys (id, organization_id, name, lookup_id, display_prefix, hash, scopes, created_at)
+                          VALUES ($1, 'org_a', $2, $1, 'fleet_x', '\\x00', $3, $4)`, [id, name, OLD, at * 1000]);
+      }
+      const sql = `SET search_path TO ${s}; ${grant('../src/storage/postgres/migrations/0005_events.sql')}`;
+      await adminQuery(sql);
+      await adminQuery(sql);
+      const rows = await adminQuery<{ id: string; scopes: string[] }>(`SELECT id, scopes FROM ${s}.api_keys`);
+      const after = Object.fromEntries(rows.map((r) => [r.id, [...r.scopes].sort()]));
+      assert.deepEqual(after.key_first, ALL);
+      assert.deepEqual(after.key_later, [...OLD].sort());
+    } finally {
+      await stores.close();
+    }
+  });
+});
