@@ -16,6 +16,7 @@ import type { Config } from './config.ts';
 import { dashboardPlugin } from './dashboard/plugin.ts';
 import { createDispatcher } from './events/dispatcher.ts';
 import { createFeedService } from './events/feed.ts';
+import { eventMetrics } from './events/metrics.ts';
 import { startEventRetention } from './events/retention.ts';
 import { eventRoutes } from './events/routes.ts';
 import type { EventRecord } from './events/types.ts';
@@ -136,6 +137,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // Every part says what happened through the dispatcher; whatever reacts subscribes below.
   const dispatcher = createDispatcher(app.log);
+  const metrics = deps.metrics ?? createMetricsRegistry();
+  const counted = eventMetrics(metrics);
   const auth = createAuthService({
     store: deps.stores.auth, clock, maxApiKeys: deps.config.quotas.apiKeys, verifyAccessToken: oauth.verifyAccessToken,
     onKeyRevoked: (keyId, lookupId) => dispatcher.emit('keyRevoked', { origin: 'local', keyId, lookupId }),
@@ -172,6 +175,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const outbound = createOutbound({ allowPrivate: deps.config.webhooks.allowPrivate, timeoutMs: 10_000 });
   const deliveries = createDeliveryWorker({
     store: deps.stores.webhooks, outbound, clock, log: app.log, settings: { ...DEFAULT_DELIVERY_SETTINGS, ...deps.webhooks },
+    attempted: counted.attempted,
   });
   const webhooks = createWebhookService({
     store: deps.stores.webhooks, clock, maxPerOrganization: deps.config.quotas.webhooks,
@@ -195,7 +199,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       }
     }
     // Webhooks read the log itself; a local commit only means there is something to read now.
-    if (e.origin === 'local') deliveries.wake();
+    if (e.origin === 'local') {
+      counted.recorded(e.events);
+      deliveries.wake();
+    }
   });
   dispatcher.on('keyRevoked', (e) => {
     if (e.origin === 'remote') auth.forgetKey(e.keyId, e.lookupId);
@@ -247,7 +254,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
   await app.register(openapiPlugin, { version: pkg.version });
-  const metrics = deps.metrics ?? createMetricsRegistry();
   await app.register(metricsPlugin, { registry: metrics });
   // MQTT ingestion (own listener, existing broker, or off) over the same ingest function as HTTP.
   const mqtt = createMqttIngestion({ config: deps.config.mqtt, telemetry, auth, registry: metrics, log: app.log });

@@ -48,6 +48,11 @@ describe('deliveries to a local receiver', () => {
       const log = await ctx.request('GET', `/v2/webhooks/${webhook.id}/deliveries`);
       const [delivery] = log.json().deliveries;
       assert.deepEqual([delivery.status, delivery.attempt, delivery.responseStatus, delivery.eventId], ['succeeded', 1, 204, got.id]);
+
+      const metrics = (await ctx.request('GET', '/metrics')).body;
+      assert.match(metrics, /fleet_events_total\{type="vehicle.status_changed"\} [1-9]/);
+      assert.match(metrics, /fleet_webhook_deliveries_total\{outcome="succeeded"\} [1-9]/);
+      assert.match(metrics, /fleet_webhook_delivery_duration_seconds_count [1-9]/);
     } finally {
       await receiver.close();
     }
