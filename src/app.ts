@@ -175,7 +175,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const outbound = createOutbound({ allowPrivate: deps.config.webhooks.allowPrivate, timeoutMs: 10_000 });
   const deliveries = createDeliveryWorker({
     store: deps.stores.webhooks, outbound, clock, log: app.log, settings: { ...DEFAULT_DELIVERY_SETTINGS, ...deps.webhooks },
-    attempted: counted.attempted,
+    attempted: (result) => counted.attempted(result),
   });
   const webhooks = createWebhookService({
     store: deps.stores.webhooks, clock, maxPerOrganization: deps.config.quotas.webhooks,
