@@ -40,6 +40,10 @@ import { createLatestView, summaryOf } from './telemetry/latest.ts';
 import { createMqttIngestion } from './telemetry/mqtt.ts';
 import { startRetention } from './telemetry/retention.ts';
 import { telemetryRoutes } from './telemetry/routes.ts';
+import { createRuleEngine } from './rules/engine.ts';
+import { startOfflineChecks } from './rules/offline.ts';
+import { rulesRoutes } from './rules/routes.ts';
+import { createRulesService } from './rules/service.ts';
 import { createTelemetryService } from './telemetry/service.ts';
 import { vehicleRoutesV1 } from './vehicles/routes.v1.ts';
 import { vehicleRoutesV2 } from './vehicles/routes.v2.ts';
@@ -79,6 +83,8 @@ export interface AppDeps {
   rateLimitStore?: RateLimitStore;
   /** Live-stream time limits and sizes (docs/API.md "Live streams"); tests shorten them. */
   streams?: Partial<StreamSettings>;
+  /** How often the offline alert check runs (default 15 s); tests shorten it. */
+  offlineCheckMs?: number;
   /** Webhook delivery timing (retry delays, leases, polling); tests shorten them. */
   webhooks?: Partial<DeliverySettings>;
   /** Cluster mode: the bus to the other nodes, the directory of streams, and the state /readyz reports. */
@@ -160,6 +166,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }),
   });
   const recorded = (events: readonly EventRecord[]) => dispatcher.emit('recorded', { origin: 'local', events });
+  const ruleEngine = createRuleEngine({ store: deps.stores.rules });
   const vehicles = createVehicleService({
     store: deps.stores.vehicles, clock, maxVehicles: deps.config.quotas.vehicles, latest: latestOf, recorded,
   });
@@ -169,8 +176,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       telemetry: (organizationId, records, states) => dispatcher.emit('telemetry', { origin: 'local', organizationId, records, states }),
       recorded,
     },
+    rules: ruleEngine,
   });
   await telemetry.load();
+  const rules = createRulesService({
+    store: deps.stores.rules, clock, maxGeofences: deps.config.quotas.geofences, recorded,
+    changed: (organizationId) => dispatcher.emit('rulesChanged', { origin: 'local', organizationId }),
+  });
+  const offline = startOfflineChecks({
+    store: deps.stores.rules, vehicles: deps.stores.vehicles, clock, recorded, log: app.log, intervalMs: deps.offlineCheckMs,
+    lastTelemetry: (organizationId, vehicleId) => latest.get(organizationId, vehicleId)?.timestamp,
+  });
 
   const outbound = createOutbound({ allowPrivate: deps.config.webhooks.allowPrivate, timeoutMs: 10_000 });
   const deliveries = createDeliveryWorker({
@@ -204,6 +220,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       deliveries.wake();
     }
   });
+  dispatcher.on('rulesChanged', (e) => ruleEngine.forget(e.organizationId));
   dispatcher.on('keyRevoked', (e) => {
     if (e.origin === 'remote') auth.forgetKey(e.keyId, e.lookupId);
   });
@@ -217,6 +234,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     joinCluster(deps.cluster.bus, {
       dispatcher, log: app.log,
       resync: async () => {
+        ruleEngine.forget();
         await telemetry.load();
         streams.resnapshot();
       },
@@ -267,6 +285,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(vehicleRoutesV2, { service: vehicles, latest: latestOf });
   await app.register(eventRoutes, { feed: createFeedService({ store: deps.stores.events }) });
   await app.register(webhookRoutes, { service: webhooks });
+  await app.register(rulesRoutes, { service: rules, vehicles });
   await app.register(vehicleRoutesV1, { service: vehicles, latest: latestOf });
   await app.register(telemetryRoutes, { service: telemetry });
   await app.register(apiKeyRoutes, { auth });
@@ -286,11 +305,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.addHook('onReady', () => mqtt.start());
   app.addHook('onReady', async () => deliveries.start());
+  app.addHook('onReady', async () => void offline.runOnce());
   // preClose: MQTT stops taking messages and answers those in hand while the store is still open.
   app.addHook('preClose', () => mqtt.stop());
   app.addHook('onClose', async () => {
     retention.stop();
     eventRetention.stop();
+    offline.stop();
     await deliveries.stop();
     await outbound.close();
     await telemetry.drain();

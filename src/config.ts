@@ -26,6 +26,7 @@ export interface QuotaConfig {
   oauthClients: number;
   streams: number;
   webhooks: number;
+  geofences: number;
 }
 
 /** An external identity provider whose access tokens are accepted beside Fleet's own. */
@@ -116,6 +117,7 @@ export const VARIABLES = {
   FLEET_QUOTA_OAUTH_CLIENTS: { default: '20', doc: 'OAuth clients per organization.' },
   FLEET_QUOTA_STREAMS: { default: '100', doc: 'Open streams per organization.' },
   FLEET_QUOTA_WEBHOOKS: { default: '20', doc: 'Webhook endpoints per organization.' },
+  FLEET_QUOTA_GEOFENCES: { default: '10000', doc: 'Geofences per organization.' },
   FLEET_EVENT_RETENTION_DAYS: { default: '30', doc: 'Events (the feed) and webhook deliveries older than this many days are deleted in the background.' },
   FLEET_WEBHOOK_ALLOW_PRIVATE: {
     default: 'false',
@@ -215,6 +217,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     oauthClients: int('FLEET_QUOTA_OAUTH_CLIENTS', 0, 1_000_000),
     streams: int('FLEET_QUOTA_STREAMS', 0, 1_000_000),
     webhooks: int('FLEET_QUOTA_WEBHOOKS', 0, 10_000),
+    geofences: int('FLEET_QUOTA_GEOFENCES', 0, 1_000_000),
   };
   const eventRetentionDays = int('FLEET_EVENT_RETENTION_DAYS', 1, 36_500);
   const allowPrivate = read('FLEET_WEBHOOK_ALLOW_PRIVATE');

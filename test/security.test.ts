@@ -85,6 +85,12 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/webhooks/:id/rotate-secret': () => undefined,
   '/v2/webhooks/:id/test': () => undefined,
   '/v2/webhooks/:id/deliveries/:deliveryId/retry': () => undefined,
+  '/v2/geofences': () => ({ name: unique('gf'), geometry: { type: 'Circle', coordinates: [13.4, 52.5], radius: 100 } }),
+  '/v2/geofences/:id': () => ({ name: unique('gf'), geometry: { type: 'Circle', coordinates: [13.4, 52.5], radius: 100 } }),
+  '/v2/alert-rules': () => ({ name: unique('rule'), condition: { kind: 'threshold', field: 'speed', op: '>', value: 100 } }),
+  '/v2/alert-rules/:id': () => ({ name: unique('rule'), condition: { kind: 'threshold', field: 'speed', op: '>', value: 100 } }),
+  '/v2/alerts/:id/acknowledge': () => ({}),
+  '/v2/alerts/:id/resolve': () => ({}),
 };
 
 function bodyFor(route: RouteEntry, vehicleId = unique('no-vehicle')): unknown {
@@ -116,6 +122,12 @@ const KNOWN_ROUTES: Record<string, number> = {
   'GET /v2/events': 200,
   'GET /v2/webhooks': 200,
   'POST /v2/webhooks': 201,
+  'GET /v2/geofences': 200,
+  'POST /v2/geofences': 201,
+  'GET /v2/alert-rules': 200,
+  'POST /v2/alert-rules': 201,
+  'GET /v2/alerts': 200,
+  'GET /v2/fleet/vehicles/:id/geofences': 200,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {

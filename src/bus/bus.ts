@@ -16,6 +16,8 @@ export type ClusterEvent =
   | { type: 'telemetry'; organizationId: string; states: LatestState[]; touched: number[] }
   /** Events recorded in the event log (a status change, a deletion, ...), as committed. */
   | { type: 'events'; events: EventRecord[] }
+  /** An organization's geofences or alert rules changed. */
+  | { type: 'rules-changed'; organizationId: string }
   /** An API key was revoked: nodes drop it from their credential caches. */
   | { type: 'key-revoked'; keyId: string; lookupId: string }
   /** A node took a live stream over (a client reconnected there): its previous node lets go. */

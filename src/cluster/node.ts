@@ -31,6 +31,8 @@ export function joinCluster(bus: Bus, parts: NodeParts): void {
         return dispatcher.emit('streamTaken', { origin, streamId: event.streamId, node: event.node });
       case 'stream-ended':
         return dispatcher.emit('streamEnded', { origin, streamId: event.streamId });
+      case 'rules-changed':
+        return dispatcher.emit('rulesChanged', { origin, organizationId: event.organizationId });
     }
   }
 
@@ -51,6 +53,9 @@ export function joinCluster(bus: Bus, parts: NodeParts): void {
   });
   dispatcher.on('streamEnded', (e) => {
     if (e.origin === 'local') bus.publish({ type: 'stream-ended', streamId: e.streamId });
+  });
+  dispatcher.on('rulesChanged', (e) => {
+    if (e.origin === 'local') bus.publish({ type: 'rules-changed', organizationId: e.organizationId });
   });
 
   let resyncing: Promise<void> | undefined;

@@ -23,6 +23,8 @@ export interface FleetEvents {
   /** This node took a live stream over (remote: another node did), or one was ended elsewhere. */
   streamTaken: { origin: Origin; streamId: string; node: string };
   streamEnded: { origin: Origin; streamId: string };
+  /** An organization's geofences or alert rules changed: rule engines read them again. */
+  rulesChanged: { origin: Origin; organizationId: string };
 }
 
 type Listener<K extends keyof FleetEvents> = (event: FleetEvents[K]) => void;

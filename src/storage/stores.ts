@@ -4,6 +4,7 @@ import type { OAuthStore } from '../auth/oauth/store.ts';
 import type { AuthStore } from '../auth/store.ts';
 import type { Config } from '../config.ts';
 import type { EventStore } from '../events/store.ts';
+import type { RulesStore } from '../rules/store.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import type { WebhookStore } from '../webhooks/store.ts';
@@ -16,6 +17,7 @@ export interface Stores {
   vehicles: VehicleStore;
   telemetry: TelemetryStore;
   events: EventStore;
+  rules: RulesStore;
   webhooks: WebhookStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;

@@ -2,6 +2,7 @@
 // Knows nothing of HTTP or MQTT: every path calls the same functions.
 import type { Clock } from '../clock.ts';
 import type { EventRecord } from '../events/types.ts';
+import type { CommitRules } from '../rules/store.ts';
 import { AppError } from '../errors.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import { type LatestView, latestData, mergeLatest } from './latest.ts';
@@ -25,11 +26,16 @@ export function createTelemetryService(deps: {
   latest: LatestView;
   clock: Clock;
   events?: TelemetryEvents;
+  /** Judges records against geofences and alert rules in the commit (rules/engine.ts). */
+  rules?: { prepare(organizationId: string): Promise<unknown> | undefined; commitRules: CommitRules };
 }) {
   const { store, latest, clock, events } = deps;
-  const writer = createGroupCommitter(store, mergeLatest);
+  const writer = createGroupCommitter(store, mergeLatest, deps.rules?.commitRules);
 
   async function commit(organizationId: string, records: StoredRecord[]) {
+    // The organization's rules must be in memory before the commit judges inside its transaction.
+    const preparing = deps.rules?.prepare(organizationId);
+    if (preparing !== undefined) await preparing;
     const at = clock.now();
     const outcome = await writer.submit({ organizationId, records, at });
     if (!outcome.ok) {

@@ -1,3 +1,4 @@
+import type { CommitRules } from '../rules/store.ts';
 import type { EventRecord } from '../events/types.ts';
 import type { VehicleStatus } from '../vehicles/schema.ts';
 import { telemetryVerdict } from '../vehicles/transitions.ts';
@@ -34,7 +35,7 @@ export type BatchOutcome =
       duplicates: number;
       /** Vehicles this batch moved from `registered` to `active`. */
       activated: string[];
-      /** The events recorded in the commit's transaction (each activation's status change). */
+      /** The events recorded in the commit's transaction (activations, geofences, alerts). */
       events: EventRecord[];
       /**
        * The latest state of each vehicle the batch touched, as far as this commit knows it: where
@@ -63,7 +64,8 @@ export interface HistoryRange {
  * resolves only once the transaction is durably committed.
  */
 export interface TelemetryStore {
-  commit(batches: CommitBatch[], merge: MergeLatest): Promise<BatchOutcome[]>;
+  /** `rules` judges each vehicle's newly stored records inside the same transaction (rules/store.ts). */
+  commit(batches: CommitBatch[], merge: MergeLatest, rules?: CommitRules): Promise<BatchOutcome[]>;
   /** In time order, `from` inclusive, `to` exclusive. */
   history(organizationId: string, vehicleId: string, range: HistoryRange): Promise<StoredRecord[]>;
   /** Every vehicle's latest state, to rebuild the in-memory view at start. */

@@ -1,6 +1,7 @@
 // Group commit: every request that arrives while the event loop is busy is written in the next
 // single transaction, so durability (a synced commit) is paid once per group, not per request.
 // Each request's promise settles only after the transaction that holds it has committed.
+import type { CommitRules } from '../rules/store.ts';
 import type { BatchOutcome, CommitBatch, MergeLatest, TelemetryStore } from './store.ts';
 
 /** Bounds one transaction, so one huge group cannot hold the store for long. */
@@ -12,7 +13,7 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
-export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest) {
+export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest, rules?: CommitRules) {
   let queue: Pending[] = [];
   let scheduled = false;
   let flushing = false;
@@ -40,7 +41,7 @@ export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest) 
     const group = queue.slice(0, take);
     queue = queue.slice(take);
     try {
-      const outcomes = await store.commit(group.map((p) => p.batch), merge);
+      const outcomes = await store.commit(group.map((p) => p.batch), merge, rules);
       group.forEach((p, i) => p.resolve(outcomes[i]!));
     } catch (error) {
       for (const p of group) p.reject(error);

@@ -38,6 +38,23 @@ async function feedAll(stores: Stores, organizationId: string, limit: number, qu
   throw new Error('the feed did not end');
 }
 
+/**
+ * Retries `check` until it passes or 10 s have gone. On PostgreSQL an event becomes readable once
+ * every transaction older than its own has ended, in any schema of the server (other test files'
+ * too), so a read right after a commit may not show it yet; it must, eventually.
+ */
+async function eventually<T>(check: () => Promise<T>): Promise<T> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > until) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+}
+
 const webhook = (organizationId: string, id: string, eventTypes: string[]): WebhookRecord => ({
   id, organizationId, url: 'https://hooks.example.com/x', eventTypes, description: null, enabled: true, disabledReason: null,
   secret: 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmU=', previousSecret: null, previousSecretUntil: null, failingSince: null,
@@ -61,6 +78,7 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       const changed = statusChangedEvent(a, 'v-3', change);
       assert.ok(await stores.vehicles.changeStatus(a, 'v-3', change, [changed]));
       recorded.push(changed.id);
+      await eventually(async () => assert.deepEqual((await feedAll(stores, a, 100)).ids, recorded));
       for (const limit of [1, 3, 100]) assert.deepEqual((await feedAll(stores, a, limit)).ids, recorded, `limit ${limit}`);
       assert.deepEqual((await feedAll(stores, a, 2, { vehicleId: 'v-3' })).ids, [recorded[3], changed.id]);
       assert.deepEqual((await feedAll(stores, a, 2, { types: ['vehicle.status_changed'] })).ids, [changed.id]);
@@ -70,8 +88,10 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       const { next } = await feedAll(stores, a, 5, { types: ['vehicle.deleted'] });
       const deleted = newEvent(a, 'vehicle.deleted', 'v-0', T0 + 2, {});
       assert.equal(await stores.vehicles.delete(a, 'v-0', [deleted]), true);
-      const page = await stores.events.feed(a, { after: next, limit: 10, types: ['vehicle.deleted'] });
-      assert.deepEqual(page.gone ? [] : page.events.map((e) => [e.id, e.type, e.vehicleId, e.occurredAt, e.data]), [[deleted.id, 'vehicle.deleted', 'v-0', T0 + 2, {}]]);
+      await eventually(async () => {
+        const page = await stores.events.feed(a, { after: next, limit: 10, types: ['vehicle.deleted'] });
+        assert.deepEqual(page.gone ? [] : page.events.map((e) => [e.id, e.type, e.vehicleId, e.occurredAt, e.data]), [[deleted.id, 'vehicle.deleted', 'v-0', T0 + 2, {}]]);
+      });
     });
 
     test('a change that does not happen records no event', async () => {
@@ -101,7 +121,11 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       );
       assert.ok(outcome?.ok);
       assert.equal(outcome.events.length, 1);
-      const page = await stores.events.feed(a, { after: START, limit: 10, types: ['vehicle.status_changed'] });
+      const page = await eventually(async () => {
+        const read = await stores.events.feed(a, { after: START, limit: 10, types: ['vehicle.status_changed'] });
+        assert.ok(!read.gone && read.events.length === 1);
+        return read;
+      });
       assert.ok(!page.gone);
       assert.deepEqual(page.events.map((e) => [e.id, e.data]), [[outcome.events[0]!.id, { from: 'registered', to: 'active', reason: 'first telemetry', by: 'system' }]]);
     });
@@ -110,13 +134,17 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       const stores = await fresh();
       const a = await addOrganization(stores);
       await register(stores, a, 'v-1');
-      const first = await stores.events.feed(a, { after: START, limit: 1 });
+      const first = await eventually(async () => {
+        const read = await stores.events.feed(a, { after: START, limit: 1 });
+        assert.ok(!read.gone && read.events.length === 1);
+        return read;
+      });
       assert.ok(!first.gone);
       await register(stores, a, 'v-2');
       const second = await stores.events.feed(a, { after: first.next, limit: 1 });
       assert.ok(!second.gone);
-      const deleted = await stores.events.prune(Date.now() + 1000, 1);
-      assert.equal(deleted, 1);
+      await eventually(async () => assert.equal((await feedAll(stores, a, 10)).ids.length, 2));
+      assert.equal(await stores.events.prune(Date.now() + 1000, 1), 1);
       assert.deepEqual(await stores.events.feed(a, { after: START, limit: 10 }), { gone: true });
       const later = await stores.events.feed(a, { after: first.next, limit: 10 });
       assert.ok(!later.gone);
@@ -133,6 +161,7 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       assert.equal(await stores.webhooks.insert(webhook(b, 'wh_b2', ['*']), 1), 'quota');
       await register(stores, a, 'v-1');
       await stores.vehicles.delete(a, 'v-1', [newEvent(a, 'vehicle.deleted', 'v-1', T0, {})]);
+      await eventually(async () => assert.equal((await feedAll(stores, a, 10)).ids.length, 2));
       const match = (events: Parameters<typeof matchDeliveries>[0], endpoints: Parameters<typeof matchDeliveries>[1]) => matchDeliveries(events, endpoints, T0);
       assert.equal(await stores.webhooks.fanOut(match, 100, T0), 2);
       assert.equal(await stores.webhooks.fanOut(match, 100, T0), 0, 'each event is fanned out once');

@@ -43,6 +43,8 @@ export async function createTestApp(options: {
   streams?: AppDeps['streams'];
   /** Webhook delivery timing, shortened by the webhook suites. */
   webhooks?: AppDeps['webhooks'];
+  /** How often the offline alert check runs. */
+  offlineCheckMs?: number;
   /** Cluster mode: the bus to the other nodes (and the state /readyz reports for it). */
   cluster?: AppDeps['cluster'];
   rateLimitStore?: AppDeps['rateLimitStore'];
@@ -69,6 +71,7 @@ export async function createTestApp(options: {
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.streams === undefined ? {} : { streams: options.streams }),
     ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }),
+    ...(options.offlineCheckMs === undefined ? {} : { offlineCheckMs: options.offlineCheckMs }),
     ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
     ...(options.rateLimitStore === undefined ? {} : { rateLimitStore: options.rateLimitStore }),
   });

@@ -2,6 +2,7 @@
 import type { Stores } from '../stores.ts';
 import { createPostgresAuthStore } from './auth.ts';
 import { createPostgresEventStore } from './events.ts';
+import { createPostgresRulesStore } from './rules.ts';
 import { createPostgresWebhookStore } from './webhooks.ts';
 import { type Database, type PostgresOptions, migrate, openPostgres } from './database.ts';
 import { createPostgresOAuthStore } from './oauth.ts';
@@ -38,6 +39,7 @@ export function postgresStores(db: Database): Stores {
     vehicles: createPostgresVehicleStore(db),
     telemetry: createPostgresTelemetryStore(db),
     events: createPostgresEventStore(db),
+    rules: createPostgresRulesStore(db),
     webhooks: createPostgresWebhookStore(db),
     async ping() {
       await db.query({ name: 'ping', text: 'SELECT 1' });

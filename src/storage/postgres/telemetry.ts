@@ -2,6 +2,8 @@ import type { EventRecord } from '../../events/types.ts';
 import { activation } from '../../vehicles/events.ts';
 import { ACTIVATION } from '../../vehicles/transitions.ts';
 import { appendEvents } from './events.ts';
+import { judgeInCommit } from './rules.ts';
+import type { CommitRules } from '../../rules/store.ts';
 import { randomBytes } from 'node:crypto';
 import { mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
@@ -57,7 +59,9 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
   let coveredFrom = Infinity;
   let foldedAt = -Infinity;
 
-  async function commitOnce(batches: CommitBatch[], merge: MergeLatest, organizationIds: string[], vehicleIds: string[]): Promise<BatchOutcome[]> {
+  async function commitOnce(
+    batches: CommitBatch[], merge: MergeLatest, rules: CommitRules | undefined, organizationIds: string[], vehicleIds: string[],
+  ): Promise<BatchOutcome[]> {
     return db.transaction(async (client) => {
       const status = new Map<Key, string>();
       const vehicles = await client.query<{ organization_id: string; id: string; status: string }>({
@@ -153,6 +157,15 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
         }
       }
 
+      // The rules judge what was stored, vehicle by vehicle, before the latest states are locked
+      // (one lock order for every commit: vehicles, rule states, latest states).
+      if (rules !== undefined) {
+        const fresh = accepted.flatMap(({ batch, byVehicle, outcome }) =>
+          [...byVehicle].map(([vehicleId, records]) => ({ organizationId: batch.organizationId, vehicleId, records, at: batch.at, outcome })));
+        const written = await judgeInCommit(client, rules, fresh);
+        fresh.forEach((f, i) => f.outcome.events.push(...written[i]!));
+      }
+
       // Last, the latest states of the accepted batches' vehicles: this node's own rows of them, so
       // other nodes' commits never wait for these locks (the vehicle's state is all its rows merged).
       const touched = new Set<Key>();
@@ -206,7 +219,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
      * racing a commit may land just after it (telemetry accepted for a vehicle being retired that
      * moment).
      */
-    async commit(batches, merge) {
+    async commit(batches, merge, rules) {
       const named = new Set<Key>();
       for (const batch of batches) for (const r of batch.records) named.add(keyOf(batch.organizationId, r.vehicleId));
       const [organizationIds, vehicleIds] = pairs(named);
@@ -216,7 +229,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       // and that one starts over.
       for (let attempt = 1; ; attempt++) {
         try {
-          return await commitOnce(batches, merge, organizationIds, vehicleIds);
+          return await commitOnce(batches, merge, rules, organizationIds, vehicleIds);
         } catch (error) {
           if (attempt === 3 || (error as { code?: unknown }).code !== '40P01') throw error;
         }

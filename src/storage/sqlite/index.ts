@@ -1,6 +1,7 @@
 import { openSqlite } from './database.ts';
 import { createSqliteAuthStore } from './auth.ts';
 import { createSqliteEventAppender, createSqliteEventStore } from './events.ts';
+import { createSqliteRuleWrites, createSqliteRulesStore } from './rules.ts';
 import { createSqliteWebhookStore } from './webhooks.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
@@ -16,12 +17,14 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
   const wal = createWalSync(db, options.syncFile);
   const appendEvents = createSqliteEventAppender(db);
   const statuses = createVehicleStatuses(db, appendEvents);
+  const ruleWrites = createSqliteRuleWrites(db, appendEvents);
   return {
     auth: createSqliteAuthStore(db),
     oauth: createSqliteOAuthStore(db),
     vehicles: createSqliteVehicleStore(db, statuses, appendEvents),
-    telemetry: createSqliteTelemetryStore(db, wal, statuses),
+    telemetry: createSqliteTelemetryStore(db, wal, statuses, ruleWrites),
     events: createSqliteEventStore(db),
+    rules: createSqliteRulesStore(db, ruleWrites),
     webhooks: createSqliteWebhookStore(db, wal),
     async ping() {
       ping.get();

@@ -13,6 +13,8 @@ import type { EventRecord } from '../../events/types.ts';
 import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
+import type { CommitRules } from '../../rules/store.ts';
+import type { SqliteRuleWrites } from './rules.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
 import type { WalSync } from './wal-sync.ts';
 
@@ -28,7 +30,7 @@ export const DIRECT_AT = 16;
  * `wal` syncs the group commits (see wal-sync.ts); `statuses` knows each vehicle's status. The
  * stores of one database share both.
  */
-export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statuses: VehicleStatuses): TelemetryStore {
+export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statuses: VehicleStatuses, ruleWrites: SqliteRuleWrites): TelemetryStore {
   const stored = db.prepare('SELECT 1 FROM telemetry WHERE organization_id = ? AND vehicle_id = ? AND ts = ?');
   const newestStored = db.prepare('SELECT max(ts) AS ts FROM telemetry WHERE organization_id = ? AND vehicle_id = ?');
   const inRecent = db.prepare('SELECT 1 FROM telemetry_recent WHERE organization_id = ? AND vehicle_id = ? AND ts = ?');
@@ -191,7 +193,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
    * records went to `telemetry_recent`. Refusals are decided before any write, so a refused batch
    * leaves nothing behind; a store error fails the whole transaction and every batch in it.
    */
-  function writeBatch(batch: CommitBatch, merge: MergeLatest): { outcome: BatchOutcome; added: number } {
+  function writeBatch(batch: CommitBatch, merge: MergeLatest, rules: CommitRules | undefined): { outcome: BatchOutcome; added: number } {
     const org = batch.organizationId;
     const judged = judgeBatch(batch, (vehicleId) => statuses.get(org, vehicleId));
     if (judged.refused !== undefined) return { outcome: judged.refused, added: 0 };
@@ -200,6 +202,8 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
     let accepted = 0;
     let added = 0;
     const latest: LatestState[] = [];
+    const judging = rules?.judges(org) === true;
+    const freshOf = new Map<string, StoredRecord[]>();
     for (const [vehicleId, records] of byVehicle) {
       // Only the records stored count for the latest state: a duplicate sent with other values
       // does not change it, as its record in the history does not change.
@@ -234,6 +238,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
         }
       }
       accepted += fresh.length;
+      if (judging && fresh.length > 0) freshOf.set(vehicleId, fresh);
     }
     const activated: string[] = [];
     const events: EventRecord[] = [];
@@ -244,6 +249,11 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
         events.push(event);
       }
     }
+    for (const [vehicleId, fresh] of freshOf) {
+      const { state, unresolved } = ruleWrites.load(org, vehicleId);
+      const judged = rules!.judge(org, vehicleId, fresh, state, unresolved, batch.at);
+      if (judged !== undefined) events.push(...ruleWrites.write(judged, batch.at));
+    }
     return { outcome: { ok: true, accepted, duplicates: batch.records.length - accepted, activated, events, latest }, added };
   }
 
@@ -253,10 +263,10 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
      * is what those records say (merged with nothing): the stored state takes them in when they
      * move. The caller merges it into what it knows.
      */
-    async commit(batches, merge) {
+    async commit(batches, merge, rules) {
       return write(() => {
         const outcomes = batches.map((batch) => {
-          const written = writeBatch(batch, merge);
+          const written = writeBatch(batch, merge, rules);
           recent += written.added;
           return written.outcome;
         });

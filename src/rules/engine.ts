@@ -1,0 +1,213 @@
+// The rule engine: judges each vehicle's newly stored records, in time order, against the
+// geofences and alert rules of its organization, inside the telemetry commit's transaction (the
+// store calls `judge`). Definitions are kept in memory per organization, loaded before a commit
+// needs them (`prepare`) and dropped when they change here or on another node.
+import { iso } from '../clock.ts';
+import { type EventRecord, newEvent } from '../events/types.ts';
+import { newAlertId } from './ids.ts';
+import { type AlertRecord, type AlertRuleRecord, type Condition, type GeofenceRecord, type RuleState, appliesTo } from './model.ts';
+import { type GeofenceIndex, createGeofenceIndex } from '../geofences/spatial-index.ts';
+import type { AlertChanges, CommitRules, Judged, RulesStore } from './store.ts';
+
+interface Definitions {
+  geofences: Map<string, GeofenceRecord>;
+  index: GeofenceIndex;
+  rules: AlertRuleRecord[];
+  loadedAt: number;
+}
+
+/** Definitions older than this are read again even without news of a change (a lost bus message). */
+const REFRESH_MS = 30_000;
+
+export function createRuleEngine(deps: { store: RulesStore; now?: () => number }) {
+  const now = deps.now ?? Date.now;
+  const cache = new Map<string, Definitions>();
+  const loading = new Map<string, Promise<Definitions>>();
+
+  async function load(organizationId: string): Promise<Definitions> {
+    const [geofences, rules] = await Promise.all([deps.store.allGeofences(organizationId), deps.store.allRules(organizationId)]);
+    const index = createGeofenceIndex();
+    for (const g of geofences) index.set(g.id, g.geometry);
+    const definitions = {
+      geofences: new Map(geofences.map((g) => [g.id, g])),
+      index,
+      rules: rules.filter((r) => r.enabled),
+      loadedAt: now(),
+    };
+    cache.set(organizationId, definitions);
+    return definitions;
+  }
+
+  /** Makes sure the organization's definitions are in memory before a commit judges its records. */
+  function prepare(organizationId: string): Promise<unknown> | undefined {
+    const known = cache.get(organizationId);
+    if (known !== undefined && now() - known.loadedAt < REFRESH_MS) return undefined;
+    let pending = loading.get(organizationId);
+    if (pending === undefined) {
+      pending = load(organizationId).finally(() => loading.delete(organizationId));
+      loading.set(organizationId, pending);
+    }
+    // A stale copy still serves while the fresh one loads.
+    return known === undefined ? pending : undefined;
+  }
+
+  function forget(organizationId?: string): void {
+    if (organizationId === undefined) cache.clear();
+    else cache.delete(organizationId);
+  }
+
+  const commitRules: CommitRules = {
+    judges(organizationId) {
+      const d = cache.get(organizationId);
+      return d !== undefined && (d.geofences.size > 0 || d.rules.length > 0);
+    },
+    judge(organizationId, vehicleId, records, state, unresolved, at) {
+      const d = cache.get(organizationId);
+      if (d === undefined) return undefined;
+      return judgeRecords(d, organizationId, vehicleId, records, state, unresolved, at);
+    },
+  };
+
+  return { prepare, forget, commitRules, definitions: (organizationId: string) => cache.get(organizationId) };
+}
+
+export type RuleEngine = ReturnType<typeof createRuleEngine>;
+
+type Data = Record<string, unknown>;
+
+function fieldValue(data: Data, field: string): unknown {
+  if (field.startsWith('diagnostics.')) return (data.diagnostics as Data | undefined)?.[field.slice('diagnostics.'.length)];
+  return data[field];
+}
+
+export function compare(value: unknown, op: string, threshold: unknown): boolean {
+  if (typeof value === 'number' && typeof threshold === 'number') {
+    switch (op) {
+      case '>': return value > threshold;
+      case '>=': return value >= threshold;
+      case '<': return value < threshold;
+      case '<=': return value <= threshold;
+    }
+  }
+  if (op === '==') return value === threshold;
+  if (op === '!=') return value !== threshold;
+  return false;
+}
+
+/** The public form of an alert: what the API answers and what its events carry. */
+export function alertView(a: AlertRecord) {
+  return {
+    id: a.id, ruleId: a.ruleId, ruleName: a.ruleName, vehicleId: a.vehicleId, status: a.status,
+    openedAt: iso(a.openedAt),
+    acknowledgedAt: a.acknowledgedAt === null ? null : iso(a.acknowledgedAt), acknowledgedBy: a.acknowledgedBy,
+    resolvedAt: a.resolvedAt === null ? null : iso(a.resolvedAt), resolvedBy: a.resolvedBy,
+    trigger: { timestamp: iso(a.triggerTimestamp), value: a.triggerValue ?? null },
+  };
+}
+
+export function alertEvent(type: 'alert.opened' | 'alert.acknowledged' | 'alert.resolved', alert: AlertRecord, at: number): EventRecord {
+  return newEvent(alert.organizationId, type, alert.vehicleId, at, alertView(alert));
+}
+
+export function openAlert(rule: AlertRuleRecord, vehicleId: string, at: number, value: unknown): AlertRecord {
+  return {
+    id: newAlertId(), organizationId: rule.organizationId, ruleId: rule.id, ruleName: rule.name, vehicleId, status: 'open',
+    openedAt: at, acknowledgedAt: null, acknowledgedBy: null, resolvedAt: null, resolvedBy: null, triggerTimestamp: at, triggerValue: value,
+  };
+}
+
+/** Resolving an alert: the change and its event. */
+export function resolution(alert: AlertRecord, at: number, by: string): Pick<AlertChanges, 'changed' | 'events'> {
+  const resolved = { ...alert, status: 'resolved' as const, resolvedAt: at, resolvedBy: by };
+  return { changed: [{ id: alert.id, from: ['open', 'acknowledged'], status: 'resolved', at, by }], events: [alertEvent('alert.resolved', resolved, at)] };
+}
+
+function judgeRecords(
+  d: Definitions, organizationId: string, vehicleId: string, records: readonly { timestamp: number; data: Data }[],
+  previous: RuleState | undefined, unresolved: readonly AlertRecord[], _at: number,
+): Judged | undefined {
+  const state: RuleState = previous === undefined ? { ts: -Infinity, inside: [], held: {} } : { ts: previous.ts, inside: [...previous.inside], held: { ...previous.held } };
+  const judged: Judged = { organizationId, vehicleId, state, opened: [], changed: [], events: [] };
+  const open = new Map(unresolved.map((a) => [a.ruleId, a]));
+  const rules = d.rules.filter((r) => appliesTo(r.vehicleIds, vehicleId));
+  const sorted = records.length > 1 ? [...records].sort((a, b) => a.timestamp - b.timestamp) : records;
+  let changed = false;
+
+  for (const record of sorted) {
+    // A record older than the newest judged changes nothing (out-of-order arrivals make no events).
+    if (record.timestamp <= state.ts) continue;
+    state.ts = record.timestamp;
+    changed = true;
+    const location = record.data.location as { lat: number; lng: number } | undefined;
+    if (location !== undefined) {
+      const now = d.index.containing(location.lng, location.lat).filter((id) => appliesTo(d.geofences.get(id)!.vehicleIds, vehicleId));
+      const before = new Set(state.inside);
+      const after = new Set(now);
+      for (const id of now) {
+        if (before.has(id)) continue;
+        const g = d.geofences.get(id)!;
+        judged.events.push(newEvent(organizationId, 'geofence.entered', vehicleId, record.timestamp, { geofenceId: id, name: g.name, location }));
+      }
+      for (const id of before) {
+        const g = d.geofences.get(id);
+        // A deleted geofence leaves the set without an exit.
+        if (after.has(id) || g === undefined) continue;
+        judged.events.push(newEvent(organizationId, 'geofence.exited', vehicleId, record.timestamp, { geofenceId: id, name: g.name, location }));
+      }
+      state.inside = now.sort();
+    }
+    for (const rule of rules) judgeRule(rule, rule.condition, record, location, state, open, judged, vehicleId);
+  }
+  return changed ? judged : undefined;
+}
+
+function judgeRule(
+  rule: AlertRuleRecord, condition: Condition, record: { timestamp: number; data: Data }, location: unknown,
+  state: RuleState, open: Map<string, AlertRecord>, judged: Judged, vehicleId: string,
+): void {
+  let holds: boolean;
+  let value: unknown;
+  let forSeconds: number;
+  switch (condition.kind) {
+    case 'offline': {
+      // Telemetry is back: an offline alert resolves itself.
+      const alert = open.get(rule.id);
+      if (alert !== undefined) close(alert, record.timestamp);
+      return;
+    }
+    case 'threshold':
+      value = fieldValue(record.data, condition.field);
+      if (value === undefined) return; // a record without the field leaves the rule as it was
+      holds = compare(value, condition.op, condition.value);
+      forSeconds = condition.forSeconds;
+      break;
+    case 'geofence': {
+      if (location === undefined) return;
+      const inside = state.inside.includes(condition.geofenceId);
+      holds = condition.when === 'inside' ? inside : !inside;
+      value = location;
+      forSeconds = condition.forSeconds;
+      break;
+    }
+  }
+  const alert = open.get(rule.id);
+  if (!holds) {
+    delete state.held[rule.id];
+    if (alert !== undefined) close(alert, record.timestamp);
+    return;
+  }
+  const since = (state.held[rule.id] ??= record.timestamp);
+  if (alert === undefined && record.timestamp - since >= forSeconds * 1000) {
+    const opened = openAlert(rule, vehicleId, record.timestamp, value);
+    judged.opened.push(opened);
+    judged.events.push(alertEvent('alert.opened', opened, record.timestamp));
+    open.set(rule.id, opened);
+  }
+
+  function close(a: AlertRecord, at: number): void {
+    const { changed, events } = resolution(a, at, 'system');
+    judged.changed.push(...changed);
+    judged.events.push(...events);
+    open.delete(rule.id);
+  }
+}

@@ -1,0 +1,73 @@
+// What geofences, alert rules and alerts are, as the service keeps them. Times are ms since the
+// epoch. See docs/API.md "Geofences" and "Alert rules and alerts".
+
+/** A geofence's shape: GeoJSON Polygon or MultiPolygon ([lng, lat] positions), or a circle. */
+export type Geometry =
+  | { type: 'Polygon'; coordinates: number[][][] }
+  | { type: 'MultiPolygon'; coordinates: number[][][][] }
+  | { type: 'Circle'; coordinates: [number, number]; radius: number };
+
+export interface GeofenceRecord {
+  id: string;
+  organizationId: string;
+  name: string;
+  geometry: Geometry;
+  /** The vehicles it applies to; null: every vehicle of the organization. */
+  vehicleIds: string[] | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export const THRESHOLD_FIELDS = ['speed', 'battery', 'temperature', 'odometer', 'heading'] as const;
+export type ComparisonOp = '>' | '>=' | '<' | '<=' | '==' | '!=';
+
+export type Condition =
+  | { kind: 'threshold'; field: string; op: ComparisonOp; value: number | string | boolean; forSeconds: number }
+  | { kind: 'offline'; afterSeconds: number }
+  | { kind: 'geofence'; geofenceId: string; when: 'inside' | 'outside'; forSeconds: number };
+
+export interface AlertRuleRecord {
+  id: string;
+  organizationId: string;
+  name: string;
+  condition: Condition;
+  vehicleIds: string[] | null;
+  enabled: boolean;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type AlertStatus = 'open' | 'acknowledged' | 'resolved';
+
+export interface AlertRecord {
+  id: string;
+  organizationId: string;
+  ruleId: string;
+  ruleName: string;
+  vehicleId: string;
+  status: AlertStatus;
+  openedAt: number;
+  acknowledgedAt: number | null;
+  acknowledgedBy: string | null;
+  resolvedAt: number | null;
+  resolvedBy: string | null;
+  /** The record (or, for `offline`, the check) that opened it, and the value that met the condition. */
+  triggerTimestamp: number;
+  triggerValue: unknown;
+}
+
+/**
+ * What a vehicle's records have told the rules so far: the time of the newest record judged (an
+ * older one changes nothing), the geofences it is inside, and since when (record time) each rule's
+ * condition has held, for rules that must hold a while before an alert opens.
+ */
+export interface RuleState {
+  ts: number;
+  inside: string[];
+  held: Record<string, number>;
+}
+
+/** Whether a geofence or rule applies to a vehicle. */
+export function appliesTo(vehicleIds: readonly string[] | null, vehicleId: string): boolean {
+  return vehicleIds === null || vehicleIds.includes(vehicleId);
+}

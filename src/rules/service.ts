@@ -1,0 +1,198 @@
+// Geofences, alert rules and alerts: create, read, change, delete; acknowledge and resolve.
+// Knows nothing of HTTP. Every change of a definition tells the rule engine (and, through the
+// dispatcher, the other nodes) to read the organization's definitions again.
+import type { Principal } from '../auth/scopes.ts';
+import type { Clock } from '../clock.ts';
+import { AppError, type FieldError } from '../errors.ts';
+import type { EventRecord } from '../events/types.ts';
+import { validateGeometry } from '../geofences/validation.ts';
+import { quotaExceeded } from '../quotas.ts';
+import { alertEvent } from './engine.ts';
+import { newGeofenceId, newRuleId } from './ids.ts';
+import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, GeofenceRecord, Geometry } from './model.ts';
+import type { AlertListQuery, GeofenceBody, RuleBody } from './schema.ts';
+import type { RulesStore } from './store.ts';
+
+export type RulesService = ReturnType<typeof createRulesService>;
+
+const invalid = (message: string, errors: FieldError[]) => new AppError('validation-failed', message, { errors });
+
+export function createRulesService(deps: {
+  store: RulesStore;
+  clock: Clock;
+  maxGeofences: number;
+  /** The organization's geofences or rules changed. */
+  changed(organizationId: string): void;
+  /** Events recorded by a manual alert change. */
+  recorded(events: readonly EventRecord[]): void;
+}) {
+  const { store, clock } = deps;
+
+  function checkGeometry(geometry: unknown): Geometry {
+    const result = validateGeometry(geometry);
+    if (!result.ok) {
+      const errors = result.errors.map((e) => ({ in: 'body' as const, path: `/geometry${e.path}`, message: e.message }));
+      throw invalid(`geometry: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}.`, errors);
+    }
+    return geometry as Geometry;
+  }
+
+  async function geofence(who: Principal, id: string): Promise<GeofenceRecord> {
+    const found = await store.getGeofence(who.organizationId, id);
+    if (found === undefined) throw new AppError('geofence-not-found', `No geofence "${id}" in this organization.`);
+    return found;
+  }
+
+  async function createGeofence(who: Principal, body: GeofenceBody): Promise<GeofenceRecord> {
+    const now = clock.now();
+    const record: GeofenceRecord = {
+      id: newGeofenceId(), organizationId: who.organizationId, name: body.name, geometry: checkGeometry(body.geometry),
+      vehicleIds: body.vehicleIds ?? null, createdAt: now, updatedAt: now,
+    };
+    if ((await store.insertGeofence(record, deps.maxGeofences)) === 'quota') throw quotaExceeded(deps.maxGeofences, 'geofences');
+    deps.changed(who.organizationId);
+    return record;
+  }
+
+  async function replaceGeofence(who: Principal, id: string, body: GeofenceBody): Promise<GeofenceRecord> {
+    const current = await geofence(who, id);
+    const record: GeofenceRecord = { ...current, name: body.name, geometry: checkGeometry(body.geometry), vehicleIds: body.vehicleIds ?? null, updatedAt: clock.now() };
+    if (!(await store.replaceGeofence(record))) await geofence(who, id);
+    deps.changed(who.organizationId);
+    return record;
+  }
+
+  async function deleteGeofence(who: Principal, id: string): Promise<void> {
+    const using = (await store.allRules(who.organizationId)).filter((r) => r.condition.kind === 'geofence' && r.condition.geofenceId === id);
+    if (using.length > 0) {
+      throw new AppError('geofence-in-use', `Alert rules use this geofence: ${using.map((r) => `"${r.id}"`).join(', ')}. Delete or change them first.`);
+    }
+    if (!(await store.deleteGeofence(who.organizationId, id))) await geofence(who, id);
+    deps.changed(who.organizationId);
+  }
+
+  async function checkCondition(who: Principal, condition: Condition): Promise<Condition> {
+    if (condition.kind === 'geofence') {
+      if ((await store.getGeofence(who.organizationId, condition.geofenceId)) === undefined) {
+        throw invalid(`condition.geofenceId: no geofence "${condition.geofenceId}" in this organization.`, [
+          { in: 'body', path: '/condition/geofenceId', message: 'names no geofence of this organization' },
+        ]);
+      }
+      return { ...condition, forSeconds: condition.forSeconds ?? 0 };
+    }
+    if (condition.kind === 'threshold') {
+      const numeric = typeof condition.value === 'number';
+      if (!condition.field.startsWith('diagnostics.') && !numeric) {
+        throw invalid('condition.value: must be a number for this field.', [{ in: 'body', path: '/condition/value', message: 'must be a number' }]);
+      }
+      if (!numeric && condition.op !== '==' && condition.op !== '!=') {
+        throw invalid('condition.op: a string or boolean value takes == or != only.', [{ in: 'body', path: '/condition/op', message: 'must be == or != for a string or boolean value' }]);
+      }
+      return { ...condition, forSeconds: condition.forSeconds ?? 0 };
+    }
+    return condition;
+  }
+
+  async function rule(who: Principal, id: string): Promise<AlertRuleRecord> {
+    const found = await store.getRule(who.organizationId, id);
+    if (found === undefined) throw new AppError('alert-rule-not-found', `No alert rule "${id}" in this organization.`);
+    return found;
+  }
+
+  async function createRule(who: Principal, body: RuleBody): Promise<AlertRuleRecord> {
+    const now = clock.now();
+    const record: AlertRuleRecord = {
+      id: newRuleId(), organizationId: who.organizationId, name: body.name, condition: await checkCondition(who, body.condition as Condition),
+      vehicleIds: body.vehicleIds ?? null, enabled: body.enabled ?? true, createdAt: now, updatedAt: now,
+    };
+    await store.insertRule(record);
+    deps.changed(who.organizationId);
+    return record;
+  }
+
+  async function replaceRule(who: Principal, id: string, body: RuleBody): Promise<AlertRuleRecord> {
+    const current = await rule(who, id);
+    const record: AlertRuleRecord = {
+      ...current, name: body.name, condition: await checkCondition(who, body.condition as Condition), vehicleIds: body.vehicleIds ?? null,
+      enabled: body.enabled ?? true, updatedAt: clock.now(),
+    };
+    if (!(await store.replaceRule(record))) await rule(who, id);
+    deps.changed(who.organizationId);
+    return record;
+  }
+
+  async function deleteRule(who: Principal, id: string): Promise<void> {
+    if (!(await store.deleteRule(who.organizationId, id))) await rule(who, id);
+    deps.changed(who.organizationId);
+  }
+
+  async function alert(who: Principal, id: string): Promise<AlertRecord> {
+    const found = await store.getAlert(who.organizationId, id);
+    if (found === undefined) throw new AppError('alert-not-found', `No alert "${id}" in this organization.`);
+    return found;
+  }
+
+  async function listAlerts(who: Principal, query: AlertListQuery) {
+    const limit = query.limit ?? 50;
+    const before = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+    const { alerts } = await store.listAlerts(who.organizationId, {
+      statuses: query.status === undefined ? undefined : ([...new Set(query.status.split(','))] as AlertStatus[]),
+      vehicleId: query.vehicleId, ruleId: query.ruleId, before, limit: limit + 1,
+    });
+    const more = alerts.length > limit;
+    const page = more ? alerts.slice(0, limit) : alerts;
+    return { alerts: page, nextCursor: more ? encodeCursor(page.at(-1)!.seq) : null };
+  }
+
+  /** Acknowledges an open alert, or resolves an unresolved one; the same status again is a no-op. */
+  async function act(who: Principal, id: string, to: 'acknowledged' | 'resolved', note: string | undefined): Promise<AlertRecord> {
+    const current = await alert(who, id);
+    if (current.status === to || current.status === 'resolved') {
+      if (current.status === to) return current;
+      throw new AppError('alert-resolved', `Alert "${id}" is resolved already.`);
+    }
+    const at = clock.now();
+    const next: AlertRecord = to === 'resolved'
+      ? { ...current, status: 'resolved', resolvedAt: at, resolvedBy: who.credentialId }
+      : { ...current, status: 'acknowledged', acknowledgedAt: at, acknowledgedBy: who.credentialId };
+    const event = alertEvent(to === 'resolved' ? 'alert.resolved' : 'alert.acknowledged', next, at);
+    if (note !== undefined) event.data.note = note;
+    const applied = await store.applyAlerts({
+      opened: [], events: [event],
+      changed: [{ id, from: to === 'resolved' ? ['open', 'acknowledged'] : ['open'], status: to, at, by: who.credentialId }],
+    });
+    if (applied.changed.length === 0) return act(who, id, to, note); // changed meanwhile: judge again
+    deps.recorded(applied.events);
+    return next;
+  }
+
+  async function insideOf(who: Principal, vehicleId: string, vehicleExists: () => Promise<boolean>) {
+    if (!(await vehicleExists())) throw new AppError('vehicle-not-found', `No vehicle "${vehicleId}" in this organization.`);
+    const ids = await store.insideOf(who.organizationId, vehicleId);
+    const found = await Promise.all(ids.map((id) => store.getGeofence(who.organizationId, id)));
+    return found.filter((g) => g !== undefined).map((g) => ({ id: g.id, name: g.name }));
+  }
+
+  async function vehiclesInside(who: Principal, id: string): Promise<string[]> {
+    await geofence(who, id);
+    return store.vehiclesInside(who.organizationId, id);
+  }
+
+  return {
+    createGeofence, geofence, listGeofences: (who: Principal, page: { limit: number; offset: number }) => store.listGeofences(who.organizationId, page),
+    replaceGeofence, deleteGeofence, vehiclesInside, insideOf,
+    createRule, rule, listRules: (who: Principal, page: { limit: number; offset: number }) => store.listRules(who.organizationId, page),
+    replaceRule, deleteRule,
+    alert, listAlerts, act,
+  };
+}
+
+function encodeCursor(seq: number): string {
+  return Buffer.from(`a:${seq}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): number {
+  const match = /^a:(\d{1,16})$/.exec(Buffer.from(cursor, 'base64url').toString());
+  if (match === null) throw invalid('The cursor is not one this service issued.', [{ in: 'query', path: '/cursor', message: 'is not a valid cursor' }]);
+  return Number(match[1]);
+}

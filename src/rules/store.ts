@@ -1,0 +1,98 @@
+import type { EventRecord } from '../events/types.ts';
+import type { AlertRecord, AlertRuleRecord, AlertStatus, GeofenceRecord, RuleState } from './model.ts';
+
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+/** A change to alerts, with its events, written in one transaction. */
+export interface AlertChanges {
+  opened: AlertRecord[];
+  /** Alerts to set to `status` (acknowledged or resolved), each only while still `from`. */
+  changed: { id: string; from: AlertStatus[]; status: AlertStatus; at: number; by: string }[];
+  events: EventRecord[];
+}
+
+/** A vehicle's rule state after a commit judged its records, with what that opened or resolved. */
+export interface Judged extends AlertChanges {
+  organizationId: string;
+  vehicleId: string;
+  state: RuleState;
+}
+
+/**
+ * Geofences, alert rules and alerts. Every call names the organization. The rule state of each
+ * vehicle is written by the telemetry commit (inside its transaction); here it is read back for
+ * the "inside now" queries.
+ */
+export interface RulesStore {
+  insertGeofence(geofence: GeofenceRecord, maxPerOrganization: number): Promise<'created' | 'quota'>;
+  getGeofence(organizationId: string, id: string): Promise<GeofenceRecord | undefined>;
+  listGeofences(organizationId: string, page: Page): Promise<{ geofences: GeofenceRecord[]; total: number }>;
+  /** Every geofence of the organization (the evaluator's index is built from them). */
+  allGeofences(organizationId: string): Promise<GeofenceRecord[]>;
+  replaceGeofence(geofence: GeofenceRecord): Promise<boolean>;
+  deleteGeofence(organizationId: string, id: string): Promise<boolean>;
+
+  insertRule(rule: AlertRuleRecord): Promise<void>;
+  getRule(organizationId: string, id: string): Promise<AlertRuleRecord | undefined>;
+  listRules(organizationId: string, page: Page): Promise<{ rules: AlertRuleRecord[]; total: number }>;
+  allRules(organizationId: string): Promise<AlertRuleRecord[]>;
+  replaceRule(rule: AlertRuleRecord): Promise<boolean>;
+  deleteRule(organizationId: string, id: string): Promise<boolean>;
+
+  getAlert(organizationId: string, id: string): Promise<AlertRecord | undefined>;
+  /** Newest first; `before` is the `seq` cursor of the previous page. */
+  listAlerts(
+    organizationId: string,
+    filter: { statuses?: AlertStatus[]; vehicleId?: string; ruleId?: string; before?: number; limit: number },
+  ): Promise<{ alerts: (AlertRecord & { seq: number })[] }>;
+  /**
+   * Opens, acknowledges and resolves alerts with their events, in one transaction. An alert that
+   * would be a second unresolved one of its rule and vehicle is not opened (and its event not
+   * written): the ids of those opened and changed are returned.
+   */
+  applyAlerts(changes: AlertChanges): Promise<Applied>;
+  /** Unresolved alerts of rules of these kinds (the offline check reads them). */
+  unresolvedAlerts(organizationId: string, ruleIds: readonly string[]): Promise<AlertRecord[]>;
+
+  /** The geofences a vehicle is inside now, and the vehicles inside a geofence now. */
+  insideOf(organizationId: string, vehicleId: string): Promise<string[]>;
+  vehiclesInside(organizationId: string, geofenceId: string): Promise<string[]>;
+
+  /** Organizations that have enabled offline rules (the offline check visits them). */
+  organizationsWithOfflineRules(): Promise<string[]>;
+  /**
+   * Runs `fn` while holding the cluster-wide right to run the offline check (PostgreSQL: an
+   * advisory lock; SQLite: one process anyway). False, without running it, when another node holds it.
+   */
+  asOfflineChecker(fn: () => Promise<void>): Promise<boolean>;
+}
+
+/** What the telemetry commit asks of the rules, inside its transaction (see telemetry/store.ts). */
+export interface CommitRules {
+  /** False when nothing of the organization judges telemetry: the commit then reads no rule state. */
+  judges(organizationId: string): boolean;
+  /**
+   * Judges a vehicle's newly stored records (time order) from its state and unresolved alerts;
+   * undefined when nothing changed.
+   */
+  judge(organizationId: string, vehicleId: string, records: readonly { timestamp: number; data: Record<string, unknown> }[],
+    state: RuleState | undefined, unresolved: readonly AlertRecord[], at: number): Judged | undefined;
+}
+
+/** What an alert write did: the alerts opened and changed, and the events written for them. */
+export interface Applied {
+  opened: string[];
+  changed: string[];
+  events: EventRecord[];
+}
+
+/**
+ * The events of changes that happened: geofence events always; an alert's event only if its
+ * alert was opened or changed (a second unresolved alert of a rule and vehicle is not opened).
+ */
+export function happenedEvents(events: readonly EventRecord[], happened: ReadonlySet<string>): EventRecord[] {
+  return events.filter((e) => !e.type.startsWith('alert.') || happened.has(String((e.data as { id?: unknown }).id)));
+}

@@ -1,0 +1,201 @@
+// Geofences, alert rules, alerts and rule states on PostgreSQL. Records of one vehicle committed
+// by two nodes at once are judged one commit after the other: each commit holds an advisory lock
+// per judged vehicle (taken in one sorted order) until it ends, and reads the state the previous
+// commit left, so each transition makes one event and each alert opens once.
+import type { EventRecord } from '../../events/types.ts';
+import type { AlertRecord, RuleState } from '../../rules/model.ts';
+import { type AlertChanges, type Applied, type CommitRules, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
+import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, postgresRuleRows as rows } from '../rule-rows.ts';
+import type { Database, Queryable } from './database.ts';
+import { appendEvents } from './events.ts';
+
+const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
+
+async function applyAlerts(client: Queryable, changes: AlertChanges, at: number): Promise<Applied> {
+  const opened: string[] = [];
+  const changed: string[] = [];
+  for (const a of changes.opened) {
+    const { rowCount } = await client.query(
+      `INSERT INTO alerts (id, organization_id, rule_id, rule_name, vehicle_id, status, opened_at, trigger_ts, trigger_value)
+       VALUES ($1, $2, $3, $4, $5, 'open', $6, $7, $8::json) ON CONFLICT DO NOTHING`,
+      [a.id, a.organizationId, a.ruleId, a.ruleName, a.vehicleId, a.openedAt, a.triggerTimestamp, JSON.stringify(a.triggerValue ?? null)],
+    );
+    if ((rowCount ?? 0) > 0) opened.push(a.id);
+  }
+  for (const c of changes.changed) {
+    const { rowCount } = await client.query(
+      c.status === 'resolved'
+        ? `UPDATE alerts SET status = 'resolved', resolved_at = $2, resolved_by = $3 WHERE id = $1 AND status <> 'resolved'`
+        : `UPDATE alerts SET status = 'acknowledged', acknowledged_at = $2, acknowledged_by = $3 WHERE id = $1 AND status = 'open'`,
+      [c.id, c.at, c.by],
+    );
+    if ((rowCount ?? 0) > 0) changed.push(c.id);
+  }
+  const events = happenedEvents(changes.events, new Set([...opened, ...changed]));
+  await appendEvents(client, events, at);
+  return { opened, changed, events };
+}
+
+/**
+ * Inside a telemetry commit: judges the newly stored records of each vehicle, writes the states
+ * and alert changes; the events written for each entry of `fresh`.
+ */
+export async function judgeInCommit(
+  client: Queryable, rules: CommitRules, fresh: { organizationId: string; vehicleId: string; records: { timestamp: number; data: Record<string, unknown> }[]; at: number }[],
+): Promise<EventRecord[][]> {
+  const written: EventRecord[][] = fresh.map(() => []);
+  const wanted = fresh.filter((f) => f.records.length > 0 && rules.judges(f.organizationId));
+  if (wanted.length === 0) return written;
+  const keys = [...new Set(wanted.map((f) => keyOf(f.organizationId, f.vehicleId)))].sort();
+  await client.query({
+    name: 'rules.lock',
+    text: 'SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM unnest($1::text[]) AS k ORDER BY k',
+    values: [keys.map((k) => `fleet:rules:${k}`)],
+  });
+  const orgs = keys.map((k) => k.split('\n')[0]!);
+  const vehicles = keys.map((k) => k.split('\n')[1]!);
+  const [stateRows, alertRows] = await Promise.all([
+    client.query({
+      name: 'rules.states',
+      text: `SELECT organization_id, vehicle_id, ts, inside, held FROM vehicle_rule_state
+             WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+      values: [orgs, vehicles],
+    }),
+    client.query({
+      name: 'rules.unresolved',
+      text: `SELECT ${ALERT_COLUMNS} FROM alerts
+             WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND status <> 'resolved'`,
+      values: [orgs, vehicles],
+    }),
+  ]);
+  const states = new Map<string, RuleState>(stateRows.rows.map((row) => [keyOf(row.organization_id as string, row.vehicle_id as string), rows.state(row)]));
+  const unresolved = Map.groupBy(alertRows.rows.map(rows.alert), (a: AlertRecord) => keyOf(a.organizationId, a.vehicleId));
+  for (const [i, f] of fresh.entries()) {
+    if (f.records.length === 0 || !rules.judges(f.organizationId)) continue;
+    const key = keyOf(f.organizationId, f.vehicleId);
+    const judged: Judged | undefined = rules.judge(f.organizationId, f.vehicleId, f.records, states.get(key), unresolved.get(key) ?? [], f.at);
+    if (judged === undefined) continue;
+    states.set(key, judged.state);
+    await client.query({
+      name: 'rules.upsert-state',
+      text: `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held) VALUES ($1, $2, $3, $4, $5::json)
+             ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, inside = excluded.inside, held = excluded.held`,
+      values: [f.organizationId, f.vehicleId, judged.state.ts, judged.state.inside, JSON.stringify(judged.state.held)],
+    });
+    const applied = await applyAlerts(client, judged, f.at);
+    // Later batches of the same vehicle in this commit see what this one opened and resolved.
+    const resolved = new Set(judged.changed.filter((c) => c.status === 'resolved' && applied.changed.includes(c.id)).map((c) => c.id));
+    const opened = judged.opened.filter((a) => applied.opened.includes(a.id));
+    unresolved.set(key, [...(unresolved.get(key) ?? []).filter((a) => !resolved.has(a.id)), ...opened]);
+    written[i] = applied.events;
+  }
+  return written;
+}
+
+export function createPostgresRulesStore(db: Database): RulesStore {
+  return {
+    async insertGeofence(g, max) {
+      return db.transaction(async (client) => {
+        await client.query({ name: 'advisory-lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', values: [`fleet:geofences:${g.organizationId}`] });
+        const { rows: count } = await client.query<{ n: number }>('SELECT count(*) AS n FROM geofences WHERE organization_id = $1', [g.organizationId]);
+        if (count[0]!.n >= max) return 'quota';
+        await client.query(`INSERT INTO geofences (${GEOFENCE_COLUMNS}) VALUES ($1, $2, $3, $4::json, $5, $6, $7)`,
+          [g.id, g.organizationId, g.name, JSON.stringify(g.geometry), g.vehicleIds, g.createdAt, g.updatedAt]);
+        return 'created';
+      });
+    },
+    async getGeofence(organizationId, id) {
+      const { rows: found } = await db.query(`SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = $1 AND id = $2`, [organizationId, id]);
+      return found[0] === undefined ? undefined : rows.geofence(found[0]);
+    },
+    async listGeofences(organizationId, { limit, offset }) {
+      const [page, count] = await Promise.all([
+        db.query(`SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [organizationId, limit, offset]),
+        db.query<{ n: number }>('SELECT count(*) AS n FROM geofences WHERE organization_id = $1', [organizationId]),
+      ]);
+      return { geofences: page.rows.map(rows.geofence), total: count.rows[0]!.n };
+    },
+    async allGeofences(organizationId) {
+      return (await db.query(`SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = $1`, [organizationId])).rows.map(rows.geofence);
+    },
+    async replaceGeofence(g) {
+      const { rowCount } = await db.query('UPDATE geofences SET name = $3, geometry = $4::json, vehicle_ids = $5, updated_at = $6 WHERE organization_id = $1 AND id = $2',
+        [g.organizationId, g.id, g.name, JSON.stringify(g.geometry), g.vehicleIds, g.updatedAt]);
+      return (rowCount ?? 0) > 0;
+    },
+    async deleteGeofence(organizationId, id) {
+      return ((await db.query('DELETE FROM geofences WHERE organization_id = $1 AND id = $2', [organizationId, id])).rowCount ?? 0) > 0;
+    },
+    async insertRule(r) {
+      await db.query(`INSERT INTO alert_rules (${RULE_COLUMNS}, kind) VALUES ($1, $2, $3, $4::json, $5, $6, $7, $8, $9)`,
+        [r.id, r.organizationId, r.name, JSON.stringify(r.condition), r.vehicleIds, r.enabled, r.createdAt, r.updatedAt, r.condition.kind]);
+    },
+    async getRule(organizationId, id) {
+      const { rows: found } = await db.query(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE organization_id = $1 AND id = $2`, [organizationId, id]);
+      return found[0] === undefined ? undefined : rows.rule(found[0]);
+    },
+    async listRules(organizationId, { limit, offset }) {
+      const [page, count] = await Promise.all([
+        db.query(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE organization_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [organizationId, limit, offset]),
+        db.query<{ n: number }>('SELECT count(*) AS n FROM alert_rules WHERE organization_id = $1', [organizationId]),
+      ]);
+      return { rules: page.rows.map(rows.rule), total: count.rows[0]!.n };
+    },
+    async allRules(organizationId) {
+      return (await db.query(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE organization_id = $1`, [organizationId])).rows.map(rows.rule);
+    },
+    async replaceRule(r) {
+      const { rowCount } = await db.query(
+        'UPDATE alert_rules SET name = $3, kind = $4, condition = $5::json, vehicle_ids = $6, enabled = $7, updated_at = $8 WHERE organization_id = $1 AND id = $2',
+        [r.organizationId, r.id, r.name, r.condition.kind, JSON.stringify(r.condition), r.vehicleIds, r.enabled, r.updatedAt]);
+      return (rowCount ?? 0) > 0;
+    },
+    async deleteRule(organizationId, id) {
+      return ((await db.query('DELETE FROM alert_rules WHERE organization_id = $1 AND id = $2', [organizationId, id])).rowCount ?? 0) > 0;
+    },
+    async getAlert(organizationId, id) {
+      const { rows: found } = await db.query(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE organization_id = $1 AND id = $2`, [organizationId, id]);
+      return found[0] === undefined ? undefined : rows.alert(found[0]);
+    },
+    async listAlerts(organizationId, filter) {
+      const params: unknown[] = [organizationId, filter.before ?? Number.MAX_SAFE_INTEGER, filter.limit];
+      let where = 'organization_id = $1 AND seq < $2';
+      if (filter.statuses !== undefined && filter.statuses.length > 0) where += ` AND status = ANY($${params.push(filter.statuses)}::text[])`;
+      if (filter.vehicleId !== undefined) where += ` AND vehicle_id = $${params.push(filter.vehicleId)}`;
+      if (filter.ruleId !== undefined) where += ` AND rule_id = $${params.push(filter.ruleId)}`;
+      const { rows: found } = await db.query(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE ${where} ORDER BY seq DESC LIMIT $3`, params);
+      return { alerts: found.map(rows.alert) };
+    },
+    async applyAlerts(changes) {
+      return db.transaction((client) => applyAlerts(client, changes, changes.changed[0]?.at ?? changes.opened[0]?.openedAt ?? Date.now()));
+    },
+    async unresolvedAlerts(organizationId, ruleIds) {
+      if (ruleIds.length === 0) return [];
+      const { rows: found } = await db.query(
+        `SELECT ${ALERT_COLUMNS} FROM alerts WHERE organization_id = $1 AND status <> 'resolved' AND rule_id = ANY($2::text[])`, [organizationId, ruleIds]);
+      return found.map(rows.alert);
+    },
+    async insideOf(organizationId, vehicleId) {
+      const { rows: found } = await db.query('SELECT inside FROM vehicle_rule_state WHERE organization_id = $1 AND vehicle_id = $2', [organizationId, vehicleId]);
+      return found[0] === undefined ? [] : (found[0].inside as string[]);
+    },
+    async vehiclesInside(organizationId, geofenceId) {
+      const { rows: found } = await db.query(
+        'SELECT vehicle_id FROM vehicle_rule_state WHERE organization_id = $1 AND inside @> ARRAY[$2::text] ORDER BY vehicle_id', [organizationId, geofenceId]);
+      return found.map((row) => row.vehicle_id as string);
+    },
+    async organizationsWithOfflineRules() {
+      const { rows: found } = await db.query(`SELECT DISTINCT organization_id FROM alert_rules WHERE kind = 'offline' AND enabled`);
+      return found.map((row) => row.organization_id as string);
+    },
+    async asOfflineChecker(fn) {
+      // One node at a time runs the check: the lock lives as long as this transaction.
+      return db.transaction(async (client) => {
+        const { rows: got } = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock(hashtextextended('fleet:offline-check', 0)) AS ok");
+        if (got[0]?.ok !== true) return false;
+        await fn();
+        return true;
+      });
+    },
+  };
+}

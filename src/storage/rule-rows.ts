@@ -1,0 +1,75 @@
+// Rows of geofences, alert rules, alerts and rule states to records, for both backends (they
+// differ in how JSON and lists arrive: text in SQLite, decoded in PostgreSQL).
+import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, GeofenceRecord, Geometry, RuleState } from '../rules/model.ts';
+import type { Row } from './rows.ts';
+
+export interface RuleDecoders {
+  json<T>(value: unknown): T;
+  list(value: unknown): string[];
+  bool(value: unknown): boolean;
+}
+
+const orNull = <T>(value: unknown): T | null => (value as T | null | undefined) ?? null;
+
+export function ruleRows(d: RuleDecoders) {
+  const ids = (value: unknown) => (value === null || value === undefined ? null : d.list(value));
+  return {
+    geofence: (row: Row): GeofenceRecord => ({
+      id: row.id as string,
+      organizationId: row.organization_id as string,
+      name: row.name as string,
+      geometry: d.json<Geometry>(row.geometry),
+      vehicleIds: ids(row.vehicle_ids),
+      createdAt: row.created_at as number,
+      updatedAt: row.updated_at as number,
+    }),
+    rule: (row: Row): AlertRuleRecord => ({
+      id: row.id as string,
+      organizationId: row.organization_id as string,
+      name: row.name as string,
+      condition: d.json<Condition>(row.condition),
+      vehicleIds: ids(row.vehicle_ids),
+      enabled: d.bool(row.enabled),
+      createdAt: row.created_at as number,
+      updatedAt: row.updated_at as number,
+    }),
+    alert: (row: Row): AlertRecord & { seq: number } => ({
+      seq: row.seq as number,
+      id: row.id as string,
+      organizationId: row.organization_id as string,
+      ruleId: row.rule_id as string,
+      ruleName: row.rule_name as string,
+      vehicleId: row.vehicle_id as string,
+      status: row.status as AlertStatus,
+      openedAt: row.opened_at as number,
+      acknowledgedAt: orNull<number>(row.acknowledged_at),
+      acknowledgedBy: orNull<string>(row.acknowledged_by),
+      resolvedAt: orNull<number>(row.resolved_at),
+      resolvedBy: orNull<string>(row.resolved_by),
+      triggerTimestamp: row.trigger_ts as number,
+      triggerValue: row.trigger_value === null || row.trigger_value === undefined ? null : d.json<unknown>(row.trigger_value),
+    }),
+    state: (row: Row): RuleState => ({
+      ts: row.ts as number,
+      inside: d.list(row.inside),
+      held: d.json<Record<string, number>>(row.held),
+    }),
+  };
+}
+
+export const sqliteRuleRows = ruleRows({
+  json: <T>(value: unknown) => JSON.parse(value as string) as T,
+  list: (value) => JSON.parse(value as string) as string[],
+  bool: (value) => value === 1,
+});
+
+export const postgresRuleRows = ruleRows({
+  json: <T>(value: unknown) => value as T,
+  list: (value) => value as string[],
+  bool: (value) => value as boolean,
+});
+
+export const ALERT_COLUMNS = `seq, id, organization_id, rule_id, rule_name, vehicle_id, status, opened_at, acknowledged_at,
+  acknowledged_by, resolved_at, resolved_by, trigger_ts, trigger_value`;
+export const GEOFENCE_COLUMNS = 'id, organization_id, name, geometry, vehicle_ids, created_at, updated_at';
+export const RULE_COLUMNS = 'id, organization_id, name, condition, vehicle_ids, enabled, created_at, updated_at';
