@@ -18,7 +18,7 @@ import { authPlugin } from './http/auth.ts';
 import { type CheckState, healthRoutes } from './http/health.ts';
 import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
-import { problemsPlugin } from './http/problems.ts';
+import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './http/problems.ts';
 import { rateLimitPlugin } from './http/rate-limit.ts';
 import { lazyChildLogger } from './http/request-logger.ts';
 import { validatorCompiler } from './http/validation.ts';
@@ -86,6 +86,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Each request's child logger is made on its first line at an enabled level (request-logger.ts).
     childLoggerFactory: lazyChildLogger,
     bodyLimit: BODY_LIMIT,
+    // What Fastify refuses before routing, and Node's HTTP parser before Fastify, is a problem too.
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
     requestIdHeader: false,
     // A caller's X-Request-Id is kept when it is a sane token, so traces join up across services.
     genReqId: (req) => {
@@ -99,7 +102,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   // Hooks on every request are written callback-style: an async hook costs a promise per request.
   app.addHook('onRequest', (request, reply, done) => {
-    void reply.header('x-request-id', request.id);
+    // nosniff on every response: a JSON body (a problem echoing part of the URL, say) is never
+    // to be read by a browser as HTML or script.
+    void reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
     done();
   });
   // While shutting down, answer in-flight requests with `Connection: close`: Fastify closes only
