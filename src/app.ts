@@ -21,6 +21,7 @@ import { openapiPlugin } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './http/problems.ts';
 import { rateLimitPlugin } from './http/rate-limit.ts';
 import { lazyChildLogger } from './http/request-logger.ts';
+import { shutdownArrivalsPlugin, timeoutOptions } from './http/timeouts.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { organizationRoutes } from './organizations/routes.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
@@ -86,6 +87,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Each request's child logger is made on its first line at an enabled level (request-logger.ts).
     childLoggerFactory: lazyChildLogger,
     bodyLimit: BODY_LIMIT,
+    // Headers, whole request and idle connection each have a deadline (http/timeouts.ts).
+    ...timeoutOptions(deps.config.http.timeouts),
     // What Fastify refuses before routing, and Node's HTTP parser before Fastify, is a problem too.
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
@@ -181,6 +184,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   };
 
   await app.register(problemsPlugin);
+  await app.register(shutdownArrivalsPlugin, { requestMs: deps.config.http.timeouts.requestMs });
   const sockets = createSocketManager({ hub: streams, clock, log: app.log });
   // Before auth: its hooks must see every request, so that an upgrade refused by auth (a bad ticket,
   // a foreign origin) still has its socket closed after the error response.

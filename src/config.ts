@@ -59,9 +59,20 @@ export type MqttConfig =
       session: 'keep' | 'leave';
     };
 
+/** How long a client may take to send a request, and to stay silent on a connection. */
+export interface HttpTimeoutConfig {
+  /** From the connection (or the previous request) to the end of the request headers. */
+  headersMs: number;
+  /** From the start of a request to the end of its body. */
+  requestMs: number;
+  /** A connection with a request in progress on which nothing moves either way for this long is closed. */
+  idleMs: number;
+}
+
 export interface Config {
   host: string;
   port: number;
+  http: { timeouts: HttpTimeoutConfig };
   /** Where clients reach this service; the issuer of its own OAuth tokens. */
   publicUrl: string;
   database: DatabaseConfig;
@@ -99,6 +110,18 @@ export const VARIABLES = {
   FLEET_ADMIN_KEY: {
     default: '',
     doc: 'First admin key (32 to 512 printable ASCII characters), used on the first start of an empty store instead of a generated one.',
+  },
+  FLEET_HTTP_HEADERS_TIMEOUT_SECONDS: {
+    default: '10',
+    doc: 'A client must send a request\'s headers within this many seconds (1 to 3600), or is answered 408 and disconnected.',
+  },
+  FLEET_HTTP_REQUEST_TIMEOUT_SECONDS: {
+    default: '30',
+    doc: 'A client must send a whole request, headers and body, within this many seconds (1 to 3600; at least the headers timeout), or is answered 408 and disconnected.',
+  },
+  FLEET_HTTP_IDLE_TIMEOUT_SECONDS: {
+    default: '120',
+    doc: 'A request on whose connection nothing moves either way for this many seconds (a client that stops reading its answer) has its connection closed (1 to 86400). Idle keep-alive connections close after 72 s; live-stream WebSockets are not affected.',
   },
   FLEET_PUBLIC_URL: {
     default: '',
@@ -192,6 +215,19 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     return value;
   };
 
+  const knownProblems = errors.length;
+  const headersSeconds = int('FLEET_HTTP_HEADERS_TIMEOUT_SECONDS', 1, 3600);
+  const requestSeconds = int('FLEET_HTTP_REQUEST_TIMEOUT_SECONDS', 1, 3600);
+  // Node refuses a headers timeout longer than the whole request's: the headers are part of it.
+  if (errors.length === knownProblems && requestSeconds < headersSeconds) {
+    errors.push(`FLEET_HTTP_REQUEST_TIMEOUT_SECONDS: ${requestSeconds} is shorter than FLEET_HTTP_HEADERS_TIMEOUT_SECONDS (${headersSeconds}); the headers are part of the request`);
+  }
+  const timeouts: HttpTimeoutConfig = {
+    headersMs: headersSeconds * 1000,
+    requestMs: requestSeconds * 1000,
+    idleMs: int('FLEET_HTTP_IDLE_TIMEOUT_SECONDS', 1, 86_400) * 1000,
+  };
+
   const givenUrl = read('FLEET_PUBLIC_URL');
   const publicUrl = givenUrl === '' ? `http://localhost:${port}` : parseHttpUrl('FLEET_PUBLIC_URL', givenUrl, errors);
   const rateLimit: RateLimitConfig = {
@@ -219,6 +255,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     ok: true,
     config: {
       host, port, publicUrl, logLevel, adminKey, rateLimit, quotas,
+      http: { timeouts },
       database: database.kind === 'postgres' ? { ...database, poolSize } : database,
       oauth: { tokenTtlSeconds, external },
       telemetry: { retentionDays },

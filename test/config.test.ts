@@ -45,6 +45,7 @@ describe('defaults', () => {
       logLevel: 'info',
       adminKey: undefined,
       publicUrl: 'http://localhost:8080',
+      http: { timeouts: { headersMs: 10_000, requestMs: 30_000, idleMs: 120_000 } },
       rateLimit: { requests: 1200, windowSeconds: 60, tokenRequests: 30 },
       quotas: { vehicles: 10000, apiKeys: 100, oauthClients: 20, streams: 100 },
       oauth: { tokenTtlSeconds: 900, external: undefined },
@@ -218,6 +219,30 @@ describe('FLEET_LOG_LEVEL', () => {
       assert.equal(ok({ FLEET_LOG_LEVEL: level }).logLevel, level);
     });
   }
+});
+
+describe('HTTP timeouts', () => {
+  test('each is read in whole seconds', () => {
+    const config = ok({
+      FLEET_HTTP_HEADERS_TIMEOUT_SECONDS: '2', FLEET_HTTP_REQUEST_TIMEOUT_SECONDS: '5', FLEET_HTTP_IDLE_TIMEOUT_SECONDS: '600',
+    });
+    assert.deepEqual(config.http.timeouts, { headersMs: 2_000, requestMs: 5_000, idleMs: 600_000 });
+  });
+
+  test('zero, fractions, text and values past the range are rejected', () => {
+    for (const value of ['0', '1.5', 'ten', '-1', '3601']) {
+      rejectsOnly({ FLEET_HTTP_HEADERS_TIMEOUT_SECONDS: value, FLEET_HTTP_REQUEST_TIMEOUT_SECONDS: '3600' }, 'FLEET_HTTP_HEADERS_TIMEOUT_SECONDS');
+      rejectsOnly({ FLEET_HTTP_REQUEST_TIMEOUT_SECONDS: value, FLEET_HTTP_HEADERS_TIMEOUT_SECONDS: '1' }, 'FLEET_HTTP_REQUEST_TIMEOUT_SECONDS');
+    }
+    rejectsOnly({ FLEET_HTTP_IDLE_TIMEOUT_SECONDS: '0' }, 'FLEET_HTTP_IDLE_TIMEOUT_SECONDS');
+    rejectsOnly({ FLEET_HTTP_IDLE_TIMEOUT_SECONDS: '86401' }, 'FLEET_HTTP_IDLE_TIMEOUT_SECONDS');
+  });
+
+  test('a request timeout shorter than the headers timeout is rejected', () => {
+    const message = rejectsOnly({ FLEET_HTTP_HEADERS_TIMEOUT_SECONDS: '20', FLEET_HTTP_REQUEST_TIMEOUT_SECONDS: '10' }, 'FLEET_HTTP_REQUEST_TIMEOUT_SECONDS');
+    assert.match(message, /FLEET_HTTP_HEADERS_TIMEOUT_SECONDS/);
+    assert.equal(ok({ FLEET_HTTP_HEADERS_TIMEOUT_SECONDS: '10', FLEET_HTTP_REQUEST_TIMEOUT_SECONDS: '10' }).http.timeouts.requestMs, 10_000);
+  });
 });
 
 describe('FLEET_ADMIN_KEY', () => {

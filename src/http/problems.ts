@@ -162,19 +162,31 @@ function requestLineOverflowed(error: { rawPacket?: Buffer; bytesParsed?: number
  * arrive within their timeout, before there is any request object. Answered as a problem written
  * on the socket, which is then closed: a parser that lost track cannot read another request there.
  */
-export function clientErrorHandler(this: { log: FastifyBaseLogger }, error: Error & { code?: string; rawPacket?: Buffer; bytesParsed?: number }, socket: Socket): void {
+export function clientErrorHandler(this: { log: FastifyBaseLogger }, error: Error, socket: Socket): void {
+  // Node's parser errors carry the chunk it failed in and how far it got (typed loosely by Fastify).
+  const parserError = error as Error & { code?: string; rawPacket?: Buffer; bytesParsed?: number };
   // A reset connection has nobody left to answer.
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const code: ErrorCode = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+  if (parserError.code === 'ECONNRESET' || socket.destroyed) return;
+  const code: ErrorCode = parserError.code === 'ERR_HTTP_REQUEST_TIMEOUT'
     ? 'request-timeout'
-    : error.code === 'HPE_HEADER_OVERFLOW'
-      ? requestLineOverflowed(error) ? 'uri-too-long' : 'headers-too-large'
+    : parserError.code === 'HPE_HEADER_OVERFLOW'
+      ? requestLineOverflowed(parserError) ? 'uri-too-long' : 'headers-too-large'
       : 'bad-request';
+  answerOnSocket(socket, code, this.log, error);
+}
+
+/** The response in progress on an HTTP connection, if any (Node's own bookkeeping, which its default handler reads too). */
+export function responseOn(socket: Socket): ServerResponse | undefined {
+  return (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
+}
+
+/** Writes a problem straight on a connection that has no request object to answer with, and closes it. */
+export function answerOnSocket(socket: Socket, code: ErrorCode, log: FastifyBaseLogger, error?: Error): void {
   const requestId = randomUUID();
-  this.log.debug({ err: error, reqId: requestId, code }, 'client error');
+  log.debug({ err: error, reqId: requestId, code }, 'client error');
   // As Node itself does: answer only if no response to this request has begun on the socket.
-  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
-  if (socket.writable && (inFlight === undefined || inFlight === null || !inFlight.headersSent)) {
+  const inFlight = responseOn(socket);
+  if (socket.writable && (inFlight === undefined || !inFlight.headersSent)) {
     const body = JSON.stringify(problemBody(code, DETAILS[code], { requestId }));
     const { status } = ERRORS[code];
     const head = [
