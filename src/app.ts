@@ -20,6 +20,7 @@ import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './http/problems.ts';
 import { rateLimitPlugin } from './http/rate-limit.ts';
+import { secretResponsesPlugin } from './http/secrets.ts';
 import { lazyChildLogger } from './http/request-logger.ts';
 import { shutdownArrivalsPlugin, timeoutOptions } from './http/timeouts.ts';
 import { validatorCompiler } from './http/validation.ts';
@@ -50,6 +51,8 @@ export interface RouteEntry {
   url: string;
   public: boolean;
   scope: string | undefined;
+  /** Its responses carry a secret (config.secret): never cached. */
+  secret: boolean;
 }
 
 declare module 'fastify' {
@@ -204,6 +207,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // auth first: its onRoute check must see every route registered after it.
   await app.register(authPlugin, { auth });
+  // Before every route: routes flagged `secret` get their no-store hook as they are added.
+  await app.register(secretResponsesPlugin);
   // Right after auth: its onRequest hook needs the principal, and must refuse before any other work.
   await app.register(rateLimitPlugin, { config: deps.config.rateLimit, clock, store: deps.rateLimitStore });
   // After auth, whose onRoute hook settles each route's public/scope config first.
@@ -211,7 +216,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) {
-      routeTable.push({ method, url: route.url, public: route.config?.public === true, scope: route.config?.scope });
+      routeTable.push({
+        method, url: route.url, public: route.config?.public === true, scope: route.config?.scope, secret: route.config?.secret === true,
+      });
     }
   });
   await app.register(openapiPlugin, { version: pkg.version });
