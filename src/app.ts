@@ -21,7 +21,7 @@ import { openapiPlugin } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './http/problems.ts';
 import { rateLimitPlugin } from './http/rate-limit.ts';
 import { secretResponsesPlugin } from './http/secrets.ts';
-import { lazyChildLogger } from './http/request-logger.ts';
+import { lazyChildLogger, serializeRequest } from './http/request-logger.ts';
 import { shutdownArrivalsPlugin, timeoutOptions } from './http/timeouts.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { organizationRoutes } from './organizations/routes.ts';
@@ -84,6 +84,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           logger: {
             level: deps.config.logLevel,
             redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+            // Stream tickets and access tokens in query strings never reach the logs.
+            serializers: { req: serializeRequest },
           },
         }
       : { loggerInstance: deps.logger }),
