@@ -51,7 +51,7 @@ test('an existing database file left readable by others is made 0600 when opened
   t.after(() => rmSync(root, { recursive: true, force: true }));
   const file = path.join(root, 'fleet.db');
   await withUmask(async () => {
-    createSqliteStores(file).close();
+    await createSqliteStores(file).close();
     chmodSync(file, 0o644);
     writeFileSync(`${file}-wal`, '');
     chmodSync(`${file}-wal`, 0o644);
