@@ -24,9 +24,11 @@ import { authPlugin } from './http/auth.ts';
 import { type CheckState, healthRoutes } from './http/health.ts';
 import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
-import { problemsPlugin } from './http/problems.ts';
+import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './http/problems.ts';
 import { rateLimitPlugin } from './http/rate-limit.ts';
-import { lazyChildLogger } from './http/request-logger.ts';
+import { secretResponsesPlugin } from './http/secrets.ts';
+import { lazyChildLogger, serializeRequest } from './http/request-logger.ts';
+import { shutdownArrivalsPlugin, timeoutOptions } from './http/timeouts.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { organizationRoutes } from './organizations/routes.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
@@ -64,6 +66,8 @@ export interface RouteEntry {
   url: string;
   public: boolean;
   scope: string | undefined;
+  /** Its responses carry a secret (config.secret): never cached. */
+  secret: boolean;
 }
 
 declare module 'fastify' {
@@ -99,12 +103,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           logger: {
             level: deps.config.logLevel,
             redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+            // Stream tickets and access tokens in query strings never reach the logs.
+            serializers: { req: serializeRequest },
           },
         }
       : { loggerInstance: deps.logger }),
     // Each request's child logger is made on its first line at an enabled level (request-logger.ts).
     childLoggerFactory: lazyChildLogger,
     bodyLimit: BODY_LIMIT,
+    // Headers, whole request and idle connection each have a deadline (http/timeouts.ts).
+    ...timeoutOptions(deps.config.http.timeouts),
+    // What Fastify refuses before routing, and Node's HTTP parser before Fastify, is a problem too.
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
     requestIdHeader: false,
     // A caller's X-Request-Id is kept when it is a sane token, so traces join up across services.
     genReqId: (req) => {
@@ -118,7 +129,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   // Hooks on every request are written callback-style: an async hook costs a promise per request.
   app.addHook('onRequest', (request, reply, done) => {
-    void reply.header('x-request-id', request.id);
+    // nosniff on every response: a JSON body (a problem echoing part of the URL, say) is never
+    // to be read by a browser as HTML or script.
+    void reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
     done();
   });
   // While shutting down, answer in-flight requests with `Connection: close`: Fastify closes only
@@ -242,6 +255,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }
 
   await app.register(problemsPlugin);
+  await app.register(shutdownArrivalsPlugin, { requestMs: deps.config.http.timeouts.requestMs });
   const sockets = createSocketManager({ hub: streams, clock, log: app.log });
   // Before auth: its hooks must see every request, so that an upgrade refused by auth (a bad ticket,
   // a foreign origin) still has its socket closed after the error response.
@@ -261,6 +275,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // auth first: its onRoute check must see every route registered after it.
   await app.register(authPlugin, { auth });
+  // Before every route: routes flagged `secret` get their no-store hook as they are added.
+  await app.register(secretResponsesPlugin);
   // Right after auth: its onRequest hook needs the principal, and must refuse before any other work.
   await app.register(rateLimitPlugin, { config: deps.config.rateLimit, clock, store: deps.rateLimitStore });
   // After auth, whose onRoute hook settles each route's public/scope config first.
@@ -268,7 +284,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorate('routeTable', routeTable);
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) {
-      routeTable.push({ method, url: route.url, public: route.config?.public === true, scope: route.config?.scope });
+      routeTable.push({
+        method, url: route.url, public: route.config?.public === true, scope: route.config?.scope, secret: route.config?.secret === true,
+      });
     }
   });
   await app.register(openapiPlugin, { version: pkg.version });

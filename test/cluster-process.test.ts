@@ -5,13 +5,14 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { freePort, waitUntil } from './helpers/mqtt.ts';
+import { generateApiKey } from '../src/auth/keys.ts';
 import { TEST_DATABASE_URL, adminQuery, skipUnlessPostgres } from './helpers/postgres.ts';
 import { type RunningFleet, request, startFleet } from './helpers/process.ts';
 import { redisProxy, skipUnlessRedis, testPrefix } from './helpers/redis.ts';
 import { type StreamClient, attach, closeAll } from './helpers/streams.ts';
 
 const skip = (await skipUnlessPostgres()) || (await skipUnlessRedis());
-const ADMIN_KEY = `cluster-admin-${randomBytes(16).toString('hex')}`;
+const ADMIN_KEY = generateApiKey();
 const RATE_LIMIT = 40;
 const TIMEOUT = 60_000;
 

@@ -3,11 +3,11 @@
 // the same data must hold every record that was acknowledged, and a latest state equal to the
 // newest stored record of each vehicle. Processes are killed in t.after; every wait is bounded.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { generateApiKey } from '../src/auth/keys.ts';
 import { request, type RunningFleet, startFleet, tempDir, withTimeout } from './helpers/process.ts';
 
 const VEHICLES = Array.from({ length: 8 }, (_, i) => `crash-${i + 1}`);
@@ -21,7 +21,7 @@ const CLIENTS = [
 type Data = Record<string, unknown>;
 
 test('every acknowledged record survives SIGKILL; the latest state is the newest record', { timeout: 90_000 }, async (t) => {
-  const key = `op_${randomBytes(24).toString('hex')}`;
+  const key = generateApiKey();
   const cwd = tempDir(t, 'fleet-crash-');
   const env = { FLEET_ADMIN_KEY: key, FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_MQTT_PORT: '0' };
   const first = await startFleet(t, { cwd, env });

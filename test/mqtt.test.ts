@@ -132,6 +132,42 @@ describe('login', () => {
   });
 });
 
+describe('client ids belong to an organization', () => {
+  /** Resolves true if `client` closes within `ms`. */
+  const closesWithin = (client: MqttClient, ms: number) =>
+    new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      client.once('close', () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+
+  test('another organization connecting with the same client id does not take the session over', async () => {
+    await ctx.registerVehicle('mq-id-a');
+    const other = await ctx.otherOrganization('MQTT neighbours');
+    await ctx.registerVehicle('mq-id-b', {}, other.key);
+    const otherKey = await ctx.keyWith(['telemetry:write'], other.organizationId);
+    const clientId = `shared-${Math.random().toString(36).slice(2)}`;
+
+    const ours = await connectDevice(url, { username: 'van', password: deviceKey, clientId }, clients);
+    const closed = closesWithin(ours, 1_500);
+    const theirs = await connectDevice(url, { username: 'van', password: otherKey, clientId }, clients);
+    assert.equal(await closed, false, 'our device keeps its connection');
+    assert.equal(await publishOutcome(ours, 'fleet/mq-id-a/telemetry', record({ speed: 1 }), 1), 'acked');
+    assert.equal(await publishOutcome(theirs, 'fleet/mq-id-b/telemetry', record({ speed: 2 }), 1), 'acked');
+    assert.equal((await storedTimestamps(ctx, 'mq-id-a')).length, 1);
+  });
+
+  test('within one organization, a second connection with the id takes over, as MQTT says', async () => {
+    const clientId = `mine-${Math.random().toString(36).slice(2)}`;
+    const first = await connectDevice(url, { username: 'van', password: deviceKey, clientId }, clients);
+    const closed = closesWithin(first, 3_000);
+    await connectDevice(url, { username: 'van', password: await ctx.keyWith(['telemetry:write']), clientId }, clients);
+    assert.equal(await closed, true, 'the older connection of the same organization is closed');
+  });
+});
+
 describe('what is not stored', () => {
   test('another organization\'s vehicle: not acknowledged, the connection closed, nothing stored', async () => {
     await ctx.registerVehicle('mq-own');

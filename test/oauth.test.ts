@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import * as oauth from 'oauth4webapi';
 import { buildApp } from '../src/app.ts';
+import { generateApiKey } from '../src/auth/keys.ts';
 import { createTestApp, manualClock, type TestApp } from './helpers/app.ts';
 import {
   FORM,
@@ -594,7 +595,7 @@ describe('signing-key rotation', () => {
 
 describe('secrets never reach the logs (a real process at log level trace)', () => {
   test('the client secret and the access token appear nowhere in stdout or stderr', async (t) => {
-    const adminKey = `admin-${'k'.repeat(40)}`;
+    const adminKey = generateApiKey();
     const fleet = await startFleet(t, { env: { FLEET_LOG_LEVEL: 'trace', FLEET_ADMIN_KEY: adminKey, FLEET_DATABASE_URL: 'sqlite:./fleet.db' } });
     const created = await fetchFleet(fleet, 'POST', '/v2/oauth-clients', { key: adminKey, body: { name: 'logged?', scopes: ['fleet:read'] } });
     assert.equal(created.status, 201);

@@ -2,7 +2,6 @@
 // Each test spawns its own processes (killed in t.after), in its own temp directories, and
 // bounds every wait.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -30,7 +29,7 @@ interface History {
 }
 
 /** An operator-chosen admin key: 3 + 48 printable characters, not in Fleet's own format. */
-const operatorKey = () => `op_${randomBytes(24).toString('hex')}`;
+const operatorKey = () => generateApiKey();
 
 /** Resolves when a TCP connection to the port is refused; rejects if one is accepted. */
 function connectOutcome(port: number): Promise<'refused' | 'accepted'> {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Fastify from 'fastify';
-import { lazyChildLogger } from '../src/http/request-logger.ts';
+import { lazyChildLogger, redactUrl } from '../src/http/request-logger.ts';
+import { createTestApp } from './helpers/app.ts';
 import { captureLogs } from './helpers/logs.ts';
 
 /** The parent logger, counting the children made from it. */
@@ -75,5 +76,42 @@ describe('request logger', () => {
     await app.close();
     const lines = logs.lines().filter((l) => l.reqId === 'req-7').map((l) => l.msg);
     assert.deepEqual(lines, ['incoming request', 'inside the handler', 'request completed']);
+  });
+});
+
+describe('credentials in URLs never reach the logs', () => {
+  const TICKET = 'tkt_SecretTicketValue0123456789';
+  const TOKEN = 'eyJhbGciOiJFUzI1NiJ9.c2VjcmV0.c2lnbmF0dXJl';
+
+  it('stream tickets and access_token query parameters are redacted in the request line of the whole app', async () => {
+    const logs = captureLogs('trace');
+    const ctx = await createTestApp({ logger: logs.logger });
+    try {
+      await ctx.request('GET', `/v2/streams/str_unknown?ticket=${TICKET}&lastSeq=3`, { key: null });
+      await ctx.request('GET', `/healthz?access_token=${TOKEN}`, { key: null });
+      // The same names, encoded or in another case, are the same parameters to a reader.
+      await ctx.request('GET', `/v2/streams/str_unknown?%74icket=${TICKET}x`, { key: null });
+      await ctx.request('GET', `/v2/fleet/vehicles?Access_Token=${TOKEN}y`, { key: null });
+    } finally {
+      await ctx.close();
+    }
+    const text = logs.text();
+    assert.ok(!text.includes('SecretTicketValue'), 'no ticket in the logs');
+    assert.ok(!text.includes(TOKEN), 'no access token in the logs');
+    const urls = logs.lines().filter((l) => l.msg === 'incoming request').map((l) => (l.req as { url: string }).url);
+    assert.deepEqual(urls, [
+      '/v2/streams/str_unknown?ticket=[redacted]&lastSeq=3',
+      '/healthz?access_token=[redacted]',
+      '/v2/streams/str_unknown?%74icket=[redacted]',
+      '/v2/fleet/vehicles?Access_Token=[redacted]',
+    ]);
+  });
+
+  it('redactUrl leaves other parameters, and URLs without a query, as they are', () => {
+    assert.equal(redactUrl('/v2/fleet/vehicles'), '/v2/fleet/vehicles');
+    assert.equal(redactUrl('/v2/fleet/vehicles?limit=5&status=active'), '/v2/fleet/vehicles?limit=5&status=active');
+    assert.equal(redactUrl('/x?ticket'), '/x?ticket=[redacted]');
+    assert.equal(redactUrl('/x?tickets=1&ticket=2&ticket=3'), '/x?tickets=1&ticket=[redacted]&ticket=[redacted]');
+    assert.equal(redactUrl('/x?%E0=1&ticket=2'), '/x?%E0=1&ticket=[redacted]');
   });
 });

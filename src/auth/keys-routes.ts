@@ -23,7 +23,7 @@ export async function apiKeyRoutes(app: FastifyInstance, opts: { auth: AuthServi
   const tags = ['credentials'];
 
   app.post('/v2/api-keys', {
-    config: { scope: 'admin' },
+    config: { scope: 'admin', secret: true },
     schema: {
       operationId: 'createApiKey', tags, summary: 'Create an API key',
       description: 'The secret is in this response only. Scopes must be a subset of the caller\'s (403 otherwise).',

@@ -3,7 +3,7 @@
 // JSON), which is a measurable part of a cheap request's cost when the level (say `warn`) logs
 // nothing for most requests. This stand-in holds the bindings and asks the parent for the child
 // on the first line at an enabled level, so what is logged, and how, does not change.
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 
 type Bindings = Parameters<FastifyBaseLogger['child']>[0];
 type ChildOptions = Parameters<FastifyBaseLogger['child']>[1];
@@ -72,7 +72,47 @@ class RequestLogger implements FastifyBaseLogger {
   }
 }
 
-/** Fastify's `childLoggerFactory`. */
+/** Fastify's `childLoggerFactory`: the lazy child, whose request lines never show a credential from the URL. */
 export function lazyChildLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildOptions): FastifyBaseLogger {
-  return new RequestLogger(logger, bindings, options);
+  return new RequestLogger(logger, bindings, { ...options, serializers: { ...options?.serializers, req: serializeRequest } });
+}
+
+/**
+ * Query parameters that carry a credential: a live stream's single-use ticket, and the bearer
+ * token of RFC 6750 §2.3 (never accepted by Fleet, but a client may send one all the same).
+ */
+const CREDENTIAL_PARAMETERS = new Set(['ticket', 'access_token']);
+
+/** `url` with the value of every credential parameter replaced by `[redacted]`. */
+export function redactUrl(url: string): string {
+  const query = url.indexOf('?');
+  if (query === -1) return url;
+  const parameters = url.slice(query + 1).split('&').map((parameter) => {
+    const equals = parameter.indexOf('=');
+    const raw = equals === -1 ? parameter : parameter.slice(0, equals);
+    let name = raw;
+    try {
+      // As the query parser reads it: `%74icket` is `ticket`.
+      name = decodeURIComponent(raw.replaceAll('+', ' '));
+    } catch {
+      // Not valid percent-encoding: compared as sent.
+    }
+    return CREDENTIAL_PARAMETERS.has(name.toLowerCase()) ? `${raw}=[redacted]` : parameter;
+  });
+  return `${url.slice(0, query + 1)}${parameters.join('&')}`;
+}
+
+/**
+ * The `req` of Fastify's request log lines: its own fields, with credentials redacted from the
+ * URL. Given to the root logger and to every request's child (a logger passed in by a test or an
+ * embedder keeps its own serializers otherwise).
+ */
+export function serializeRequest(request: FastifyRequest) {
+  return {
+    method: request.method,
+    url: redactUrl(request.url),
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
 }

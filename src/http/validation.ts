@@ -1,37 +1,89 @@
-// Request validation. Two Ajv instances: bodies are checked exactly as sent (a string where a
-// number belongs is an error, unknown properties are errors, never silently stripped), while the
-// query string and path, which are text by nature, are coerced to the schema's types.
-import { Ajv, type ErrorObject } from 'ajv';
+// Request validation. Bodies are checked exactly as sent (a string where a number belongs is an
+// error, unknown properties are errors, never silently stripped). The query string and path are
+// text by nature: a property their schema declares an integer, a number or a boolean is converted
+// here first, from plain decimal text (or `true`/`false`) only, and then checked by the same rules.
+//
+// Ajv's own coercion is not used for them: it converts whatever `Number()` reads, so `Infinity`,
+// `1e309`, `0x10`, `1e3` and ` 5` became numbers, and an infinite one passed `maximum` (it is
+// coerced after the type check) to reach the store as a value SQLite refuses: a 500.
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../errors.ts';
 import { isDateTime } from './date-time.ts';
 import { MULTILINE_PATTERN, NAME_PATTERN } from './schema.ts';
 
-function makeAjv(coerceTypes: boolean): Ajv {
-  const ajv = new Ajv({
-    coerceTypes,
-    removeAdditional: false,
-    useDefaults: true,
-    allErrors: true,
-    strict: true,
-    allowUnionTypes: true,
-  });
-  ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
-  return ajv;
-}
-
-const bodyAjv = makeAjv(false);
-const textAjv = makeAjv(true);
+// `strict` includes strictNumbers: NaN and Infinity (JSON's 1e309) are not numbers.
+const ajv = new Ajv({
+  coerceTypes: false,
+  removeAdditional: false,
+  useDefaults: true,
+  allErrors: true,
+  strict: true,
+  allowUnionTypes: true,
+});
+ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
 
 /** A validator for JSON that arrives by other paths than a route body (MQTT), with the same rules. */
 export function compileDataValidator<T>(schema: object) {
-  return bodyAjv.compile<T>(schema);
+  return ajv.compile<T>(schema);
 }
 
-export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
-  return ajv.compile(schema as object);
-};
+const INTEGER_TEXT = /^-?[0-9]+$/;
+const NUMBER_TEXT = /^-?[0-9]+(\.[0-9]+)?$/;
+
+type Convert = (text: string) => unknown;
+
+/**
+ * How text becomes the type a property's schema declares; undefined for strings (and anything
+ * else, which is then checked as the text it is). Text that does not convert is left as it is, so
+ * the check that follows reports it as "must be integer" with its pointer.
+ */
+function converterFor(schema: unknown): Convert | undefined {
+  const type = (schema as { type?: unknown } | null)?.type;
+  const finite = (text: string) => {
+    const value = Number(text);
+    // Forty digits are still "decimal text", but a value too large for a double is no number.
+    return Number.isFinite(value) ? value : text;
+  };
+  switch (type) {
+    case 'integer':
+      return (text) => (INTEGER_TEXT.test(text) ? finite(text) : text);
+    case 'number':
+      return (text) => (NUMBER_TEXT.test(text) ? finite(text) : text);
+    case 'boolean':
+      return (text) => (text === 'true' ? true : text === 'false' ? false : text);
+    default:
+      return undefined;
+  }
+}
+
+/** The query or path validator: the strict conversions above, then the schema's own check. */
+function textValidator(schema: object): ValidateFunction {
+  const validate = ajv.compile(schema);
+  const properties = (schema as { properties?: Record<string, unknown> }).properties ?? {};
+  const converters = Object.entries(properties).flatMap(([name, property]) => {
+    const convert = converterFor(property);
+    return convert === undefined ? [] : [[name, convert] as const];
+  });
+  if (converters.length === 0) return validate;
+  const converting = ((data: unknown) => {
+    if (typeof data === 'object' && data !== null) {
+      const values = data as Record<string, unknown>;
+      for (const [name, convert] of converters) {
+        const value = values[name];
+        // A repeated parameter arrives as an array and stays one: the type check refuses it.
+        if (typeof value === 'string') values[name] = convert(value);
+      }
+    }
+    return validate(data);
+  }) as ValidateFunction;
+  // Fastify reads the errors of a failed check from the function it was given.
+  Object.defineProperty(converting, 'errors', { get: () => validate.errors });
+  return converting;
+}
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
+  httpPart === 'body' ? ajv.compile(schema as object) : textValidator(schema as object);
 
 const PARTS: Record<string, FieldError['in']> = {
   body: 'body',

@@ -42,7 +42,7 @@ export async function organizationRoutes(app: FastifyInstance, opts: { auth: Aut
   const tags = ['organizations'];
 
   app.post('/v2/organizations', {
-    config: { scope: 'admin', platform: true },
+    config: { scope: 'admin', platform: true, secret: true },
     schema: {
       operationId: 'createOrganization', tags, summary: 'Create an organization with its first admin key',
       description: 'Platform organization only. The admin key\'s secret is in this response only.',

@@ -34,6 +34,11 @@ interface Device {
   turn: Promise<void>;
 }
 
+/** The id the broker keeps a device's session under: its organization's, then the one it chose. */
+export function scopedClientId(organizationId: string, clientId: string): string {
+  return `${organizationId}/${clientId}`;
+}
+
 function refusal(returnCode: number, message: string): AuthenticateError {
   return Object.assign(new Error(message), { returnCode });
 }
@@ -72,6 +77,12 @@ export function createMqttListener(deps: {
       log.info({ clientId: client.id, returnCode: found }, 'MQTT login refused');
       return refusal(found, found === NOT_AUTHORIZED ? 'the key lacks telemetry:write' : 'bad user name or password');
     }
+    // MQTT lets a new connection with a connected client's id take its session over (the old one
+    // is closed). Ids are chosen by devices, so one organization could disconnect another's
+    // devices by reusing their ids: the broker knows each device by its organization's id and
+    // the id it chose, and a takeover happens only within an organization. aedes registers the
+    // client (and takes a session over) after this hook, under `client.id`.
+    client.id = scopedClientId(found.organizationId, client.id);
     devices.set(client, { secret, credentialId: found.credentialId, turn: Promise.resolve() });
     log.debug({ clientId: client.id, credentialId: found.credentialId }, 'MQTT device connected');
     return null;

@@ -10,14 +10,14 @@ type Params = { id: string };
 const base = '/v2/webhooks';
 const tags = ['webhooks'];
 const config = { scope: 'webhooks' } as const;
-// A response that carries a secret is never kept by a cache on the way.
-const NO_STORE = { 'cache-control': 'no-store' };
+// Responses that carry a secret are never kept by a cache on the way (http/secrets.ts).
+const withSecret = { scope: 'webhooks', secret: true } as const;
 
 export async function webhookRoutes(app: FastifyInstance, opts: { service: WebhookService }) {
   const { service } = opts;
 
   app.post(base, {
-    config,
+    config: withSecret,
     schema: {
       operationId: 'createWebhook', tags, summary: 'Create a webhook endpoint',
       description: 'Events of the listed types are POSTed to `url`, signed per the Standard Webhooks specification. ' +
@@ -27,7 +27,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: { service: Webho
     },
   }, async (request, reply) => {
     const webhook = await service.create(request.principal, request.body as CreateWebhookBody);
-    return reply.code(201).headers({ ...NO_STORE, location: `${base}/${webhook.id}` }).send({ ...toWebhookView(webhook), secret: webhook.secret });
+    return reply.code(201).header('location', `${base}/${webhook.id}`).send({ ...toWebhookView(webhook), secret: webhook.secret });
   });
 
   app.get(base, {
@@ -62,13 +62,13 @@ export async function webhookRoutes(app: FastifyInstance, opts: { service: Webho
   });
 
   app.post(`${base}/:id/rotate-secret`, {
-    config,
+    config: withSecret,
     schema: {
       operationId: 'rotateWebhookSecret', tags, summary: 'Rotate the signing secret',
       description: 'For 24 hours every delivery carries a signature with the old secret and one with the new.',
       params: WebhookIdParams, response: responses({ 200: Secret }, { errors: [404] }),
     },
-  }, async (request, reply) => reply.headers(NO_STORE).send({ secret: await service.rotateSecret(request.principal, (request.params as Params).id) }));
+  }, async (request) => ({ secret: await service.rotateSecret(request.principal, (request.params as Params).id) }));
 
   app.post(`${base}/:id/test`, {
     config,

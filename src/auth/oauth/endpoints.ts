@@ -111,18 +111,15 @@ async function protocolEndpoints(app: FastifyInstance, opts: OAuthEndpointOption
     done(null, Object.fromEntries(params));
   });
 
-  // RFC 6749 §5.1: token responses, and errors, must not be cached.
-  app.addHook('onRequest', async (_request, reply) => {
-    void reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-  });
-
   app.setErrorHandler((error: FastifyError, _request, reply) => {
     const oauthError = toOAuthError(error);
     if (oauthError === undefined) throw error;
     return sendOAuthError(reply, oauthError);
   });
 
-  const config = { public: true, rateLimit: 'ip' } as const;
+  // secret: RFC 6749 §5.1, token responses (and their errors) must not be cached; nor what
+  // introspection tells of a token.
+  const config = { public: true, rateLimit: 'ip', secret: true } as const;
 
   app.post('/oauth/token', {
     config,

@@ -29,7 +29,7 @@ async function managementRoutes(app: FastifyInstance, opts: { oauth: OAuthServic
   const { oauth } = opts;
 
   app.post(base, {
-    config: { scope: 'admin' },
+    config: { scope: 'admin', secret: true },
     schema: {
       tags: TAGS, operationId: 'createOAuthClient', summary: 'Create an OAuth client',
       description:

@@ -1,12 +1,34 @@
 // Opening the embedded store: pragmas set explicitly, numbered migrations applied at start.
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 
+/**
+ * The database holds key hashes, the OAuth signing keys (private keys, as JWK) and every
+ * organization's data: readable by the service's user only, whatever the umask lets through.
+ */
+function prepareFiles(file: string): void {
+  // Every directory made on the way is private; one that exists is the operator's to set.
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  // Made here, 0600, before SQLite opens it: SQLite creates the -wal and -shm files with the
+  // database file's permissions.
+  closeSync(openSync(file, 'a', 0o600));
+  // Files of an earlier version, created with the umask's permissions, are narrowed too.
+  for (const name of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) {
+    try {
+      chmodSync(name, 0o600);
+    } catch (error) {
+      // Absent, or owned by another user (then the operator chose its permissions).
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'EPERM') throw error;
+    }
+  }
+}
+
 export function openSqlite(file: string): DatabaseSync {
-  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+  if (file !== ':memory:') prepareFiles(file);
   const db = new DatabaseSync(file, { enableForeignKeyConstraints: true, timeout: 5000 });
   // WAL lets readers run beside the writer. synchronous=FULL makes every acknowledged commit
   // survive power loss, not only a process crash; batching writes (group commit) pays for it.
