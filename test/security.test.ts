@@ -42,6 +42,8 @@ function isPublicByContract(url: string): boolean {
     url === '/oauth/revoke' ||
     url === '/oauth/introspect' ||
     url === '/docs' ||
+    // OsmAnd devices send no credential: their registered identifier is the credential (docs/API.md).
+    url === '/osmand' ||
     url.startsWith('/docs/') ||
     // The browser dashboard's page and scripts (it signs in with a key through the API itself).
     url === '/' ||
@@ -79,6 +81,7 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/telemetry/:vehicleId/stream': () => ({ events: ['location'] }),
   '/v2/telemetry/stream': () => ({ events: ['status'], interval: 0 }),
   '/v2/streams/:streamId/tickets': () => undefined,
+  '/v2/devices': (id) => ({ protocol: 'osmand', identifier: unique('matrix-device'), vehicleId: id }),
 };
 
 function bodyFor(route: RouteEntry, vehicleId = unique('no-vehicle')): unknown {
@@ -106,6 +109,8 @@ const KNOWN_ROUTES: Record<string, number> = {
   'GET /v2/telemetry/:vehicleId/history': 200,
   'POST /v2/telemetry/:vehicleId/stream': 201,
   'POST /v2/telemetry/stream': 201,
+  'GET /v2/devices': 200,
+  'POST /v2/devices': 201,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {
@@ -240,10 +245,12 @@ describe('scope matrix', () => {
         const afterRefusal = await ctx.request('GET', `/v2/fleet/vehicles/${vehicleId}`);
         assert.equal(afterRefusal.statusCode, 200, `${routeName(route)}: a refused request removed the vehicle`);
         assert.equal(afterRefusal.json().status, 'registered', `${routeName(route)}: a refused request changed the status`);
-        if (body !== undefined && typeof body === 'object' && body !== null && 'vehicleId' in body) {
+        if (body !== undefined && typeof body === 'object' && body !== null && 'vehicleId' in body && 'type' in body) {
           const created = await ctx.request('GET', `/v2/fleet/vehicles/${String(body.vehicleId)}`);
           assert.equal(created.statusCode, 404, `${routeName(route)}: a refused request registered a vehicle`);
         }
+        const devices = await ctx.request('GET', '/v2/devices', { query: { vehicleId } });
+        assert.equal(devices.json().total, 0, `${routeName(route)}: a refused request registered a device`);
 
         const allowed = await ctx.request(method, url, { key: await keyFor([scope]), body });
         assert.ok(allowed.statusCode !== 401 && allowed.statusCode !== 403, `${routeName(route)} with only ${scope}: ${describeResponse(allowed)}`);

@@ -7,6 +7,7 @@ import { describe } from 'node:test';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import type { Stores } from '../src/storage/stores.ts';
 import { authStoreContract } from './contract/auth-store.ts';
+import { deviceStoreContract } from './contract/device-store.ts';
 import { addOrganization } from './contract/fixtures.ts';
 import { oauthStoreContract } from './contract/oauth-store.ts';
 import { telemetryStoreContract } from './contract/telemetry-store.ts';
@@ -37,6 +38,7 @@ const contracts = (name: string, makeStores: () => Promise<Stores>, anotherNode:
   vehicleStoreContract(name, makeStores);
   authStoreContract(name, makeStores, { anotherNode });
   telemetryStoreContract(name, makeStores);
+  deviceStoreContract(name, makeStores);
 };
 
 contracts('sqlite', sqlite, async (stores) => createSqliteStores(sqliteFiles.get(stores)!));

@@ -3,6 +3,7 @@
 import type { OAuthStore } from '../auth/oauth/store.ts';
 import type { AuthStore } from '../auth/store.ts';
 import type { Config } from '../config.ts';
+import type { DeviceStore } from '../devices/store.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import { createPostgresStores } from './postgres/index.ts';
@@ -13,6 +14,7 @@ export interface Stores {
   oauth: OAuthStore;
   vehicles: VehicleStore;
   telemetry: TelemetryStore;
+  devices: DeviceStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -1,6 +1,7 @@
 // The PostgreSQL backend (cluster mode): the same store interfaces as SQLite, over one pool.
 import type { Stores } from '../stores.ts';
 import { createPostgresAuthStore } from './auth.ts';
+import { createPostgresDeviceStore } from './devices.ts';
 import { type Database, type PostgresOptions, migrate, openPostgres } from './database.ts';
 import { createPostgresOAuthStore } from './oauth.ts';
 import { createPostgresTelemetryStore } from './telemetry.ts';
@@ -35,6 +36,7 @@ export function postgresStores(db: Database): Stores {
     oauth: createPostgresOAuthStore(db),
     vehicles: createPostgresVehicleStore(db),
     telemetry: createPostgresTelemetryStore(db),
+    devices: createPostgresDeviceStore(db),
     async ping() {
       await db.query({ name: 'ping', text: 'SELECT 1' });
     },

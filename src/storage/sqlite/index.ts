@@ -1,5 +1,6 @@
 import { openSqlite } from './database.ts';
 import { createSqliteAuthStore } from './auth.ts';
+import { createSqliteDeviceStore } from './devices.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
 import { createSqliteVehicleStore } from './vehicles.ts';
@@ -18,6 +19,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
     oauth: createSqliteOAuthStore(db),
     vehicles: createSqliteVehicleStore(db, statuses),
     telemetry: createSqliteTelemetryStore(db, wal, statuses),
+    devices: createSqliteDeviceStore(db),
     async ping() {
       ping.get();
       wal.check();
