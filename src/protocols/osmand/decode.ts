@@ -57,9 +57,10 @@ export function parseTime(value: string | number): string | undefined {
   return Number.isFinite(ms) && ms >= 0 && ms <= 8.64e15 ? new Date(ms).toISOString() : undefined;
 }
 
-function number(problems: Problems, where: Where, path: string, value: unknown): number | undefined {
-  if (typeof value === 'number' && Number.isFinite(value)) return value;
-  if (where === 'query' && typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
+/** A number from JSON (a number only) or from parameters (text, which is all they carry). */
+function number(problems: Problems, where: Where, path: string, value: unknown, text = false): number | undefined {
+  if (typeof value === 'number' && Number.isFinite(value) && !text) return value;
+  if (text && typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value))) return Number(value);
   return problems.add(where, path, 'must be a finite number');
 }
 
@@ -72,11 +73,11 @@ function scalarOf(text: string): string | number | boolean {
   return text.trim() !== '' && Number.isFinite(n) && /^[-+]?[\d.]/.test(text.trim()) ? n : text;
 }
 
-function location(problems: Problems, where: Where, paths: [string, string], lat: unknown, lng: unknown): TelemetryData['location'] {
+function location(problems: Problems, where: Where, paths: [string, string], lat: unknown, lng: unknown, text = false): TelemetryData['location'] {
   if (lat === undefined && lng === undefined) return undefined;
   if (lat === undefined || lng === undefined) return problems.add(where, lat === undefined ? paths[0] : paths[1], 'is required with the other coordinate');
-  const la = number(problems, where, paths[0], lat);
-  const lo = number(problems, where, paths[1], lng);
+  const la = number(problems, where, paths[0], lat, text);
+  const lo = number(problems, where, paths[1], lng, text);
   if (la !== undefined && Math.abs(la) > 90) return problems.add(where, paths[0], 'must be from -90 to 90');
   if (lo !== undefined && Math.abs(lo) > 180) return problems.add(where, paths[1], 'must be from -180 to 180');
   return la === undefined || lo === undefined ? undefined : { lat: la, lng: lo };
@@ -101,7 +102,7 @@ export function decodeParameters(params: Record<string, unknown>, where: Where):
   else if (id !== undefined && deviceid !== undefined && id !== deviceid) problems.add(where, '/deviceid', 'differs from id');
 
   const data: TelemetryData = {};
-  const loc = location(problems, where, ['/lat', '/lon'], one('lat'), one('lon'));
+  const loc = location(problems, where, ['/lat', '/lon'], one('lat'), one('lon'), true);
   if (loc !== undefined) data.location = loc;
   const speed = known(optional(problems, where, 'speed', one('speed')));
   if (speed !== undefined) data.speed = speed * KNOT_KMH;
@@ -124,7 +125,7 @@ export function decodeParameters(params: Record<string, unknown>, where: Where):
 }
 
 function optional(problems: Problems, where: Where, name: string, text: string | undefined): number | undefined {
-  return text === undefined || text === '' ? undefined : number(problems, where, `/${name}`, text);
+  return text === undefined || text === '' ? undefined : number(problems, where, `/${name}`, text, true);
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
