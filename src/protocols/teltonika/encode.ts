@@ -2,8 +2,7 @@
 // Teltonika device writes them. For the simulator, the benchmark and the tests; the service
 // itself only decodes.
 import { crc16Ibm } from './crc.ts';
-import type { CODEC_8} from './decode.ts';
-import { type AvlRecord, CODEC_8E } from './decode.ts';
+import { type AvlRecord, type CODEC_8, CODEC_8E } from './decode.ts';
 
 /** An IO value as written: a number (1, 2, 4 or 8 bytes, as `size` says) or raw bytes (8E's NX). */
 export type IoElement = { id: number; size: 1 | 2 | 4 | 8; value: number | bigint } | { id: number; bytes: Uint8Array };
