@@ -60,8 +60,6 @@ export interface RouteEntry {
 declare module 'fastify' {
   interface FastifyInstance {
     routeTable: readonly RouteEntry[];
-    /** The ports the device listeners listen on (undefined: off, or not started); tests ask for those picked. */
-    protocolPorts(): { osmand: number | undefined; teltonika: number | undefined };
   }
 }
 
@@ -234,7 +232,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       log: app.log.child({ component: 'teltonika' }),
     }),
   };
-  app.decorate('protocolPorts', () => ({ osmand: listeners.osmand?.port(), teltonika: listeners.teltonika?.port() }));
   await app.register(healthRoutes, {
     checks: {
       store: () => deps.stores.ping(),

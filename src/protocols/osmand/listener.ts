@@ -11,8 +11,6 @@ export interface ProtocolListener {
   start(): Promise<void>;
   stop(): Promise<void>;
   readiness(): Promise<CheckState>;
-  /** The port listened on (the one picked, for port 0 in tests), or undefined when not listening. */
-  port(): number | undefined;
 }
 
 /** Why a listener could not start, as /readyz and the log say it. */
@@ -53,9 +51,5 @@ export function createOsmandListener(deps: { host: string; port: number; ingest:
     await server?.close();
   }
 
-  return {
-    start, stop,
-    readiness: async () => state,
-    port: () => (server === undefined ? undefined : (server.server.address() as { port: number }).port),
-  };
+  return { start, stop, readiness: async () => state };
 }

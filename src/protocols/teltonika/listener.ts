@@ -170,11 +170,7 @@ export function createTeltonikaListener(deps: {
     await closed;
   }
 
-  return {
-    start, stop,
-    readiness: async () => state,
-    port: () => (server === undefined ? undefined : (server.address() as net.AddressInfo).port),
-  };
+  return { start, stop, readiness: async () => state };
 }
 
 function recordCount(n: number): Buffer {
