@@ -14,6 +14,8 @@ import { joinCluster } from './cluster/node.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import { dashboardPlugin } from './dashboard/plugin.ts';
+import { deviceRoutes } from './devices/routes.ts';
+import { createDeviceService } from './devices/service.ts';
 import { createDispatcher } from './events/dispatcher.ts';
 import { createFeedService } from './events/feed.ts';
 import { eventMetrics } from './events/metrics.ts';
@@ -31,6 +33,10 @@ import { lazyChildLogger, serializeRequest } from './http/request-logger.ts';
 import { shutdownArrivalsPlugin, timeoutOptions } from './http/timeouts.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { organizationRoutes } from './organizations/routes.ts';
+import { createProtocolIngest } from './protocols/ingest.ts';
+import { createOsmandListener } from './protocols/osmand/listener.ts';
+import { osmandRoutes } from './protocols/osmand/routes.ts';
+import { createTeltonikaListener } from './protocols/teltonika/listener.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
 import type { Stores } from './storage/stores.ts';
 import type { StreamDirectory } from './streams/directory.ts';
@@ -184,7 +190,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     store: deps.stores.vehicles, clock, maxVehicles: deps.config.quotas.vehicles, latest: latestOf, recorded,
   });
   const telemetry = createTelemetryService({
-    store: deps.stores.telemetry, vehicles: deps.stores.vehicles, latest, clock,
+    store: deps.stores.telemetry, vehicles: deps.stores.vehicles, latest, clock, registry: metrics,
     events: {
       telemetry: (organizationId, records, states) => dispatcher.emit('telemetry', { origin: 'local', organizationId, records, states }),
       recorded,
@@ -293,10 +299,28 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(metricsPlugin, { registry: metrics });
   // MQTT ingestion (own listener, existing broker, or off) over the same ingest function as HTTP.
   const mqtt = createMqttIngestion({ config: deps.config.mqtt, telemetry, auth, registry: metrics, log: app.log });
+  // Device protocols, over the same ingest function again; each listener acknowledges only what
+  // this node committed, so in cluster mode a device may send to any node.
+  const devices = createDeviceService({
+    store: deps.stores.devices, clock, onFlushError: (error) => app.log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
+  });
+  const protocolIngest = createProtocolIngest({ devices, telemetry });
+  const { protocols } = deps.config;
+  const listeners = {
+    osmand: protocols.osmandPort === 0 ? undefined : createOsmandListener({
+      host: protocols.host, port: protocols.osmandPort, ingest: protocolIngest, log: app.log.child({ component: 'osmand' }),
+    }),
+    teltonika: protocols.teltonikaPort === 0 ? undefined : createTeltonikaListener({
+      host: protocols.host, port: protocols.teltonikaPort, idleMs: protocols.teltonikaIdleMs, ingest: protocolIngest,
+      log: app.log.child({ component: 'teltonika' }),
+    }),
+  };
   await app.register(healthRoutes, {
     checks: {
       store: () => deps.stores.ping(),
       mqtt: () => mqtt.readiness(),
+      osmand: async () => (await listeners.osmand?.readiness()) ?? 'disabled',
+      teltonika: async () => (await listeners.teltonika?.readiness()) ?? 'disabled',
       cluster: async () => deps.cluster?.state() ?? 'disabled',
     },
   });
@@ -308,6 +332,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(telemetryRoutes, { service: telemetry });
   await app.register(apiKeyRoutes, { auth });
   await app.register(organizationRoutes, { auth });
+  await app.register(deviceRoutes, { service: devices });
+  await app.register(osmandRoutes, { path: '/osmand', ingest: protocolIngest });
   await app.register(oauthRoutes, { oauth, publicUrl: deps.config.publicUrl });
   await app.register(streamRoutes, {
     hub: streams, sockets, publicUrl: deps.config.publicUrl, allowedOrigins: deps.config.streams.allowedOrigins,
@@ -321,11 +347,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const eventRetention = startEventRetention({
     events: deps.stores.events, deliveries: deps.stores.webhooks, clock, days: deps.config.events.retentionDays, log: app.log,
   });
-  app.addHook('onReady', () => mqtt.start());
-  app.addHook('onReady', async () => deliveries.start());
-  app.addHook('onReady', async () => void offline.runOnce());
-  // preClose: MQTT stops taking messages and answers those in hand while the store is still open.
-  app.addHook('preClose', () => mqtt.stop());
+  app.addHook('onReady', async () => {
+    await Promise.all([mqtt.start(), listeners.osmand?.start(), listeners.teltonika?.start()]);
+    deliveries.start();
+    void offline.runOnce();
+  });
+  // preClose: MQTT and the device listeners stop taking messages and answer those in hand while
+  // the store is still open.
+  app.addHook('preClose', async () => {
+    await Promise.all([mqtt.stop(), listeners.osmand?.stop(), listeners.teltonika?.stop()]);
+  });
   app.addHook('onClose', async () => {
     retention.stop();
     eventRetention.stop();
@@ -333,6 +364,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await deliveries.stop();
     await outbound.close();
     await telemetry.drain();
+    await devices.stop();
   });
 
   return app;

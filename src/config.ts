@@ -71,6 +71,17 @@ export interface HttpTimeoutConfig {
   idleMs: number;
 }
 
+/** The device protocols' own listeners (a port of 0 turns one off). */
+export interface ProtocolsConfig {
+  host: string;
+  /** OsmAnd over HTTP on the root path of its own port (it is also served at /osmand of the main port). */
+  osmandPort: number;
+  /** Teltonika Codec 8 / 8E over TCP. */
+  teltonikaPort: number;
+  /** A Teltonika connection that sends nothing for this long is closed, ms. */
+  teltonikaIdleMs: number;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -89,6 +100,7 @@ export interface Config {
   events: { retentionDays: number };
   webhooks: { allowPrivate: boolean };
   mqtt: MqttConfig;
+  protocols: ProtocolsConfig;
   /** Browser origins allowed to open live-stream WebSockets (`*`: any); clients without Origin always may. */
   streams: { allowedOrigins: string[] };
   /** Cluster mode's Redis (the bus between nodes, shared rate limits); undefined: one node. `url` may hold a password. */
@@ -178,6 +190,16 @@ export const VARIABLES = {
     default: 'keep',
     doc: 'Existing broker: at shutdown, `keep` the node\'s session for its return under the same client id, or `leave` the share group (unsubscribe, store what is still sent, end the session) for a node that will not return.',
   },
+  FLEET_OSMAND_PORT: {
+    default: '5055',
+    doc: 'Port of the OsmAnd listener (HTTP, the protocol on the root path; 0 turns it off). `/osmand` on `FLEET_PORT` serves it too.',
+  },
+  FLEET_TELTONIKA_PORT: { default: '5027', doc: 'Port of the Teltonika listener (TCP, Codec 8 and 8 Extended; 0 turns it off).' },
+  FLEET_PROTOCOLS_HOST: { default: '', doc: 'Address of the OsmAnd and Teltonika listeners (default: `FLEET_HOST`).' },
+  FLEET_TELTONIKA_IDLE_SECONDS: {
+    default: '600',
+    doc: 'A Teltonika connection that sends nothing for this many seconds is closed (1 to 86400); trackers reconnect when they next send.',
+  },
 } as const;
 
 type VariableName = keyof typeof VARIABLES;
@@ -265,6 +287,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const retentionDays = int('FLEET_TELEMETRY_RETENTION_DAYS', 1, 36_500);
   const external = parseExternalIssuer(read, errors);
   const mqtt = parseMqtt(read, host, errors);
+  const protocols = parseProtocols(read, host, int, errors);
   const allowedOrigins = parseOrigins(read('FLEET_STREAM_ALLOWED_ORIGINS'), publicUrl, errors);
   const redis = parseRedis(read, database, errors);
   const tileUrl = parseTileUrl(env.FLEET_MAP_TILE_URL ?? VARIABLES.FLEET_MAP_TILE_URL.default, errors);
@@ -281,6 +304,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       events: { retentionDays: eventRetentionDays },
       webhooks: { allowPrivate: allowPrivate === 'true' },
       mqtt,
+      protocols,
       streams: { allowedOrigins },
       redis,
       dashboard: { tileUrl },
@@ -419,6 +443,24 @@ function parseMqtt(read: (name: VariableName) => string, httpHost: string, error
     errors.push(`FLEET_MQTT_SESSION: "${session}" is neither keep nor leave`);
   }
   return { mode: 'broker', url, username, password, shareGroup, organizationId, clientId, session: session === 'leave' ? 'leave' : 'keep' };
+}
+
+function parseProtocols(
+  read: (name: VariableName) => string, httpHost: string, int: (name: VariableName, min: number, max: number) => number, errors: string[],
+): ProtocolsConfig {
+  const port = (name: 'FLEET_OSMAND_PORT' | 'FLEET_TELTONIKA_PORT'): number => {
+    const text = read(name);
+    if (!/^\d{1,5}$/.test(text) || Number(text) > 65535) errors.push(`${name}: "${text}" is not a port number (0 to 65535; 0 turns it off)`);
+    return Number(text);
+  };
+  const given = read('FLEET_PROTOCOLS_HOST');
+  if (given !== '' && !/^[A-Za-z0-9.:[\]-]+$/.test(given)) errors.push(`FLEET_PROTOCOLS_HOST: "${given}" is not a host name or address`);
+  return {
+    host: given || httpHost,
+    osmandPort: port('FLEET_OSMAND_PORT'),
+    teltonikaPort: port('FLEET_TELTONIKA_PORT'),
+    teltonikaIdleMs: int('FLEET_TELTONIKA_IDLE_SECONDS', 1, 86_400) * 1000,
+  };
 }
 
 function parseRedis(

@@ -52,6 +52,7 @@ describe('defaults', () => {
       oauth: { tokenTtlSeconds: 900, external: undefined },
       telemetry: { retentionDays: 30 },
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
+      protocols: { host: '0.0.0.0', osmandPort: 5055, teltonikaPort: 5027, teltonikaIdleMs: 600_000 },
       streams: { allowedOrigins: ['http://localhost:8080'] },
       redis: undefined,
       dashboard: { tileUrl: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png' },
@@ -369,6 +370,28 @@ describe('limits, quotas and OAuth', () => {
       FLEET_OAUTH_ISSUER: 'https://idp.example.com', FLEET_OAUTH_AUDIENCE: 'a', FLEET_OAUTH_JWKS_URL: 'file:///etc/passwd',
     }, 'FLEET_OAUTH_JWKS_URL');
   });
+});
+
+describe('device protocols', () => {
+  test('ports, host (FLEET_HOST unless given) and the Teltonika idle timeout are read; 0 turns a listener off', () => {
+    assert.deepEqual(ok({ FLEET_HOST: '127.0.0.1', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '15027', FLEET_TELTONIKA_IDLE_SECONDS: '1' }).protocols, {
+      host: '127.0.0.1', osmandPort: 0, teltonikaPort: 15027, teltonikaIdleMs: 1000,
+    });
+    assert.equal(ok({ FLEET_HOST: '127.0.0.1', FLEET_PROTOCOLS_HOST: '::1' }).protocols.host, '::1');
+  });
+
+  for (const [name, bad] of [
+    ['FLEET_OSMAND_PORT', '65536'],
+    ['FLEET_OSMAND_PORT', '-1'],
+    ['FLEET_TELTONIKA_PORT', 'tcp'],
+    ['FLEET_TELTONIKA_IDLE_SECONDS', '0'],
+    ['FLEET_TELTONIKA_IDLE_SECONDS', '86401'],
+    ['FLEET_PROTOCOLS_HOST', 'not a host'],
+  ] as const) {
+    test(`${name}="${bad}" is rejected, naming it`, () => {
+      rejectsOnly({ [name]: bad }, name);
+    });
+  }
 });
 
 describe('MQTT', () => {

@@ -23,7 +23,7 @@ type Data = Record<string, unknown>;
 test('every acknowledged record survives SIGKILL; the latest state is the newest record', { timeout: 90_000 }, async (t) => {
   const key = generateApiKey();
   const cwd = tempDir(t, 'fleet-crash-');
-  const env = { FLEET_ADMIN_KEY: key, FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_MQTT_PORT: '0' };
+  const env = { FLEET_ADMIN_KEY: key, FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0' };
   const first = await startFleet(t, { cwd, env });
   for (const vehicleId of VEHICLES) {
     const res = await request(first, 'POST', '/v2/fleet/vehicles', { key, body: { vehicleId, type: 'van' } });

@@ -303,7 +303,7 @@ describe('the port is taken', () => {
     assert.equal(ready.statusCode, 200);
     assert.deepEqual(ready.json(), {
       status: 'degraded',
-      checks: { store: 'up', mqtt: `degraded: port ${port} on 127.0.0.1 is in use; MQTT ingestion is off`, cluster: 'disabled' },
+      checks: { store: 'up', mqtt: `degraded: port ${port} on 127.0.0.1 is in use; MQTT ingestion is off`, osmand: 'disabled', teltonika: 'disabled', cluster: 'disabled' },
     });
     await app.registerVehicle('http-still-works');
     const res = await app.request('POST', '/v2/telemetry/http-still-works', { body: { data: { speed: 1 } } });
@@ -311,7 +311,7 @@ describe('the port is taken', () => {
   });
 
   test('a running listener reports up', async () => {
-    assert.deepEqual((await ctx.request('GET', '/readyz', { key: null })).json(), { status: 'ready', checks: { store: 'up', mqtt: 'up', cluster: 'disabled' } });
+    assert.deepEqual((await ctx.request('GET', '/readyz', { key: null })).json(), { status: 'ready', checks: { store: 'up', mqtt: 'up', osmand: 'disabled', teltonika: 'disabled', cluster: 'disabled' } });
   });
 });
 

@@ -305,7 +305,7 @@ describe('fleet as a process', { concurrency: 3 }, () => {
     assert.deepEqual(await health.json(), { status: 'ok' });
     const ready = await request(fleet, 'GET', '/readyz');
     assert.equal(ready.status, 200);
-    assert.deepEqual(await ready.json(), { status: 'ready', checks: { store: 'up', mqtt: 'disabled', cluster: 'disabled' } });
+    assert.deepEqual(await ready.json(), { status: 'ready', checks: { store: 'up', mqtt: 'disabled', osmand: 'disabled', teltonika: 'disabled', cluster: 'disabled' } });
     await stopCleanly(fleet);
   });
 

@@ -42,6 +42,8 @@ function isPublicByContract(url: string): boolean {
     url === '/oauth/revoke' ||
     url === '/oauth/introspect' ||
     url === '/docs' ||
+    // OsmAnd devices send no credential: their registered identifier is the credential (docs/API.md).
+    url === '/osmand' ||
     url.startsWith('/docs/') ||
     // The browser dashboard's page and scripts (it signs in with a key through the API itself).
     url === '/' ||
@@ -91,6 +93,7 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/alert-rules/:id': () => ({ name: unique('rule'), condition: { kind: 'threshold', field: 'speed', op: '>', value: 100 } }),
   '/v2/alerts/:id/acknowledge': () => ({}),
   '/v2/alerts/:id/resolve': () => ({}),
+  '/v2/devices': (id) => ({ protocol: 'osmand', identifier: unique('matrix-device'), vehicleId: id }),
 };
 
 function bodyFor(route: RouteEntry, vehicleId = unique('no-vehicle')): unknown {
@@ -128,6 +131,8 @@ const KNOWN_ROUTES: Record<string, number> = {
   'POST /v2/alert-rules': 201,
   'GET /v2/alerts': 200,
   'GET /v2/fleet/vehicles/:id/geofences': 200,
+  'GET /v2/devices': 200,
+  'POST /v2/devices': 201,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {
@@ -263,10 +268,12 @@ describe('scope matrix', () => {
         const afterRefusal = await ctx.request('GET', `/v2/fleet/vehicles/${vehicleId}`);
         assert.equal(afterRefusal.statusCode, 200, `${routeName(route)}: a refused request removed the vehicle`);
         assert.equal(afterRefusal.json().status, 'registered', `${routeName(route)}: a refused request changed the status`);
-        if (body !== undefined && typeof body === 'object' && body !== null && 'vehicleId' in body) {
+        if (body !== undefined && typeof body === 'object' && body !== null && 'vehicleId' in body && 'type' in body) {
           const created = await ctx.request('GET', `/v2/fleet/vehicles/${String(body.vehicleId)}`);
           assert.equal(created.statusCode, 404, `${routeName(route)}: a refused request registered a vehicle`);
         }
+        const devices = await ctx.request('GET', '/v2/devices', { query: { vehicleId } });
+        assert.equal(devices.json().total, 0, `${routeName(route)}: a refused request registered a device`);
 
         const allowed = await ctx.request(method, url, { key: await keyFor([scope]), body });
         assert.ok(allowed.statusCode !== 401 && allowed.statusCode !== 403, `${routeName(route)} with only ${scope}: ${describeResponse(allowed)}`);

@@ -175,4 +175,29 @@ describe('npm run simulate', () => {
     assert.deepEqual(await withTimeout(refused.closed, 10_000, 'the simulator to give up'), { code: 1, signal: null });
     assert.match(refused.stderr(), /the MQTT listener at mqtt:\/\/127\.0\.0\.1:\d+ refused the key/);
   });
+
+  test('as devices: OsmAnd and Teltonika, each vehicle given a device once; every acknowledged record is stored', { timeout: TEST_TIMEOUT }, async (t) => {
+    const key = adminKey();
+    const teltonikaPort = await freePort();
+    const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: key, FLEET_TELTONIKA_PORT: String(teltonikaPort), FLEET_PROTOCOLS_HOST: '127.0.0.1' } });
+    await fleet.waitFor(() => fleet.logs().some((l) => l.msg === 'Teltonika listener started'), 'the Teltonika listener');
+
+    for (const [protocol, prefix, extra] of [
+      ['osmand', 'os', []],
+      ['teltonika', 'tk', ['--teltonika-url', `tcp://127.0.0.1:${teltonikaPort}`]],
+    ] as const) {
+      const sim = simulate(t, ['--url', fleet.url, '--protocol', protocol, ...extra, '--vehicles', '3', '--rate', '30', '--prefix', prefix], key);
+      const sent = await runFor(sim, 1_500, 20);
+      assert.equal(sent.errors, 0, protocol);
+      const devices = (await json(request(fleet, 'GET', '/v2/devices?limit=1000', { key }))).devices.filter((d: any) => d.protocol === protocol);
+      assert.deepEqual(devices.map((d: any) => d.vehicleId).sort(), [`${prefix}-0001`, `${prefix}-0002`, `${prefix}-0003`], protocol);
+      let stored = 0;
+      for (const d of devices) stored += (await history(fleet, key, d.vehicleId)).length;
+      assert.equal(stored, sent.accepted, `${protocol}: every acknowledged record is in the history`);
+    }
+    // A re-run reuses the devices it registered.
+    const again = simulate(t, ['--url', fleet.url, '--protocol', 'osmand', '--vehicles', '3', '--rate', '30', '--prefix', 'os'], key);
+    await runFor(again, 500, 5);
+    assert.equal((await json(request(fleet, 'GET', '/v2/devices?limit=1000', { key }))).total, 6);
+  });
 });

@@ -8,6 +8,7 @@ import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import type { Stores } from '../src/storage/stores.ts';
 import { authStoreContract } from './contract/auth-store.ts';
 import { eventStoreContract } from './contract/event-store.ts';
+import { deviceStoreContract } from './contract/device-store.ts';
 import { addOrganization } from './contract/fixtures.ts';
 import { oauthStoreContract } from './contract/oauth-store.ts';
 import { telemetryStoreContract } from './contract/telemetry-store.ts';
@@ -39,6 +40,7 @@ const contracts = (name: string, makeStores: () => Promise<Stores>, anotherNode:
   authStoreContract(name, makeStores, { anotherNode });
   telemetryStoreContract(name, makeStores);
   eventStoreContract(name, makeStores);
+  deviceStoreContract(name, makeStores);
 };
 
 contracts('sqlite', sqlite, async (stores) => createSqliteStores(sqliteFiles.get(stores)!));

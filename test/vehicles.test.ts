@@ -422,7 +422,7 @@ describe('HTTP errors', () => {
 describe('health', () => {
   test('/healthz and /readyz answer without credentials', async () => {
     assert.deepEqual((await ctx.request('GET', '/healthz', { key: null })).json(), { status: 'ok' });
-    assert.deepEqual((await ctx.request('GET', '/readyz', { key: null })).json(), { status: 'ready', checks: { store: 'up', mqtt: 'disabled', cluster: 'disabled' } });
+    assert.deepEqual((await ctx.request('GET', '/readyz', { key: null })).json(), { status: 'ready', checks: { store: 'up', mqtt: 'disabled', osmand: 'disabled', teltonika: 'disabled', cluster: 'disabled' } });
   });
 
   test('/metrics counts requests by route pattern, method and status', async () => {

@@ -1,6 +1,7 @@
 // Fleet simulator: registers N vehicles and drives believable telemetry at R records per second in
-// total against a running service, over HTTP (a batch per tick, POST /v2/telemetry) or MQTT
-// (QoS 1 publishes to fleet/{id}/telemetry). The motion model is src/cli/simulation.ts.
+// total against a running service, over HTTP (a batch per tick, POST /v2/telemetry), MQTT (QoS 1
+// publishes to fleet/{id}/telemetry), or as devices speaking OsmAnd or Teltonika (each vehicle
+// gets a registered device; see simulate-devices.ts). The motion model is src/cli/simulation.ts.
 //
 //   FLEET_KEY=fleet_... npm run simulate -- --vehicles 20 --rate 50
 //
@@ -9,6 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { type DeviceProtocol, osmandTransport, prepareDevices, teltonikaTransport } from './simulate-devices.ts';
 import {
   PROFILES,
   type Resume,
@@ -29,6 +31,10 @@ const USAGE = `Usage: npm run simulate -- [options]
   --key KEY          API key (default $FLEET_KEY; prefer the variable: arguments show in ps)
   --mqtt             publish over MQTT (QoS 1) instead of HTTP batches
   --mqtt-url URL     MQTT listener (default $FLEET_MQTT_URL or mqtt://localhost:1883)
+  --protocol P       send as devices: osmand (a GET per record) or teltonika (TCP per vehicle);
+                     each vehicle gets a device of that protocol, registered if missing
+  --osmand-url URL   where OsmAnd reports go (default <url>/osmand; the OsmAnd port is http://host:5055)
+  --teltonika-url U  the Teltonika listener, tcp://host:port (default $FLEET_TELTONIKA_URL or tcp://<host of url>:5027)
   --prefix P         vehicle id prefix (default sim)
   --tick MS          how often a batch is sent, ms (default 1000)
   --report S         seconds between status lines (default 5)
@@ -62,6 +68,9 @@ interface Options {
   key: string;
   mqtt: boolean;
   mqttUrl: string;
+  protocol: DeviceProtocol | undefined;
+  osmandUrl: string;
+  teltonika: { host: string; port: number };
   prefix: string;
   tickMs: number;
   reportMs: number;
@@ -81,6 +90,9 @@ function parseOptions(argv: string[]): Options {
         key: { type: 'string', default: process.env.FLEET_KEY ?? '' },
         mqtt: { type: 'boolean', default: false },
         'mqtt-url': { type: 'string', default: process.env.FLEET_MQTT_URL || 'mqtt://localhost:1883' },
+        protocol: { type: 'string' },
+        'osmand-url': { type: 'string' },
+        'teltonika-url': { type: 'string', default: process.env.FLEET_TELTONIKA_URL ?? '' },
         prefix: { type: 'string', default: 'sim' },
         tick: { type: 'string', default: '1000' },
         report: { type: 'string', default: '5' },
@@ -113,7 +125,15 @@ function parseOptions(argv: string[]): Options {
   };
   if (parsed.key === '') usageError('no API key: set FLEET_KEY (or pass --key); the service prints its first admin key on first start');
   if (!/^[A-Za-z0-9._:-]{1,40}$/.test(parsed.prefix)) usageError(`--prefix "${parsed.prefix}" must be 1 to 40 of A-Z a-z 0-9 . _ : -`);
+  const protocol = parsed.protocol;
+  if (protocol !== undefined && protocol !== 'osmand' && protocol !== 'teltonika') usageError(`--protocol "${protocol}" is neither osmand nor teltonika`);
+  if (protocol !== undefined && parsed.mqtt) usageError('--protocol and --mqtt exclude each other');
+  const base = url('url', parsed.url, ['http:', 'https:']);
+  const teltonikaUrl = new URL(url('teltonika-url', parsed['teltonika-url'] || `tcp://${new URL(base).hostname}:5027`, ['tcp:']));
   return {
+    protocol,
+    osmandUrl: url('osmand-url', parsed['osmand-url'] ?? `${base}/osmand`, ['http:', 'https:']),
+    teltonika: { host: teltonikaUrl.hostname, port: Number(teltonikaUrl.port || 5027) },
     vehicles: number('vehicles', parsed.vehicles, 1, 100_000, true),
     rate: number('rate', parsed.rate, 0.01, 1_000_000, false),
     url: url('url', parsed.url, ['http:', 'https:']),
@@ -443,6 +463,12 @@ async function mqttTransport(options: Options, counters: Counters): Promise<Tran
 
 // --- Main loop ----------------------------------------------------------------------------------
 
+function destination(options: Options): string {
+  if (options.protocol === 'osmand') return shown(options.osmandUrl);
+  if (options.protocol === 'teltonika') return `tcp://${options.teltonika.host}:${options.teltonika.port}`;
+  return shown(options.mqtt ? options.mqttUrl : options.url);
+}
+
 function clock(): string {
   return new Date().toTimeString().slice(0, 8);
 }
@@ -458,9 +484,23 @@ async function main(): Promise<void> {
   };
   let fatal: Fatal | undefined;
   const stop = new AbortController();
-  const transport = options.mqtt
-    ? await mqttTransport(options, counters)
-    : httpTransport(http, counters, {
+  let identifiers: Map<string, string> | undefined;
+  if (options.protocol !== undefined) {
+    try {
+      identifiers = await prepareDevices(http.setupCall, options.protocol, sims.filter((sim) => !sim.dropped).map((sim) => sim.state.id));
+    } catch (error) {
+      throw new Fatal((error as Error).message);
+    }
+  }
+  const transport = options.protocol === 'osmand'
+    ? osmandTransport(options.osmandUrl, identifiers!, counters)
+    : options.protocol === 'teltonika'
+      ? await teltonikaTransport(options.teltonika.host, options.teltonika.port, identifiers!, counters).catch((error: unknown) => {
+        throw new Fatal((error as Error).message);
+      })
+      : options.mqtt
+        ? await mqttTransport(options, counters)
+        : httpTransport(http, counters, {
         fatal(error) {
           fatal ??= error;
           stop.abort();
@@ -492,7 +532,7 @@ async function main(): Promise<void> {
 
   write(
     `fleet-simulate: ${active.length} vehicles (${created} newly registered), ${options.rate} records/s over ${transport.name} ` +
-      `to ${shown(options.mqtt ? options.mqttUrl : options.url)}. Ctrl-C to stop.`,
+      `to ${destination(options)}. Ctrl-C to stop.`,
   );
 
   let last = { sent: 0, accepted: 0, errors: 0, at: Date.now() };

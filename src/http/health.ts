@@ -23,8 +23,11 @@ const Ready = Type.Object(
   {
     additionalProperties: false,
     examples: [
-      { status: 'ready', checks: { store: 'up', mqtt: 'up', cluster: 'disabled' } },
-      { status: 'degraded', checks: { store: 'up', mqtt: 'degraded: port 1883 is in use; MQTT ingestion is off', cluster: 'up' } },
+      { status: 'ready', checks: { store: 'up', mqtt: 'up', osmand: 'up', teltonika: 'up', cluster: 'disabled' } },
+      {
+        status: 'degraded',
+        checks: { store: 'up', mqtt: 'degraded: port 1883 is in use; MQTT ingestion is off', osmand: 'up', teltonika: 'up', cluster: 'up' },
+      },
     ],
   },
 );

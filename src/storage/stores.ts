@@ -5,6 +5,7 @@ import type { AuthStore } from '../auth/store.ts';
 import type { Config } from '../config.ts';
 import type { EventStore } from '../events/store.ts';
 import type { RulesStore } from '../rules/store.ts';
+import type { DeviceStore } from '../devices/store.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import type { WebhookStore } from '../webhooks/store.ts';
@@ -19,6 +20,7 @@ export interface Stores {
   events: EventStore;
   rules: RulesStore;
   webhooks: WebhookStore;
+  devices: DeviceStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -81,7 +81,7 @@ export function createMqttIngest(deps: {
       return settle({ outcome: 'invalid', vehicleId, detail: 'the payload is not UTF-8 JSON' }, context);
     }
     try {
-      await telemetry.ingestForVehicle(organizationId, vehicleId, body);
+      await telemetry.ingestForVehicle(organizationId, vehicleId, body, 'mqtt');
       return settle({ outcome: 'stored', vehicleId }, context);
     } catch (error) {
       return settle(classify(error, vehicleId), context);

@@ -1,5 +1,6 @@
 // Telemetry rules: ingest (validate, commit, keep the latest state in step), latest, history.
 // Knows nothing of HTTP or MQTT: every path calls the same functions.
+import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../clock.ts';
 import type { EventRecord } from '../events/types.ts';
 import type { CommitRules } from '../rules/store.ts';
@@ -20,6 +21,23 @@ export interface TelemetryEvents {
 
 export type TelemetryService = ReturnType<typeof createTelemetryService>;
 
+/** How records reached the service; every path ingests through this service, so all are counted here. */
+export const TELEMETRY_SOURCES = ['http', 'mqtt', 'osmand', 'teltonika'] as const;
+export type TelemetrySource = (typeof TELEMETRY_SOURCES)[number];
+
+function recordsCounter(registry: Registry): Counter<'source' | 'outcome'> {
+  const name = 'fleet_telemetry_records_total';
+  // One registry may serve several apps (tests, a restart in place): reuse the counter it holds.
+  const existing = registry.getSingleMetric(name) as Counter<'source' | 'outcome'> | undefined;
+  if (existing !== undefined) return existing;
+  const counter = new Counter({
+    name, help: 'Telemetry records committed, by source and outcome (accepted: stored; duplicate: already stored).',
+    labelNames: ['source', 'outcome'], registers: [registry],
+  });
+  for (const source of TELEMETRY_SOURCES) for (const outcome of ['accepted', 'duplicate']) counter.inc({ source, outcome }, 0);
+  return counter;
+}
+
 export function createTelemetryService(deps: {
   store: TelemetryStore;
   vehicles: VehicleStore;
@@ -28,11 +46,14 @@ export function createTelemetryService(deps: {
   events?: TelemetryEvents;
   /** Judges records against geofences and alert rules in the commit (rules/engine.ts). */
   rules?: { prepare(organizationId: string): Promise<unknown> | undefined; commitRules: CommitRules };
+  /** Where fleet_telemetry_records_total is counted. */
+  registry?: Registry;
 }) {
   const { store, latest, clock, events } = deps;
   const writer = createGroupCommitter(store, mergeLatest, deps.rules?.commitRules);
+  const counted = deps.registry === undefined ? undefined : recordsCounter(deps.registry);
 
-  async function commit(organizationId: string, records: StoredRecord[]) {
+  async function commit(organizationId: string, records: StoredRecord[], source: TelemetrySource) {
     // The organization's rules must be in memory before the commit judges inside its transaction.
     const preparing = deps.rules?.prepare(organizationId);
     if (preparing !== undefined) await preparing;
@@ -44,20 +65,27 @@ export function createTelemetryService(deps: {
         : (['vehicle-retired', 'Retired vehicles take no telemetry'] as const);
       throw new AppError(code, `${what}: ${outcome.vehicleIds.map((id) => `"${id}"`).join(', ')}. Nothing was stored.`);
     }
+    if (counted !== undefined) {
+      if (outcome.accepted > 0) counted.inc({ source, outcome: 'accepted' }, outcome.accepted);
+      if (outcome.duplicates > 0) counted.inc({ source, outcome: 'duplicate' }, outcome.duplicates);
+    }
     const states = outcome.latest.map((state) => latest.merge(state));
     if (outcome.events.length > 0) events?.recorded?.(outcome.events);
     events?.telemetry?.(organizationId, records, states);
     return { accepted: outcome.accepted, duplicates: outcome.duplicates };
   }
 
-  /** One record or `{records}` for one vehicle: HTTP's per-vehicle route and MQTT. */
-  function ingestForVehicle(organizationId: string, vehicleId: string, body: unknown) {
-    return commit(organizationId, vehicleRecords(vehicleId, body, clock.now()));
+  /**
+   * One record or `{records}` for one vehicle: HTTP's per-vehicle route, MQTT, and the device
+   * protocols, which build these records from what their devices send.
+   */
+  function ingestForVehicle(organizationId: string, vehicleId: string, body: unknown, source: TelemetrySource = 'http') {
+    return commit(organizationId, vehicleRecords(vehicleId, body, clock.now()), source);
   }
 
   /** `{records}` for many vehicles. */
-  function ingestForFleet(organizationId: string, body: unknown) {
-    return commit(organizationId, fleetRecords(body, clock.now()));
+  function ingestForFleet(organizationId: string, body: unknown, source: TelemetrySource = 'http') {
+    return commit(organizationId, fleetRecords(body, clock.now()), source);
   }
 
   async function requireVehicle(organizationId: string, vehicleId: string) {

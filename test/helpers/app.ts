@@ -21,11 +21,12 @@ export interface RequestOptions {
 }
 
 /**
- * A complete configuration as loadConfig makes it, with the test's own variables on top. No MQTT
- * listener unless the test asks for one: port 1883 may be taken, and test files run in parallel.
+ * A complete configuration as loadConfig makes it, with the test's own variables on top. No MQTT,
+ * OsmAnd or Teltonika listener unless the test asks for one: their ports may be taken, and test
+ * files run in parallel.
  */
 export function testConfig(env: Env = {}, cwd = tmpdir()): Config {
-  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'silent', FLEET_MQTT_PORT: '0', ...env }, cwd);
+  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'silent', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', ...env }, cwd);
   if (!loaded.ok) throw new Error(`bad test configuration: ${loaded.errors.join('; ')}`);
   return loaded.config;
 }

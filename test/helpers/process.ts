@@ -135,7 +135,7 @@ export interface RunningFleet extends FleetProcess {
  * address it listens on, from which the real port is taken.
  */
 export async function startFleet(t: TestContext, options: SpawnOptions = {}): Promise<RunningFleet> {
-  const proc = spawnFleet(t, { ...options, env: { FLEET_HOST: '127.0.0.1', FLEET_PORT: '0', FLEET_MQTT_PORT: '0', ...options.env } });
+  const proc = spawnFleet(t, { ...options, env: { FLEET_HOST: '127.0.0.1', FLEET_PORT: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', ...options.env } });
   let port: number | undefined;
   await proc.waitFor(() => {
     for (const line of proc.logs()) {

@@ -4,6 +4,7 @@ import { createPostgresAuthStore } from './auth.ts';
 import { createPostgresEventStore } from './events.ts';
 import { createPostgresRulesStore } from './rules.ts';
 import { createPostgresWebhookStore } from './webhooks.ts';
+import { createPostgresDeviceStore } from './devices.ts';
 import { type Database, type PostgresOptions, migrate, openPostgres } from './database.ts';
 import { createPostgresOAuthStore } from './oauth.ts';
 import { createPostgresTelemetryStore } from './telemetry.ts';
@@ -41,6 +42,7 @@ export function postgresStores(db: Database): Stores {
     events: createPostgresEventStore(db),
     rules: createPostgresRulesStore(db),
     webhooks: createPostgresWebhookStore(db),
+    devices: createPostgresDeviceStore(db),
     async ping() {
       await db.query({ name: 'ping', text: 'SELECT 1' });
     },

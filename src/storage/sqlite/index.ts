@@ -3,6 +3,7 @@ import { createSqliteAuthStore } from './auth.ts';
 import { createSqliteEventAppender, createSqliteEventStore } from './events.ts';
 import { createSqliteRuleWrites, createSqliteRulesStore } from './rules.ts';
 import { createSqliteWebhookStore } from './webhooks.ts';
+import { createSqliteDeviceStore } from './devices.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
 import { createSqliteVehicleStore } from './vehicles.ts';
@@ -26,6 +27,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
     events: createSqliteEventStore(db),
     rules: createSqliteRulesStore(db, ruleWrites),
     webhooks: createSqliteWebhookStore(db, wal),
+    devices: createSqliteDeviceStore(db),
     async ping() {
       ping.get();
       wal.check();

@@ -1,0 +1,38 @@
+import type { Protocol } from './schema.ts';
+
+export interface DeviceRecord {
+  id: string;
+  organizationId: string;
+  protocol: Protocol;
+  identifier: string;
+  vehicleId: string;
+  /** ms since the epoch */
+  createdAt: number;
+  lastSeenAt: number | null;
+}
+
+export interface DeviceFilter {
+  vehicleId?: string;
+  limit: number;
+  offset: number;
+}
+
+/**
+ * Persistence of devices. Every call but `find` names the organization. `find` is the one lookup
+ * across organizations: a device presents only its identifier, which is therefore unique per
+ * protocol across the whole service.
+ */
+export interface DeviceStore {
+  /**
+   * Stores the device unless its identifier is taken for its protocol (by anyone: `exists`) or
+   * its vehicle does not exist in its organization (`no-vehicle`).
+   */
+  insert(device: DeviceRecord): Promise<'created' | 'exists' | 'no-vehicle'>;
+  get(organizationId: string, id: string): Promise<DeviceRecord | undefined>;
+  /** Oldest first (then by id), so pages are stable. */
+  list(organizationId: string, filter: DeviceFilter): Promise<{ devices: DeviceRecord[]; total: number }>;
+  delete(organizationId: string, id: string): Promise<boolean>;
+  find(protocol: Protocol, identifier: string): Promise<DeviceRecord | undefined>;
+  /** Records when devices were last heard from, in one write; a stored time never moves back. */
+  touch(seen: ReadonlyArray<{ id: string; at: number }>): Promise<void>;
+}

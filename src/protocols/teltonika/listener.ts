@@ -1,0 +1,180 @@
+// The Teltonika TCP listener: a tracker logs in with its IMEI, then sends AVL packets, each
+// answered with its record count once its records are durably committed.
+//
+// What a tracker sees:
+// - IMEI of no registered device (or not an IMEI): 0x00, and the connection is closed.
+// - stored (duplicates included): the 4-byte record count.
+// - bad CRC: no answer; the connection stays open and the tracker sends the packet again.
+// - records that can never be stored (refused by validation, e.g. a time far in the future): the
+//   count all the same, and the packet is dropped and logged: resending could not help, and the
+//   tracker would otherwise resend it forever, its newer records stuck behind it.
+// - vehicle retired or gone, device deleted, store failing: no answer, the connection is closed;
+//   the tracker keeps its records and sends them again after reconnecting.
+// - bytes that cannot be a packet (bad preamble, length over 64 KiB, unknown codec, records that
+//   do not parse), or nothing at all for the idle timeout: the connection is closed.
+import net from 'node:net';
+import type { FastifyBaseLogger } from 'fastify';
+import type { DeviceRecord } from '../../devices/store.ts';
+import { IDENTIFIER_RULES } from '../../devices/schema.ts';
+import { isAppError } from '../../errors.ts';
+import type { CheckState } from '../../http/health.ts';
+import type { ProtocolIngest } from '../ingest.ts';
+import { type ProtocolListener, listenFailure } from '../osmand/listener.ts';
+import { MalformedPacket, decodeAvlData, toTelemetry } from './decode.ts';
+import { type Frame, Framer, FramingError } from './frame.ts';
+
+const ACCEPTED = Buffer.from([0x01]);
+const REFUSED = Buffer.from([0x00]);
+
+interface Connection {
+  socket: net.Socket;
+  framer: Framer;
+  device: DeviceRecord | undefined;
+  /** Settles once every frame received so far has been answered. */
+  turn: Promise<void>;
+}
+
+export function createTeltonikaListener(deps: {
+  host: string;
+  port: number;
+  idleMs: number;
+  ingest: ProtocolIngest;
+  log: FastifyBaseLogger;
+}): ProtocolListener {
+  const { host, port, idleMs, ingest, log } = deps;
+  const connections = new Set<Connection>();
+  let server: net.Server | undefined;
+  let state: CheckState = { degraded: 'starting' };
+  let closing = false;
+
+  function close(connection: Connection, why: string, detail?: Record<string, unknown>) {
+    log.debug({ imei: connection.device?.identifier, remote: connection.socket.remoteAddress, ...detail }, `Teltonika connection closed: ${why}`);
+    connection.socket.destroy();
+  }
+
+  async function login(connection: Connection, imei: string) {
+    const device = IDENTIFIER_RULES.teltonika.pattern.test(imei) ? await ingest.resolve('teltonika', imei) : undefined;
+    if (device === undefined) {
+      connection.socket.end(REFUSED);
+      log.info({ imei: imei.slice(0, 20), remote: connection.socket.remoteAddress }, 'Teltonika login refused: no such device');
+      return;
+    }
+    connection.device = device;
+    connection.socket.write(ACCEPTED);
+  }
+
+  async function packet(connection: Connection, data: Uint8Array, crcOk: boolean) {
+    if (!crcOk) {
+      log.debug({ imei: connection.device!.identifier }, 'Teltonika packet with a bad CRC: not acknowledged');
+      return;
+    }
+    const decoded = decodeAvlData(data);
+    // Looked up again: the device may have been deleted (or its vehicle) since the login.
+    const device = await ingest.resolve('teltonika', connection.device!.identifier);
+    if (device === undefined) return close(connection, 'the device is no longer registered');
+    connection.device = device;
+    try {
+      await ingest.ingest(device, decoded.records.map(toTelemetry));
+    } catch (error) {
+      if (!isAppError(error) || error.code !== 'validation-failed') throw error;
+      log.warn({ imei: device.identifier, vehicleId: device.vehicleId, detail: error.message }, 'Teltonika packet dropped: its records cannot be stored');
+    }
+    if (connection.socket.writable) connection.socket.write(recordCount(decoded.records.length));
+  }
+
+  async function answer(connection: Connection, frame: Frame) {
+    if (connection.socket.destroyed || closing) return;
+    if (frame.kind === 'imei') {
+      if (connection.device !== undefined) return close(connection, 'a second IMEI');
+      return login(connection, frame.imei);
+    }
+    if (connection.device === undefined) return; // refused at login; the socket is ending
+    try {
+      await packet(connection, frame.data, frame.crcOk);
+    } catch (error) {
+      if (error instanceof MalformedPacket) return close(connection, 'malformed AVL data', { detail: error.message });
+      const refused = isAppError(error) && (error.code === 'vehicle-retired' || error.code === 'vehicle-not-found');
+      if (!refused) log.error({ err: error, imei: connection.device.identifier }, 'Teltonika packet not stored');
+      close(connection, refused ? error.message : 'the records could not be committed');
+    }
+  }
+
+  function accept(socket: net.Socket) {
+    if (closing) {
+      socket.destroy();
+      return;
+    }
+    const connection: Connection = { socket, framer: new Framer(), device: undefined, turn: Promise.resolve() };
+    connections.add(connection);
+    socket.setTimeout(idleMs);
+    socket.on('timeout', () => close(connection, 'idle'));
+    socket.on('error', (error) => log.debug({ err: error }, 'Teltonika socket error'));
+    socket.on('close', () => connections.delete(connection));
+    socket.on('data', (chunk: Buffer) => {
+      let frames: Frame[];
+      try {
+        frames = connection.framer.push(chunk);
+      } catch (error) {
+        if (!(error instanceof FramingError)) throw error;
+        return close(connection, 'not Teltonika framing', { detail: error.message });
+      }
+      if (frames.length === 0) return;
+      // One frame answered at a time, in order; reading pauses meanwhile, so what a tracker sends
+      // ahead waits in the kernel's buffers, not in ours.
+      socket.pause();
+      connection.turn = connection.turn
+        .then(async () => {
+          for (const frame of frames) await answer(connection, frame);
+        })
+        .catch((error: unknown) => {
+          log.error({ err: error }, 'Teltonika frame handling failed');
+          socket.destroy();
+        })
+        .finally(() => {
+          if (!socket.destroyed) socket.resume();
+        });
+    });
+  }
+
+  async function start() {
+    // noDelay: an acknowledgement is a few bytes the tracker waits for before sending more.
+    const tcp = net.createServer({ noDelay: true }, accept);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        tcp.once('error', reject);
+        tcp.listen({ port, host, backlog: 4096 }, () => {
+          tcp.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (error) {
+      state = { degraded: listenFailure('Teltonika', host, port, error) };
+      log.warn({ err: error, host, port }, `Teltonika listener not started: ${state.degraded}.`);
+      return;
+    }
+    tcp.on('error', (error) => log.error({ err: error }, 'Teltonika listener error'));
+    server = tcp;
+    state = 'up';
+    log.info({ host, port: (tcp.address() as net.AddressInfo).port }, 'Teltonika listener started');
+  }
+
+  /** Stops accepting, answers the packets already received (their commits), then closes every connection. */
+  async function stop() {
+    closing = true;
+    state = { degraded: 'shutting down' };
+    if (server === undefined) return;
+    const tcp = server;
+    const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+    await Promise.allSettled([...connections].map((c) => c.turn));
+    for (const connection of connections) connection.socket.destroy();
+    await closed;
+  }
+
+  return { start, stop, readiness: async () => state };
+}
+
+function recordCount(n: number): Buffer {
+  const out = Buffer.alloc(4);
+  out.writeUInt32BE(n);
+  return out;
+}

@@ -1,0 +1,78 @@
+import type { DatabaseSync } from 'node:sqlite';
+import type { Protocol } from '../../devices/schema.ts';
+import type { DeviceRecord, DeviceStore } from '../../devices/store.ts';
+import type { Row } from '../rows.ts';
+import { transaction } from './database.ts';
+
+const COLUMNS = 'id, organization_id, vehicle_id, protocol, identifier, created_at, last_seen_at';
+
+export function deviceOf(row: Row): DeviceRecord {
+  return {
+    id: row.id as string,
+    organizationId: row.organization_id as string,
+    vehicleId: row.vehicle_id as string,
+    protocol: row.protocol as Protocol,
+    identifier: row.identifier as string,
+    createdAt: Number(row.created_at),
+    lastSeenAt: row.last_seen_at === null || row.last_seen_at === undefined ? null : Number(row.last_seen_at),
+  };
+}
+
+export function createSqliteDeviceStore(db: DatabaseSync): DeviceStore {
+  const vehicleExists = db.prepare('SELECT 1 FROM vehicles WHERE organization_id = ? AND id = ?');
+  const insert = db.prepare(`INSERT INTO devices (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`);
+  const selectOne = db.prepare(`SELECT ${COLUMNS} FROM devices WHERE organization_id = ? AND id = ?`);
+  const selectByIdentifier = db.prepare(`SELECT ${COLUMNS} FROM devices WHERE protocol = ? AND identifier = ?`);
+  const page = db.prepare(`SELECT ${COLUMNS} FROM devices WHERE organization_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`);
+  const count = db.prepare('SELECT count(*) AS n FROM devices WHERE organization_id = ?');
+  const pageOfVehicle = db.prepare(
+    `SELECT ${COLUMNS} FROM devices WHERE organization_id = ? AND vehicle_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`,
+  );
+  const countOfVehicle = db.prepare('SELECT count(*) AS n FROM devices WHERE organization_id = ? AND vehicle_id = ?');
+  const deleteOne = db.prepare('DELETE FROM devices WHERE organization_id = ? AND id = ?');
+  const touchOne = db.prepare('UPDATE devices SET last_seen_at = ? WHERE id = ? AND (last_seen_at IS NULL OR last_seen_at < ?)');
+
+  return {
+    async insert(d) {
+      return transaction(db, () => {
+        if (vehicleExists.get(d.organizationId, d.vehicleId) === undefined) return 'no-vehicle';
+        const result = insert.run(d.id, d.organizationId, d.vehicleId, d.protocol, d.identifier, d.createdAt, d.lastSeenAt);
+        return result.changes === 0 ? 'exists' : 'created';
+      });
+    },
+
+    async get(organizationId, id) {
+      const row = selectOne.get(organizationId, id);
+      return row === undefined ? undefined : deviceOf(row);
+    },
+
+    async list(organizationId, filter) {
+      if (filter.vehicleId !== undefined) {
+        return {
+          devices: pageOfVehicle.all(organizationId, filter.vehicleId, filter.limit, filter.offset).map(deviceOf),
+          total: Number(countOfVehicle.get(organizationId, filter.vehicleId)?.n ?? 0),
+        };
+      }
+      return {
+        devices: page.all(organizationId, filter.limit, filter.offset).map(deviceOf),
+        total: Number(count.get(organizationId)?.n ?? 0),
+      };
+    },
+
+    async delete(organizationId, id) {
+      return deleteOne.run(organizationId, id).changes > 0;
+    },
+
+    async find(protocol, identifier) {
+      const row = selectByIdentifier.get(protocol, identifier);
+      return row === undefined ? undefined : deviceOf(row);
+    },
+
+    async touch(seen) {
+      if (seen.length === 0) return;
+      transaction(db, () => {
+        for (const { id, at } of seen) touchOne.run(at, id, at);
+      });
+    },
+  };
+}
