@@ -5,6 +5,7 @@ export const SCOPES = [
   'telemetry:write',
   'streams',
   'admin',
+  'events:read',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -21,4 +22,10 @@ export interface Principal {
   scopes: ReadonlySet<Scope>;
   /** The organization created on first start operates the service itself (metrics, organizations). */
   platform: boolean;
+  /**
+   * When the credential stops being valid (ms since the epoch): an API key's `expiresAt`, an
+   * access token's `exp`. Absent: it does not expire. What lives on after the request (a live
+   * stream) ends then.
+   */
+  expiresAt?: number;
 }
