@@ -26,10 +26,9 @@ import { organizationRoutes } from './organizations/routes.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
 import type { Stores } from './storage/stores.ts';
 import type { StreamDirectory } from './streams/directory.ts';
-import { createStreamHub } from './streams/hub.ts';
 import { streamRoutes } from './streams/routes.ts';
+import { type EventEnvelope, type StreamService, createStreamService } from './streams/service.ts';
 import type { StreamSettings } from './streams/settings.ts';
-import { createSocketManager } from './streams/socket.ts';
 import { createLatestView, summaryOf } from './telemetry/latest.ts';
 import { createMqttIngestion } from './telemetry/mqtt.ts';
 import { startRetention } from './telemetry/retention.ts';
@@ -54,6 +53,11 @@ export interface RouteEntry {
 declare module 'fastify' {
   interface FastifyInstance {
     routeTable: readonly RouteEntry[];
+    /**
+     * Live streams' entry for recorded events (docs/API.md "Live streams": the `events` type): the
+     * event core calls it for every event, recorded on this node or heard from another.
+     */
+    streamEvent: StreamService['event'];
   }
 }
 
@@ -121,17 +125,26 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     maxClients: deps.config.quotas.oauthClients,
     external: deps.config.oauth.external,
     findOrganization: (id) => deps.stores.auth.getOrganization(id),
+    // A stream lives no longer than the credential that opened it.
+    onClientDeleted: (clientId) => {
+      streams.credentialRevoked(clientId);
+      cluster?.clientDeleted(clientId);
+    },
   });
   // Set once every part exists: what this node does is then also sent to the other nodes.
   let cluster: ClusterOutbox | undefined;
   const auth = createAuthService({
     store: deps.stores.auth, clock, maxApiKeys: deps.config.quotas.apiKeys, verifyAccessToken: oauth.verifyAccessToken,
-    onKeyRevoked: (keyId, lookupId) => cluster?.keyRevoked(keyId, lookupId),
+    onKeyRevoked: (keyId, lookupId) => {
+      streams.credentialRevoked(keyId);
+      cluster?.keyRevoked(keyId, lookupId);
+    },
   });
   const latest = createLatestView();
   // Live streams hear of every committed telemetry record (HTTP and MQTT alike) and status change.
-  const streams = createStreamHub({
-    vehicles: deps.stores.vehicles, latest, clock, maxStreams: deps.config.quotas.streams, settings: deps.streams,
+  const streams = createStreamService({
+    vehicles: deps.stores.vehicles, latest, clock, maxStreams: deps.config.quotas.streams, settings: deps.streams, log: app.log,
+    credentialLive: (organizationId, credentialId) => credentialLive(organizationId, credentialId),
     ...(deps.cluster === undefined ? {} : {
       cluster: {
         directory: deps.cluster.directory, node: deps.cluster.bus.node, log: app.log,
@@ -139,6 +152,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       },
     }),
   });
+  /**
+   * Whether the credential a stream was created with still stands: an API key not revoked or
+   * expired, an OAuth client not deleted (its token's own expiry is the stream's). An external
+   * identity provider's credentials are not known here: their tokens' expiry bounds them.
+   */
+  async function credentialLive(organizationId: string, credentialId: string): Promise<boolean> {
+    if (credentialId.startsWith('key_')) return auth.keyLive(organizationId, credentialId);
+    if (credentialId.startsWith('oc_')) return oauth.clientLive(organizationId, credentialId);
+    return true;
+  }
   const vehicles = createVehicleService({
     store: deps.stores.vehicles, clock, maxVehicles: deps.config.quotas.vehicles,
     onDeleted: (organizationId, vehicleId) => {
@@ -176,17 +199,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   };
 
   await app.register(problemsPlugin);
-  const sockets = createSocketManager({ hub: streams, clock, log: app.log });
+  app.decorate('streamEvent', (organizationId: string, envelope: EventEnvelope) => streams.event(organizationId, envelope));
   // Before auth: its hooks must see every request, so that an upgrade refused by auth (a bad ticket,
   // a foreign origin) still has its socket closed after the error response.
   await app.register(websocket, {
     // Client messages over 64 KiB close the socket with 1009 (ws's default allows 100 MiB).
     options: { maxPayload: streams.settings.maxClientMessageBytes },
     // Shutdown closes every stream's socket with 1001 (the plugin's default sends no code).
-    preClose: async () => {
-      await sockets.closeAll(1001, 'server shutting down');
-      streams.stop();
-    },
+    preClose: () => streams.close(),
     // ws closes the socket itself on protocol errors (1009 for a message too large, 1002): let it finish.
     errorHandler: (error, socket, request) => {
       request.log.debug({ err: error }, 'live stream socket error');
@@ -224,7 +244,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(organizationRoutes, { auth });
   await app.register(oauthRoutes, { oauth, publicUrl: deps.config.publicUrl });
   await app.register(streamRoutes, {
-    hub: streams, sockets, publicUrl: deps.config.publicUrl, allowedOrigins: deps.config.streams.allowedOrigins,
+    service: streams, publicUrl: deps.config.publicUrl, allowedOrigins: deps.config.streams.allowedOrigins,
   });
   // The browser dashboard at `/`: static pages over the public API above.
   await app.register(dashboardPlugin, { publicUrl: deps.config.publicUrl, tileUrl: deps.config.dashboard.tileUrl });

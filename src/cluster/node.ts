@@ -3,8 +3,8 @@
 // The database stays the one source of truth; the bus only keeps the memory of each node current.
 import type { AuthService } from '../auth/service.ts';
 import type { Bus, ClusterEvent } from '../bus/bus.ts';
-import type { StreamHub } from '../streams/hub.ts';
-import { typesTouched } from '../streams/hub.ts';
+import type { StreamService } from '../streams/service.ts';
+import { typesTouched } from '../streams/stream.ts';
 import type { LatestView } from '../telemetry/latest.ts';
 import type { LatestState, StoredRecord } from '../telemetry/store.ts';
 import type { StatusChange } from '../vehicles/store.ts';
@@ -13,7 +13,7 @@ type Change = Pick<StatusChange, 'from' | 'to' | 'reason' | 'at'>;
 
 export interface NodeParts {
   latest: LatestView;
-  streams: StreamHub;
+  streams: Pick<StreamService, 'remoteTelemetry' | 'statusChanged' | 'forgetVehicle' | 'credentialRevoked' | 'release' | 'endedElsewhere' | 'resnapshot'>;
   auth: Pick<AuthService, 'forgetKey'>;
   /** Rebuilds the latest view from the store. */
   reloadLatest(): Promise<void>;
@@ -26,6 +26,8 @@ export interface ClusterOutbox {
   statusChanged(organizationId: string, vehicleId: string, change: Change): void;
   vehicleDeleted(organizationId: string, vehicleId: string): void;
   keyRevoked(keyId: string, lookupId: string): void;
+  /** An OAuth client was deleted: what its tokens opened (live streams) ends on every node. */
+  clientDeleted(clientId: string): void;
   /** This node took a live stream over, or ended one another node holds. */
   stream(event: 'taken' | 'ended', streamId: string): void;
 }
@@ -48,6 +50,10 @@ export function joinCluster(bus: Bus, parts: NodeParts): ClusterOutbox {
         return;
       case 'key-revoked':
         parts.auth.forgetKey(event.keyId, event.lookupId);
+        parts.streams.credentialRevoked(event.keyId);
+        return;
+      case 'client-deleted':
+        parts.streams.credentialRevoked(event.clientId);
         return;
       case 'stream-taken':
         parts.streams.release(event.streamId);
@@ -85,6 +91,7 @@ export function joinCluster(bus: Bus, parts: NodeParts): ClusterOutbox {
     },
     vehicleDeleted: (organizationId, vehicleId) => bus.publish({ type: 'vehicle-deleted', organizationId, vehicleId }),
     keyRevoked: (keyId, lookupId) => bus.publish({ type: 'key-revoked', keyId, lookupId }),
+    clientDeleted: (clientId) => bus.publish({ type: 'client-deleted', clientId }),
     stream: (event, streamId) => bus.publish(event === 'taken' ? { type: 'stream-taken', streamId, node: bus.node } : { type: 'stream-ended', streamId }),
   };
 }

@@ -14,7 +14,9 @@ const Events = Type.Array(Type.Enum(EVENT_TYPES), {
   uniqueItems: true,
   description:
     'Event types: `location` (location, speed, heading), `battery`, `diagnostics` (temperature, odometer, diagnostics), ' +
-    '`status` (status changes `{from, to, reason}`).',
+    '`status` (status changes `{from, to, reason}`), `events` (each recorded event, as `{"type":"event",…,"data":<the event>}`). ' +
+    'Besides `streams`, the credential needs `telemetry:read` for location, battery and diagnostics, `fleet:read` for status ' +
+    'and `events:read` for events (403 `insufficient-scope` otherwise).',
   examples: [['location', 'battery']],
 });
 
