@@ -171,6 +171,22 @@ describe('two nodes on one bus', { skip }, () => {
     assert.equal((await a.request('GET', `/v2/streams/${created.streamId}`)).json().status, 'closed');
   });
 
+  test('a key revoked while the bus is down: its attached stream ends once the bus is back', async () => {
+    await a.registerVehicle('k-3');
+    const made = (await a.request('POST', '/v2/api-keys', { body: { name: 'unheard too', scopes: ['streams', 'telemetry:read'] } })).json();
+    const created = await createStream(a, { events: ['location'] }, 'k-3', made.key);
+    const client = await attach(created.url, {}, clients);
+    await client.next((m) => m.type === 'connected');
+    network.setDown(true);
+    try {
+      assert.equal((await b.request('DELETE', `/v2/api-keys/${made.id}`)).statusCode, 204);
+      assert.ok(client.isOpen, 'A has not heard');
+    } finally {
+      network.setDown(false);
+    }
+    assert.equal((await client.closed).code, 1008);
+  });
+
   test('a vehicle deleted on one node is gone from the other\'s latest state', async () => {
     await a.registerVehicle('c-4');
     await send(a, 'c-4', { speed: 5 });

@@ -13,7 +13,8 @@ type Change = Pick<StatusChange, 'from' | 'to' | 'reason' | 'at'>;
 
 export interface NodeParts {
   latest: LatestView;
-  streams: Pick<StreamService, 'remoteTelemetry' | 'statusChanged' | 'forgetVehicle' | 'credentialRevoked' | 'release' | 'endedElsewhere' | 'resnapshot'>;
+  streams: Pick<StreamService, 'remoteTelemetry' | 'statusChanged' | 'forgetVehicle' | 'credentialRevoked' | 'recheckCredentials' | 'release' | 'endedElsewhere' | 'resnapshot'
+  >;
   auth: Pick<AuthService, 'forgetKey'>;
   /** Rebuilds the latest view from the store. */
   reloadLatest(): Promise<void>;
@@ -65,13 +66,17 @@ export function joinCluster(bus: Bus, parts: NodeParts): ClusterOutbox {
   }
 
   let resyncing: Promise<void> | undefined;
-  /** Events were lost: read the latest state back from the store, then send streams a snapshot. */
+  /**
+   * Events were lost: read the latest state back from the store, then send streams a snapshot;
+   * streams whose credential was revoked meanwhile end.
+   */
   async function resync(): Promise<void> {
     if (resyncing !== undefined) return resyncing;
     resyncing = (async () => {
       try {
         await parts.reloadLatest();
         parts.streams.resnapshot();
+        await parts.streams.recheckCredentials();
       } catch (error) {
         parts.log.warn({ err: error }, 'cluster: could not reload the latest state after a bus outage; it will be retried at the next one');
       } finally {

@@ -191,6 +191,20 @@ export function createStreamService(deps: {
       sockets.credentialRevoked(credentialId);
     },
 
+    /**
+     * News of a revocation may have been lost (the cluster bus was down): every stream held here
+     * whose credential no longer stands ends, as if the news had come.
+     */
+    async recheckCredentials(): Promise<void> {
+      const check = deps.credentialLive;
+      if (check === undefined) return;
+      for (const stream of [...registry.all()]) {
+        if (stream.status === 'connected' && !(await check(stream.organizationId, stream.credentialId))) {
+          registry.end(stream, 1008, 'credential revoked');
+        }
+      }
+    },
+
     // ---- cluster mode ----
     /** Another node took the stream over. */
     release: registry.release,
