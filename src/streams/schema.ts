@@ -114,7 +114,9 @@ export const StreamDetails = Type.Object(
     expiresAt: Type.Union([IsoTimestamp, Type.Null()], { description: 'When it expires unless a socket attaches; null while attached or once closed.' }),
     closedAt: Type.Union([IsoTimestamp, Type.Null()]),
     bufferedBytes: Type.Integer({ description: 'Bytes waiting to be sent to the attached socket.' }),
-    conflated: Type.Integer({ description: 'Updates held as newest values (throttled, or the client is behind).' }),
+    conflated: Type.Integer({
+      description: 'Updates held as newest values (throttled, part of a snapshot not yet sent, or the client is behind), and events waiting for a client that is behind.',
+    }),
   },
   { additionalProperties: false },
 );
