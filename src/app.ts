@@ -21,7 +21,7 @@ import { createFeedService } from './events/feed.ts';
 import { eventMetrics } from './events/metrics.ts';
 import { startEventRetention } from './events/retention.ts';
 import { eventRoutes } from './events/routes.ts';
-import type { EventRecord } from './events/types.ts';
+import { type EventRecord, toEnvelope } from './events/types.ts';
 import { authPlugin } from './http/auth.ts';
 import { type CheckState, healthRoutes } from './http/health.ts';
 import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
@@ -40,10 +40,9 @@ import { createTeltonikaListener } from './protocols/teltonika/listener.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
 import type { Stores } from './storage/stores.ts';
 import type { StreamDirectory } from './streams/directory.ts';
-import { createStreamHub } from './streams/hub.ts';
 import { streamRoutes } from './streams/routes.ts';
+import { type EventEnvelope, type StreamService, createStreamService } from './streams/service.ts';
 import type { StreamSettings } from './streams/settings.ts';
-import { createSocketManager } from './streams/socket.ts';
 import { createLatestView, summaryOf } from './telemetry/latest.ts';
 import { createMqttIngestion } from './telemetry/mqtt.ts';
 import { startRetention } from './telemetry/retention.ts';
@@ -79,6 +78,11 @@ export interface RouteEntry {
 declare module 'fastify' {
   interface FastifyInstance {
     routeTable: readonly RouteEntry[];
+    /**
+     * Live streams' entry for recorded events (docs/API.md "Live streams": the `events` type): the
+     * event core calls it for every event, recorded on this node or heard from another.
+     */
+    streamEvent: StreamService['event'];
   }
 }
 
@@ -159,6 +163,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     maxClients: deps.config.quotas.oauthClients,
     external: deps.config.oauth.external,
     findOrganization: (id) => deps.stores.auth.getOrganization(id),
+    // A stream lives no longer than the credential that opened it.
+    onClientDeleted: (clientId) => dispatcher.emit('clientDeleted', { origin: 'local', clientId }),
   });
   // Every part says what happened through the dispatcher; whatever reacts subscribes below.
   const dispatcher = createDispatcher(app.log);
@@ -173,8 +179,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const state = latest.get(organizationId, vehicleId);
     return state === undefined ? undefined : summaryOf(state);
   };
-  const streams = createStreamHub({
-    vehicles: deps.stores.vehicles, latest, clock, maxStreams: deps.config.quotas.streams, settings: deps.streams,
+  const streams = createStreamService({
+    vehicles: deps.stores.vehicles, latest, clock, maxStreams: deps.config.quotas.streams, settings: deps.streams, log: app.log,
+    credentialLive: (organizationId, credentialId) => credentialLive(organizationId, credentialId),
     ...(deps.cluster === undefined ? {} : {
       cluster: {
         directory: deps.cluster.directory, node: deps.cluster.bus.node, log: app.log,
@@ -186,6 +193,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   const recorded = (events: readonly EventRecord[]) => dispatcher.emit('recorded', { origin: 'local', events });
   const ruleEngine = createRuleEngine({ store: deps.stores.rules });
+  /**
+   * Whether the credential a stream was created with still stands: an API key not revoked or
+   * expired, an OAuth client not deleted (its token's own expiry is the stream's). An external
+   * identity provider's credentials are not known here: their tokens' expiry bounds them.
+   */
+  async function credentialLive(organizationId: string, credentialId: string): Promise<boolean> {
+    if (credentialId.startsWith('key_')) return auth.keyLive(organizationId, credentialId);
+    if (credentialId.startsWith('oc_')) return oauth.clientLive(organizationId, credentialId);
+    return true;
+  }
   const vehicles = createVehicleService({
     store: deps.stores.vehicles, clock, maxVehicles: deps.config.quotas.vehicles, latest: latestOf, recorded,
   });
@@ -225,6 +242,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   dispatcher.on('recorded', (e) => {
     for (const event of e.events) {
       if (event.vehicleId === null) continue;
+      // Streams subscribed to `events` carry every event of their vehicles, never conflated.
+      streams.event(event.organizationId, { ...toEnvelope(event), vehicleId: event.vehicleId });
       if (event.type === 'vehicle.status_changed') {
         const { from, to, reason } = event.data as Pick<StatusChange, 'from' | 'to' | 'reason'>;
         streams.statusChanged(event.organizationId, event.vehicleId, { from, to, reason, at: event.occurredAt });
@@ -242,7 +261,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   dispatcher.on('rulesChanged', (e) => ruleEngine.forget(e.organizationId));
   dispatcher.on('keyRevoked', (e) => {
     if (e.origin === 'remote') auth.forgetKey(e.keyId, e.lookupId);
+    streams.credentialRevoked(e.keyId);
   });
+  dispatcher.on('clientDeleted', (e) => streams.credentialRevoked(e.clientId));
   dispatcher.on('streamTaken', (e) => {
     if (e.origin === 'remote') streams.release(e.streamId);
   });
@@ -256,23 +277,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         ruleEngine.forget();
         await telemetry.load();
         streams.resnapshot();
+        await streams.recheckCredentials();
       },
     });
   }
 
   await app.register(problemsPlugin);
   await app.register(shutdownArrivalsPlugin, { requestMs: deps.config.http.timeouts.requestMs });
-  const sockets = createSocketManager({ hub: streams, clock, log: app.log });
+  app.decorate('streamEvent', (organizationId: string, envelope: EventEnvelope) => streams.event(organizationId, envelope));
   // Before auth: its hooks must see every request, so that an upgrade refused by auth (a bad ticket,
   // a foreign origin) still has its socket closed after the error response.
   await app.register(websocket, {
     // Client messages over 64 KiB close the socket with 1009 (ws's default allows 100 MiB).
     options: { maxPayload: streams.settings.maxClientMessageBytes },
     // Shutdown closes every stream's socket with 1001 (the plugin's default sends no code).
-    preClose: async () => {
-      await sockets.closeAll(1001, 'server shutting down');
-      streams.stop();
-    },
+    preClose: () => streams.close(),
     // ws closes the socket itself on protocol errors (1009 for a message too large, 1002): let it finish.
     errorHandler: (error, socket, request) => {
       request.log.debug({ err: error }, 'live stream socket error');
@@ -336,7 +355,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(osmandRoutes, { path: '/osmand', ingest: protocolIngest });
   await app.register(oauthRoutes, { oauth, publicUrl: deps.config.publicUrl });
   await app.register(streamRoutes, {
-    hub: streams, sockets, publicUrl: deps.config.publicUrl, allowedOrigins: deps.config.streams.allowedOrigins,
+    service: streams, publicUrl: deps.config.publicUrl, allowedOrigins: deps.config.streams.allowedOrigins,
   });
   // The browser dashboard at `/`: static pages over the public API above.
   await app.register(dashboardPlugin, { publicUrl: deps.config.publicUrl, tileUrl: deps.config.dashboard.tileUrl });

@@ -142,6 +142,51 @@ describe('two nodes on one bus', { skip }, () => {
     await waitUntil(async () => (await b.request('GET', '/v2/fleet/vehicles', { key: created.key })).statusCode === 401, 'refused on B', 500);
   });
 
+  test('a key revoked on one node ends the streams it opened on the other: the socket closes 1008, the stream reads closed', async () => {
+    await a.registerVehicle('k-1');
+    const made = (await a.request('POST', '/v2/api-keys', { body: { name: 'streamer', scopes: ['streams', 'telemetry:read'] } })).json();
+    const created = await createStream(a, { events: ['location'] }, 'k-1', made.key);
+    const client = await attach(created.url, {}, clients);
+    await client.next((m) => m.type === 'connected');
+    assert.equal((await b.request('DELETE', `/v2/api-keys/${made.id}`)).statusCode, 204);
+    assert.equal((await client.closed).code, 1008);
+    for (const node of [a, b]) {
+      await waitUntil(async () => (await node.request('GET', `/v2/streams/${created.streamId}`)).json().status === 'closed', 'closed, seen from each node');
+    }
+  });
+
+  test('a key revoked while the bus is down: its stream\'s ticket is refused at attach all the same', async () => {
+    await a.registerVehicle('k-2');
+    const made = (await a.request('POST', '/v2/api-keys', { body: { name: 'unheard', scopes: ['streams', 'telemetry:read'] } })).json();
+    const created = await createStream(a, { events: ['location'] }, 'k-2', made.key);
+    network.setDown(true);
+    try {
+      assert.equal((await b.request('DELETE', `/v2/api-keys/${made.id}`)).statusCode, 204);
+    } finally {
+      network.setDown(false);
+    }
+    // A never heard of it; the ticket's redemption asks the database.
+    const res = await refused(created.url, {}, clients);
+    assert.equal(res.status, 401);
+    assert.equal((await a.request('GET', `/v2/streams/${created.streamId}`)).json().status, 'closed');
+  });
+
+  test('a key revoked while the bus is down: its attached stream ends once the bus is back', async () => {
+    await a.registerVehicle('k-3');
+    const made = (await a.request('POST', '/v2/api-keys', { body: { name: 'unheard too', scopes: ['streams', 'telemetry:read'] } })).json();
+    const created = await createStream(a, { events: ['location'] }, 'k-3', made.key);
+    const client = await attach(created.url, {}, clients);
+    await client.next((m) => m.type === 'connected');
+    network.setDown(true);
+    try {
+      assert.equal((await b.request('DELETE', `/v2/api-keys/${made.id}`)).statusCode, 204);
+      assert.ok(client.isOpen, 'A has not heard');
+    } finally {
+      network.setDown(false);
+    }
+    assert.equal((await client.closed).code, 1008);
+  });
+
   test('a vehicle deleted on one node is gone from the other\'s latest state', async () => {
     await a.registerVehicle('c-4');
     await send(a, 'c-4', { speed: 5 });

@@ -63,7 +63,7 @@ describe('over real HTTP with oauth4webapi: discovery, both client authenticatio
     assert.deepEqual(as.token_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post']);
     assert.deepEqual(as.revocation_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post']);
     assert.deepEqual(as.introspection_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post']);
-    assert.deepEqual(as.scopes_supported, ['fleet:read', 'fleet:write', 'telemetry:read', 'telemetry:write', 'streams', 'admin']);
+    assert.deepEqual(as.scopes_supported, ['fleet:read', 'fleet:write', 'telemetry:read', 'telemetry:write', 'streams', 'admin', 'events:read']);
 
     const jwks = await (await fetch(as.jwks_uri)).json() as { keys: Array<Record<string, unknown>> };
     assert.equal(jwks.keys.length, 1);

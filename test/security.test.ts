@@ -96,6 +96,30 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/devices': (id) => ({ protocol: 'osmand', identifier: unique('matrix-device'), vehicleId: id }),
 };
 
+/**
+ * docs/API.md "Live streams": a stream reads what the routes of its kind protect, so each of its
+ * event types needs a scope besides `streams`.
+ */
+const STREAM_TYPE_SCOPES: Record<string, Scope> = {
+  location: 'telemetry:read',
+  battery: 'telemetry:read',
+  diagnostics: 'telemetry:read',
+  status: 'fleet:read',
+  events: 'events:read',
+};
+const STREAM_CREATION = ['/v2/telemetry/:vehicleId/stream', '/v2/telemetry/stream'];
+
+/** The scopes a request body asks for besides the route's own (a stream's event types). */
+function bodyScopes(route: RouteEntry, body: unknown): Scope[] {
+  if (!STREAM_CREATION.includes(route.url)) return [];
+  const events = (body as { events: string[] }).events;
+  return [...new Set(events.map((type) => {
+    const scope = STREAM_TYPE_SCOPES[type];
+    assert.ok(scope, `security.test.ts knows no scope for the stream type "${type}": add it to STREAM_TYPE_SCOPES`);
+    return scope;
+  }))];
+}
+
 function bodyFor(route: RouteEntry, vehicleId = unique('no-vehicle')): unknown {
   if (route.method !== 'POST' && route.method !== 'PUT' && route.method !== 'PATCH') return undefined;
   const make = BODIES[route.url];
@@ -275,17 +299,46 @@ describe('scope matrix', () => {
         const devices = await ctx.request('GET', '/v2/devices', { query: { vehicleId } });
         assert.equal(devices.json().total, 0, `${routeName(route)}: a refused request registered a device`);
 
-        const allowed = await ctx.request(method, url, { key: await keyFor([scope]), body });
-        assert.ok(allowed.statusCode !== 401 && allowed.statusCode !== 403, `${routeName(route)} with only ${scope}: ${describeResponse(allowed)}`);
-        assert.ok(allowed.statusCode < 500, `${routeName(route)} with only ${scope}: ${describeResponse(allowed)}`);
+        // The body may need more: a stream's event types each need their own scope.
+        const extra = bodyScopes(route, body);
+        if (extra.length > 0) {
+          const short = await ctx.request(method, url, { key: await keyFor([scope]), body });
+          assertProblem(short, method, 403, 'insufficient-scope', `${routeName(route)} with ${scope} but not ${extra.join(', ')}`);
+        }
+        const only = [scope, ...extra].join(', ');
+        const allowed = await ctx.request(method, url, { key: await keyFor([scope, ...extra]), body });
+        assert.ok(allowed.statusCode !== 401 && allowed.statusCode !== 403, `${routeName(route)} with only ${only}: ${describeResponse(allowed)}`);
+        assert.ok(allowed.statusCode < 500, `${routeName(route)} with only ${only}: ${describeResponse(allowed)}`);
         const expected = expectedSuccess(route);
         if (expected !== undefined) {
-          assert.equal(allowed.statusCode, expected, `${routeName(route)} with only ${scope}: ${describeResponse(allowed)}`);
+          assert.equal(allowed.statusCode, expected, `${routeName(route)} with only ${only}: ${describeResponse(allowed)}`);
         }
         checked++;
       });
     }
     assert.equal(checked, routes.length, 'every protected route passed its checks');
+  });
+
+  test('streams: every event type needs its scope besides `streams`, on both creation routes', async () => {
+    const doc = (await ctx.request('GET', '/openapi.json', { key: null })).json();
+    for (const url of STREAM_CREATION) {
+      const path = url.replace(':vehicleId', '{vehicleId}');
+      const schema = doc.paths[path].post.requestBody.content['application/json'].schema;
+      const types: string[] = schema.properties.events.items.enum;
+      assert.deepEqual([...types].sort(), Object.keys(STREAM_TYPE_SCOPES).sort(), `${path}: the event types the contract lists`);
+      const route = { method: 'POST', url, public: false, scope: 'streams' } as RouteEntry;
+      for (const type of types) {
+        const vehicleId = unique('stream-scope');
+        await ctx.registerVehicle(vehicleId);
+        const target = concreteUrl(url, vehicleId);
+        const body = { events: [type] };
+        const [needed] = bodyScopes(route, body) as [Scope];
+        const denied = await ctx.request('POST', target, { key: await keyFor(SCOPES.filter((s) => s !== needed)), body });
+        assertProblem(denied, 'POST', 403, 'insufficient-scope', `${routeName(route)} ${type} with every scope but ${needed}`);
+        const allowed = await ctx.request('POST', target, { key: await keyFor(['streams', needed]), body });
+        assert.equal(allowed.statusCode, 201, `${routeName(route)} ${type} with streams and ${needed}: ${describeResponse(allowed)}`);
+      }
+    }
   });
 
   test('/metrics needs admin of the platform organization', async () => {

@@ -25,6 +25,12 @@ export interface Principal {
   scopes: ReadonlySet<Scope>;
   /** The organization created on first start operates the service itself (metrics, organizations). */
   platform: boolean;
+  /**
+   * When the credential stops being valid (ms since the epoch): an API key's `expiresAt`, an
+   * access token's `exp`. Absent: it does not expire. What lives on after the request (a live
+   * stream) ends then.
+   */
+  expiresAt?: number;
 }
 
 /** Scopes another scope includes: `admin` has always been able to read the metrics. */

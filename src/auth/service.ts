@@ -71,6 +71,7 @@ export function createAuthService(deps: {
       credentialId: found.key.id,
       scopes: new Set(found.key.scopes),
       platform: found.organization.platform,
+      ...(found.key.expiresAt === null ? {} : { expiresAt: found.key.expiresAt }),
     };
     const entry = { ...found, principal, until: now + CACHE_TTL_MS };
     cache.set(lookupId, entry);
@@ -196,6 +197,15 @@ export function createAuthService(deps: {
     deps.onKeyRevoked?.(revoked.id, revoked.lookupId);
   }
 
+  /**
+   * Whether the organization's key still stands (neither revoked nor expired): asked by what
+   * outlives a request made with it (a live stream's ticket).
+   */
+  async function keyLive(organizationId: string, keyId: string): Promise<boolean> {
+    const key = await store.getKey(organizationId, keyId);
+    return key !== undefined && key.revokedAt === null && (key.expiresAt === null || key.expiresAt > clock.now());
+  }
+
   /** Drops a key from the caches: the next request with it reads the store. */
   function forgetKey(keyId: string, lookupId: string): void {
     cache.delete(lookupId);
@@ -228,7 +238,7 @@ export function createAuthService(deps: {
   }
 
   return {
-    authenticate, cachedPrincipal, createOrganization, createKey, issueKey, listKeys, getKey, revokeKey, forgetKey, listOrganizations, getOrganization, bootstrap,
+    authenticate, cachedPrincipal, createOrganization, createKey, issueKey, listKeys, getKey, revokeKey, keyLive, forgetKey, listOrganizations, getOrganization, bootstrap,
   };
 }
 

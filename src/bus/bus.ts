@@ -20,6 +20,8 @@ export type ClusterEvent =
   | { type: 'rules-changed'; organizationId: string }
   /** An API key was revoked: nodes drop it from their credential caches. */
   | { type: 'key-revoked'; keyId: string; lookupId: string }
+  /** An OAuth client was deleted: nodes end the live streams its tokens opened. */
+  | { type: 'client-deleted'; clientId: string }
   /** A node took a live stream over (a client reconnected there): its previous node lets go. */
   | { type: 'stream-taken'; streamId: string; node: string }
   /** A live stream was deleted through another node. */

@@ -4,7 +4,7 @@
 // The database stays the one source of truth; the bus only keeps the memory of each node current.
 import type { Bus, ClusterEvent } from '../bus/bus.ts';
 import type { Dispatcher } from '../events/dispatcher.ts';
-import { typesTouched } from '../streams/hub.ts';
+import { typesTouched } from '../streams/stream.ts';
 
 export interface NodeParts {
   dispatcher: Dispatcher;
@@ -27,6 +27,8 @@ export function joinCluster(bus: Bus, parts: NodeParts): void {
         return dispatcher.emit('recorded', { origin, events: event.events });
       case 'key-revoked':
         return dispatcher.emit('keyRevoked', { origin, keyId: event.keyId, lookupId: event.lookupId });
+      case 'client-deleted':
+        return dispatcher.emit('clientDeleted', { origin, clientId: event.clientId });
       case 'stream-taken':
         return dispatcher.emit('streamTaken', { origin, streamId: event.streamId, node: event.node });
       case 'stream-ended':
@@ -48,6 +50,9 @@ export function joinCluster(bus: Bus, parts: NodeParts): void {
   dispatcher.on('keyRevoked', (e) => {
     if (e.origin === 'local') bus.publish({ type: 'key-revoked', keyId: e.keyId, lookupId: e.lookupId });
   });
+  dispatcher.on('clientDeleted', (e) => {
+    if (e.origin === 'local') bus.publish({ type: 'client-deleted', clientId: e.clientId });
+  });
   dispatcher.on('streamTaken', (e) => {
     if (e.origin === 'local') bus.publish({ type: 'stream-taken', streamId: e.streamId, node: bus.node });
   });
@@ -59,7 +64,10 @@ export function joinCluster(bus: Bus, parts: NodeParts): void {
   });
 
   let resyncing: Promise<void> | undefined;
-  /** Events were lost: read the latest state back from the store, then send streams a snapshot. */
+  /**
+   * Events were lost: read the latest state back from the store, then send streams a snapshot;
+   * streams whose credential was revoked meanwhile end.
+   */
   async function resync(): Promise<void> {
     if (resyncing !== undefined) return resyncing;
     resyncing = (async () => {

@@ -20,6 +20,8 @@ export interface FleetEvents {
   recorded: { origin: Origin; events: readonly EventRecord[] };
   /** An API key was revoked: credential caches drop it, streams it opened end. */
   keyRevoked: { origin: Origin; keyId: string; lookupId: string };
+  /** An OAuth client was deleted: streams its tokens opened end. */
+  clientDeleted: { origin: Origin; clientId: string };
   /** This node took a live stream over (remote: another node did), or one was ended elsewhere. */
   streamTaken: { origin: Origin; streamId: string; node: string };
   streamEnded: { origin: Origin; streamId: string };

@@ -14,6 +14,12 @@ export interface StreamDefinition {
   interval: number;
   mask: number;
   createdAt: number;
+  /**
+   * The creating credential's scopes and expiry (ms; null: none). Absent in entries written by
+   * nodes that did not record them: the scopes the stream's types need, and no expiry, are assumed.
+   */
+  scopes?: string[];
+  credentialExpiresAt?: number | null;
 }
 
 /** As the directory knows it: the definition, and how it stands. */

@@ -9,17 +9,42 @@
 // sockets costs one JSON.stringify, not 10,000. The concatenation is done in bytes: the shared
 // part is encoded to UTF-8 once, and each frame is two small copies into a buffer that goes to
 // the socket as it is (sent as a text frame), with no per-socket string flattening or encoding.
+import type { Scope } from '../auth/scopes.ts';
 import { iso } from '../clock.ts';
 import type { TelemetryField } from '../telemetry/schema.ts';
 import type { LatestState } from '../telemetry/store.ts';
 import type { StatusChange } from '../vehicles/store.ts';
 
-export const EVENT_TYPES = ['location', 'battery', 'diagnostics', 'status'] as const;
+export const EVENT_TYPES = ['location', 'battery', 'diagnostics', 'status', 'events'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** Index of each event type; a stream's subscriptions are a bit mask of these. */
 export const STATUS = 3;
+export const EVENTS = 4;
 export const TELEMETRY_TYPES = [0, 1, 2] as const;
+/** The types that have a current state, sent in snapshots and conflated; `events` has neither. */
+export const STATE_MASK = 0b01111;
+
+/**
+ * The scope each type needs besides `streams`: a stream reads what the routes of its kind protect
+ * (telemetry by `telemetry:read`, statuses, and so the vehicle ids, by `fleet:read`).
+ */
+const SCOPE_OF: readonly Scope[] = ['telemetry:read', 'telemetry:read', 'telemetry:read', 'fleet:read', 'events:read'];
+
+/** The first scope that `mask`'s types need and `scopes` lacks, with the types that need it. */
+export function missingScope(mask: number, scopes: ReadonlySet<string>): { scope: Scope; types: EventType[] } | undefined {
+  for (const scope of new Set(SCOPE_OF)) {
+    if (scopes.has(scope)) continue;
+    const types = EVENT_TYPES.filter((_, i) => (mask & (1 << i)) !== 0 && SCOPE_OF[i] === scope);
+    if (types.length > 0) return { scope, types };
+  }
+  return undefined;
+}
+
+/** The scopes a stream of these types needs, `streams` included. */
+export function scopesFor(mask: number): Scope[] {
+  return ['streams', ...new Set(SCOPE_OF.filter((_, i) => (mask & (1 << i)) !== 0))];
+}
 
 /** The telemetry fields each event type carries. */
 export const FIELDS_OF: readonly (readonly TelemetryField[])[] = [
@@ -28,7 +53,8 @@ export const FIELDS_OF: readonly (readonly TelemetryField[])[] = [
   ['temperature', 'odometer', 'diagnostics'],
 ];
 
-const PREFIXES = EVENT_TYPES.map((type) => Buffer.from(`{"type":"${type}","seq":`));
+// The `events` type's messages are each one event: `{"type":"event",…}`.
+const PREFIXES = EVENT_TYPES.map((type) => Buffer.from(`{"type":"${type === 'events' ? 'event' : type}","seq":`));
 const COMMA = 0x2c;
 
 export function maskOf(events: readonly string[]): number {
@@ -56,8 +82,9 @@ export function frame(type: number, seq: number, shared: Buffer): Buffer {
   return out;
 }
 
-function sharedPart(vehicleId: string, timestamp: number, data: string): Buffer {
-  const text = `"vehicleId":${JSON.stringify(vehicleId)},"timestamp":"${iso(timestamp)}","data":${data}}`;
+function sharedPart(vehicleId: string, timestamp: number | string, data: string): Buffer {
+  const time = typeof timestamp === 'number' ? iso(timestamp) : timestamp;
+  const text = `"vehicleId":${JSON.stringify(vehicleId)},"timestamp":${JSON.stringify(time)},"data":${data}}`;
   // Its own memory, not a slice of Node's shared 8 KiB pool: the replay log keeps it for a minute,
   // and a kept slice would keep the whole slab (with the frames cut from it since) alive.
   const part = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
@@ -97,6 +124,25 @@ export function versionOf(state: LatestState, type: number): number {
 
 export function statusPart(vehicleId: string, change: Pick<StatusChange, 'from' | 'to' | 'reason' | 'at'>): Buffer {
   return sharedPart(vehicleId, change.at, JSON.stringify({ from: change.from, to: change.to, reason: change.reason }));
+}
+
+/** What the event core records: one event of a vehicle (docs/API.md "Events"). */
+export interface EventEnvelope {
+  id: string;
+  type: string;
+  /** ISO 8601. */
+  occurredAt: string;
+  vehicleId: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * An event as the `events` type sends it: `data` is the envelope, `timestamp` its `occurredAt`.
+ * Only the envelope's own fields are written, in their documented order.
+ */
+export function eventPart(envelope: EventEnvelope): Buffer {
+  const { id, type, occurredAt, vehicleId, data } = envelope;
+  return sharedPart(vehicleId, occurredAt, JSON.stringify({ id, type, occurredAt, vehicleId, data }));
 }
 
 export function connectedMessage(streamId: string, mask: number, interval: number, extra: { resumed: boolean; lastSeq: number }): string {

@@ -16,9 +16,7 @@ import { AppError } from '../errors.ts';
 import { REALM } from '../http/auth.ts';
 import { NoContent, responses } from '../http/schema.ts';
 import { VehicleId } from '../vehicles/schema.ts';
-import type { StreamEntry } from './directory.ts';
-import type { Stream, StreamHub } from './hub.ts';
-import { eventsOf, maskOf } from './messages.ts';
+import { eventsOf } from './messages.ts';
 import {
   AttachQuery,
   CreatedStream,
@@ -29,11 +27,10 @@ import {
   StreamTicket,
   VehicleStreamBody,
 } from './schema.ts';
-import type { SocketManager } from './socket.ts';
+import type { StreamService, StreamView } from './service.ts';
 
 export interface StreamRoutesOptions {
-  hub: StreamHub;
-  sockets: SocketManager;
+  service: StreamService;
   /** FLEET_PUBLIC_URL: the WebSocket URL is built on it (http → ws, https → wss). */
   publicUrl: string;
   /** Browser origins allowed to attach (`*`: any). */
@@ -45,10 +42,13 @@ const VehicleParams = Type.Object({ vehicleId: VehicleId }, { additionalProperti
 const PROTOCOL =
   'Server messages are JSON text: first `{"type":"connected","streamId","subscriptions","interval","resumed","lastSeq"}`; then a snapshot ' +
   '(the current state of each subscribed type of each vehicle, where it has any) unless the stream resumed; then ' +
-  '`{"type":"<event>","seq":N,"vehicleId","timestamp","data"}` with `seq` +1 per message. The client may send ' +
-  '`{"type":"subscribe"|"unsubscribe","events":[...]}` (answered `{"type":"subscriptions",...}`); anything else gets ' +
-  '`{"type":"error","code","detail"}` and the socket stays open. Close codes: 1000 stream ended, 1001 server shutting down, ' +
-  '1009 client message over 64 KiB, 1011 internal error, 1013 too slow a consumer, 4000 replaced by a newer connection.';
+  '`{"type":"<event>","seq":N,"vehicleId","timestamp","data"}` with `seq` +1 per message (the `events` type sends ' +
+  '`{"type":"event",…,"data":<the event>}`). The client may send `{"type":"subscribe"|"unsubscribe","events":[...]}` ' +
+  '(answered `{"type":"subscriptions",...}`; a subscribe needs the scopes of the types it adds); anything else gets ' +
+  '`{"type":"error","code","detail"}` and the socket stays open. Client messages have a budget (20 at once, then 5 a second): ' +
+  'over it, `rate-limited` errors, then close 1008. Close codes: 1000 stream ended, 1001 server shutting down, ' +
+  '1008 the credential was revoked or expired, or too many client messages, 1009 client message over 64 KiB, ' +
+  '1011 internal error, 1013 too slow a consumer, 4000 replaced by a newer connection.';
 
 /**
  * A socket lives for hours; the upgrade's HTTP request need not live with it. @fastify/websocket
@@ -67,7 +67,7 @@ function releaseUpgradeRequest(request: FastifyRequest, socket: WebSocket): void
 function ignoreSocketError(): void {}
 
 export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptions) {
-  const { hub, sockets } = opts;
+  const { service } = opts;
   const tags = ['streams'];
   const wsBase = opts.publicUrl.replace(/^http/, 'ws');
   const attachUrl = (stream: { id: string }, ticket: string) => `${wsBase}/v2/streams/${stream.id}?ticket=${ticket}`;
@@ -87,7 +87,7 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
     }
     const ticket = (request.query as { ticket?: unknown }).ticket;
     if (typeof ticket !== 'string' || ticket === '') return undefined;
-    const principal = await hub.redeemTicket((request.params as StreamIdParams).streamId, ticket);
+    const principal = await service.redeemTicket((request.params as StreamIdParams).streamId, ticket);
     if (principal === undefined) {
       throw new AppError('invalid-token', 'The ticket is unknown, expired, already used or for another stream; ask for a new one.', {
         headers: { 'www-authenticate': `Bearer realm="${REALM}", error="invalid_token"` },
@@ -96,27 +96,14 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
     return principal;
   }
 
-  /** The stream held by this node, or (cluster mode) its directory entry when another node holds it. */
-  async function streamOf(request: FastifyRequest): Promise<{ stream: Stream } | { entry: StreamEntry }> {
-    const { streamId } = request.params as StreamIdParams;
-    const found = await hub.locate(request.principal.organizationId, streamId);
-    if (found === undefined) throw new AppError('stream-not-found', `No stream "${streamId}" in this organization.`);
-    return found;
-  }
+  const paramsOf = (request: FastifyRequest) => request.params as StreamIdParams;
 
-  async function openStreamOf(request: FastifyRequest): Promise<{ stream: Stream } | { entry: StreamEntry }> {
-    const found = await streamOf(request);
-    const closed = 'stream' in found ? found.stream.status !== 'connected' : found.entry.closedAt !== null;
-    if (closed) throw new AppError('stream-closed', `Stream "${(request.params as StreamIdParams).streamId}" has ended or expired; create a new one.`);
-    return found;
-  }
-
-  const vehicleFields = (stream: Pick<Stream, 'vehicleId' | 'vehicleIds'>) =>
+  const vehicleFields = (stream: Pick<StreamView, 'vehicleId' | 'vehicleIds'>) =>
     stream.vehicleId !== undefined ? { vehicleId: stream.vehicleId } : { vehicleIds: stream.vehicleIds === null ? null : [...stream.vehicleIds] };
 
   async function created(request: FastifyRequest, body: { events: string[]; interval?: number }, where: { vehicleId?: string; vehicleIds?: string[] | null }) {
     const interval = body.interval ?? INTERVAL_DEFAULT;
-    const { stream, ticket, ticketExpiresAt } = await hub.create(request.principal, { ...where, events: body.events, mask: maskOf(body.events), interval });
+    const { stream, ticket, ticketExpiresAt } = await service.create(request.principal, { ...where, events: body.events, interval });
     return {
       stream,
       body: {
@@ -185,27 +172,13 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
       response: responses({ 200: StreamDetails }, { errors: [404, 409] }),
     },
     preHandler: async (request) => {
-      if (!isUpgrade(request)) return;
-      const found = await openStreamOf(request);
-      // Held by another node (cluster mode): the socket attaches here, so this node takes it over.
-      if ('entry' in found && (await hub.takeOver(found.entry)) === undefined) {
-        throw new AppError('stream-closed', `Stream "${found.entry.id}" has ended or expired; create a new one.`);
-      }
+      // Checked before the upgrade; a stream held by another node (cluster mode) is taken over here.
+      if (isUpgrade(request)) await service.prepareAttach(request.principal.organizationId, paramsOf(request).streamId);
     },
-    handler: async (request) => {
-      const found = await streamOf(request);
-      return 'stream' in found ? details(found.stream) : remoteDetails(found.entry, await hub.lastSeqOf(found.entry.id));
-    },
+    handler: async (request) => details(await service.read(request.principal.organizationId, paramsOf(request).streamId)),
     wsHandler: (socket, request) => {
-      const { streamId } = request.params as StreamIdParams;
-      const stream = hub.find(request.principal.organizationId, streamId);
-      // Ended between the check and the upgrade.
-      if (stream === undefined || stream.status !== 'connected') {
-        socket.close(1000, 'stream ended');
-        return;
-      }
       releaseUpgradeRequest(request, socket);
-      sockets.attach(stream, socket, (request.query as AttachQuery).lastSeq);
+      service.attach(request.principal, paramsOf(request).streamId, socket, (request.query as AttachQuery).lastSeq);
     },
   });
 
@@ -218,9 +191,7 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
       response: responses({ 204: NoContent }, { errors: [404] }),
     },
   }, async (request, reply) => {
-    const found = await streamOf(request);
-    if ('stream' in found) hub.end(found.stream, 1000, 'stream ended');
-    else await hub.endElsewhere(found.entry);
+    await service.end(request.principal.organizationId, paramsOf(request).streamId);
     return reply.code(204).send();
   });
 
@@ -235,44 +206,24 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
       response: responses({ 200: StreamTicket }, { errors: [404, 409] }),
     },
   }, async (request) => {
-    const found = await openStreamOf(request);
-    const stream = 'stream' in found ? found.stream : found.entry;
-    const { ticket, expiresAt } = await hub.issueTicket(stream);
-    return { streamId: stream.id, url: attachUrl(stream, ticket), expiresAt: iso(expiresAt) };
+    const { streamId, ticket, expiresAt } = await service.issueTicket(request.principal.organizationId, paramsOf(request).streamId);
+    return { streamId, url: attachUrl({ id: streamId }, ticket), expiresAt: iso(expiresAt) };
   });
 
-  function details(stream: Stream) {
+  function details(stream: StreamView) {
     return {
       streamId: stream.id,
       status: stream.status,
       subscriptions: eventsOf(stream.mask),
       ...vehicleFields(stream),
       interval: stream.interval,
-      attached: stream.sink !== undefined,
-      lastSeq: stream.replay.last,
+      attached: stream.attached,
+      lastSeq: stream.lastSeq,
       createdAt: iso(stream.createdAt),
       expiresAt: stream.expiresAt === null ? null : iso(stream.expiresAt),
       closedAt: stream.closedAt === null ? null : iso(stream.closedAt),
-      bufferedBytes: stream.sink?.bufferedAmount ?? 0,
-      conflated: stream.pending.size,
-    };
-  }
-
-  /** A stream another node holds, as the directory tells it; its socket's buffer is that node's to know. */
-  function remoteDetails(entry: StreamEntry, lastSeq: number) {
-    return {
-      streamId: entry.id,
-      status: entry.closedAt === null ? ('connected' as const) : ('closed' as const),
-      subscriptions: eventsOf(entry.mask),
-      ...vehicleFields({ vehicleId: entry.vehicleId ?? undefined, vehicleIds: entry.vehicleIds }),
-      interval: entry.interval,
-      attached: entry.attached,
-      lastSeq,
-      createdAt: iso(entry.createdAt),
-      expiresAt: entry.expiresAt === null ? null : iso(entry.expiresAt),
-      closedAt: entry.closedAt === null ? null : iso(entry.closedAt),
-      bufferedBytes: 0,
-      conflated: 0,
+      bufferedBytes: stream.bufferedBytes,
+      conflated: stream.conflated,
     };
   }
 }

@@ -14,7 +14,9 @@ const Events = Type.Array(Type.Enum(EVENT_TYPES), {
   uniqueItems: true,
   description:
     'Event types: `location` (location, speed, heading), `battery`, `diagnostics` (temperature, odometer, diagnostics), ' +
-    '`status` (status changes `{from, to, reason}`).',
+    '`status` (status changes `{from, to, reason}`), `events` (each recorded event, as `{"type":"event",…,"data":<the event>}`). ' +
+    'Besides `streams`, the credential needs `telemetry:read` for location, battery and diagnostics, `fleet:read` for status ' +
+    'and `events:read` for events (403 `insufficient-scope` otherwise).',
   examples: [['location', 'battery']],
 });
 
@@ -112,7 +114,9 @@ export const StreamDetails = Type.Object(
     expiresAt: Type.Union([IsoTimestamp, Type.Null()], { description: 'When it expires unless a socket attaches; null while attached or once closed.' }),
     closedAt: Type.Union([IsoTimestamp, Type.Null()]),
     bufferedBytes: Type.Integer({ description: 'Bytes waiting to be sent to the attached socket.' }),
-    conflated: Type.Integer({ description: 'Updates held as newest values (throttled, or the client is behind).' }),
+    conflated: Type.Integer({
+      description: 'Updates held as newest values (throttled, part of a snapshot not yet sent, or the client is behind), and events waiting for a client that is behind.',
+    }),
   },
   { additionalProperties: false },
 );

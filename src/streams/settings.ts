@@ -28,6 +28,13 @@ export interface StreamSettings {
   /** Client messages larger than this close the socket with 1009. */
   maxClientMessageBytes: number;
   /**
+   * A socket may send this many messages at once, and `clientMessageRate` a second after that;
+   * each message over that budget is answered `rate-limited`, and after `clientMessageBurst` of
+   * them in a row the socket is closed with 1008.
+   */
+  clientMessageBurst: number;
+  clientMessageRate: number;
+  /**
    * Cluster mode: how long a stream counts in its organization's quota of open streams unless its
    * node renews it (every third of this): a node that dies gives its streams' places back.
    */
@@ -48,5 +55,7 @@ export const DEFAULT_STREAM_SETTINGS: StreamSettings = {
   slowConsumerMs: 10_000,
   closeGraceMs: 5_000,
   maxClientMessageBytes: 64 * 1024,
+  clientMessageBurst: 20,
+  clientMessageRate: 5,
   openLeaseMs: 60_000,
 };

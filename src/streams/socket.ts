@@ -1,16 +1,25 @@
 // The WebSocket side of live streams (docs/API.md "Live streams"): client messages, heartbeats, slow
-// consumers, and closing every socket on shutdown. Each socket is a `Sink` of the hub.
+// consumers, the lifetime of the credential a socket attached with, and closing every socket on
+// shutdown. Each socket is a `Sink` of its stream.
 //
 // Slow consumers: after each send we look at `bufferedAmount` (bytes ws and the TCP socket hold
-// for the client). Past the limit the socket stops being `ready`, so the hub holds updates as
+// for the client). Past the limit the socket stops being `ready`, so its stream holds updates as
 // newest values instead of queueing them; one timer polls the sockets that are behind, resumes
 // those that drained, and closes with 1013 those behind for too long. Server memory per socket
 // is thus bounded by the limit plus one frame, however slowly a client reads.
+//
+// Client messages: each socket has a budget (budget.ts), checked before the message is even
+// parsed. A subscribe needs the scopes of the types it adds (messages.ts missingScope), judged by
+// the credential the socket attached with: the bearer token's, or for a ticket the stream's own.
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket } from 'ws';
+import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
-import type { Stream, StreamHub, Sink } from './hub.ts';
-import { errorMessage, parseClientMessage } from './messages.ts';
+import { TokenBucket } from './budget.ts';
+import { errorMessage, missingScope, parseClientMessage } from './messages.ts';
+import type { Sessions } from './sessions.ts';
+import type { StreamSettings } from './settings.ts';
+import { type Sink, type Stream, callAt } from './stream.ts';
 
 /** Buffers hold JSON text: sent as text frames. */
 const TEXT = { binary: false };
@@ -18,6 +27,13 @@ const TEXT = { binary: false };
 class Connection implements Sink {
   readonly ws: WebSocket;
   readonly stream: Stream;
+  readonly credentialId: string;
+  readonly scopes: ReadonlySet<string>;
+  readonly budget: TokenBucket;
+  /** Messages refused in a row for being over the budget. */
+  refused = 0;
+  /** Closes the socket when its credential expires. */
+  lifetime: { cancel(): void } | undefined;
   ready = true;
   closed = false;
   /** When it fell behind (0: it is not). */
@@ -28,9 +44,12 @@ class Connection implements Sink {
   closeTimer: NodeJS.Timeout | undefined;
   readonly #manager: SocketManager;
 
-  constructor(ws: WebSocket, stream: Stream, manager: SocketManager, now: number) {
+  constructor(ws: WebSocket, stream: Stream, who: Principal, manager: SocketManager, now: number) {
     this.ws = ws;
     this.stream = stream;
+    this.credentialId = who.credentialId;
+    this.scopes = who.scopes;
+    this.budget = new TokenBucket(manager.budget.burst, manager.budget.rate, now);
     this.#manager = manager;
     this.lastPingAt = now;
   }
@@ -53,6 +72,7 @@ class Connection implements Sink {
   close(code: number, reason: string): void {
     if (this.closed) return;
     this.closed = true;
+    this.lifetime?.cancel();
     this.ws.close(code, reason);
     this.#manager.closing(this);
   }
@@ -60,9 +80,9 @@ class Connection implements Sink {
 
 export type SocketManager = ReturnType<typeof createSocketManager>;
 
-export function createSocketManager(deps: { hub: StreamHub; clock: Clock; log: FastifyBaseLogger }) {
-  const { hub, clock } = deps;
-  const { pingIntervalMs, pongTimeoutMs, slowConsumerBytes, slowConsumerMs, closeGraceMs } = hub.settings;
+export function createSocketManager(deps: { sessions: Sessions; settings: StreamSettings; clock: Clock; log: FastifyBaseLogger }) {
+  const { sessions, clock } = deps;
+  const { pingIntervalMs, pongTimeoutMs, slowConsumerBytes, slowConsumerMs, closeGraceMs } = deps.settings;
   const sockets = new Set<Connection>();
   const behind = new Set<Connection>();
   let behindTimer: NodeJS.Timeout | undefined;
@@ -101,7 +121,7 @@ export function createSocketManager(deps: { hub: StreamHub; clock: Clock; log: F
         behind.delete(connection);
         connection.ready = true;
         connection.behindSince = 0;
-        hub.resume(connection.stream);
+        sessions.resume(connection.stream);
       } else if (now - connection.behindSince >= slowConsumerMs) {
         behind.delete(connection);
         deps.log.info({ streamId: connection.stream.id, buffered: connection.ws.bufferedAmount }, 'live stream: slow consumer, closing 1013');
@@ -114,8 +134,39 @@ export function createSocketManager(deps: { hub: StreamHub; clock: Clock; log: F
     }
   }
 
+  /** One client message, within the budget or not. */
+  function received(connection: Connection, data: Parameters<typeof parseClientMessage>[0], isBinary: boolean): void {
+    if (!connection.budget.take(clock.now())) {
+      if (++connection.refused > deps.settings.clientMessageBurst) {
+        deps.log.info({ streamId: connection.stream.id }, 'live stream: client messages over the budget, closing 1008');
+        connection.close(1008, 'too many messages');
+      } else {
+        const rate = deps.settings.clientMessageRate;
+        connection.reply(errorMessage('rate-limited', `Too many messages: at most ${deps.settings.clientMessageBurst} at once and ${rate} a second; this one was ignored.`));
+      }
+      return;
+    }
+    connection.refused = 0;
+    const message = parseClientMessage(data, isBinary);
+    if (!message.ok) {
+      connection.reply(errorMessage(message.code, message.detail));
+      return;
+    }
+    if (message.type === 'unsubscribe') {
+      sessions.unsubscribe(connection.stream, message.mask);
+      return;
+    }
+    const missing = missingScope(message.mask & ~connection.stream.mask, connection.scopes);
+    if (missing !== undefined) {
+      connection.reply(errorMessage('insufficient-scope', `Subscribing to ${missing.types.join(', ')} needs the "${missing.scope}" scope; nothing was subscribed.`));
+      return;
+    }
+    sessions.subscribe(connection.stream, message.mask);
+  }
+
   const manager = {
     limit: slowConsumerBytes,
+    budget: { burst: deps.settings.clientMessageBurst, rate: deps.settings.clientMessageRate },
 
     fellBehind(connection: Connection): void {
       connection.ready = false;
@@ -127,35 +178,41 @@ export function createSocketManager(deps: { hub: StreamHub; clock: Clock; log: F
       }
     },
 
-    /** We closed it: the hub stops sending at once; a peer that never completes the close is cut. */
+    /** We closed it: its stream stops sending at once; a peer that never completes the close is cut. */
     closing(connection: Connection): void {
-      hub.detach(connection.stream, connection);
+      sessions.detach(connection.stream, connection);
       connection.closeTimer = setTimeout(() => connection.ws.terminate(), closeGraceMs);
       connection.closeTimer.unref();
     },
 
-    /** A socket upgraded for `stream`; the credentials and the stream were checked before the upgrade. */
-    attach(stream: Stream, ws: WebSocket, lastSeq: number | undefined): void {
-      const connection = new Connection(ws, stream, manager, clock.now());
+    /**
+     * A socket upgraded for `stream` by `who`; the credentials and the stream were checked before
+     * the upgrade. It lives no longer than `who`'s credential.
+     */
+    attach(stream: Stream, ws: WebSocket, lastSeq: number | undefined, who: Principal): void {
+      const connection = new Connection(ws, stream, who, manager, clock.now());
       sockets.add(connection);
       ws.on('pong', () => {
         connection.pingSentAt = 0;
       });
       ws.on('message', (data, isBinary) => {
-        if (connection.closed) return;
-        const message = parseClientMessage(data, isBinary);
-        if (!message.ok) connection.reply(errorMessage(message.code, message.detail));
-        else if (message.type === 'subscribe') hub.subscribe(stream, message.mask);
-        else hub.unsubscribe(stream, message.mask);
+        if (!connection.closed) received(connection, data, isBinary);
       });
       ws.on('close', () => {
         connection.closed = true;
+        connection.lifetime?.cancel();
         clearTimeout(connection.closeTimer);
         sockets.delete(connection);
         behind.delete(connection);
-        hub.detach(stream, connection);
+        sessions.detach(stream, connection);
       });
-      hub.attach(stream, connection, lastSeq);
+      if (who.expiresAt !== undefined) connection.lifetime = callAt(clock, who.expiresAt, () => connection.close(1008, 'credential expired'));
+      sessions.attach(stream, connection, lastSeq);
+    },
+
+    /** The credential is revoked: every socket attached with it is closed with 1008. */
+    credentialRevoked(credentialId: string): void {
+      for (const connection of sockets) if (connection.credentialId === credentialId) connection.close(1008, 'credential revoked');
     },
 
     /** Shutdown: every socket is closed with 1001; those that do not finish in time are cut. */
@@ -165,6 +222,7 @@ export function createSocketManager(deps: { hub: StreamHub; clock: Clock; log: F
       const open = [...sockets];
       for (const connection of open) {
         connection.closed = true;
+        connection.lifetime?.cancel();
         connection.ws.close(code, reason);
       }
       const deadline = Date.now() + waitMs;

@@ -29,6 +29,8 @@ export interface OAuthDeps {
   maxClients: number;
   external?: ExternalIssuerConfig | undefined;
   findOrganization(id: string): Promise<OrganizationRecord | undefined>;
+  /** A client was deleted through this node: what its tokens opened (live streams) ends. */
+  onClientDeleted?: (clientId: string) => void;
 }
 
 export interface TokenRequest {
@@ -96,6 +98,12 @@ export function createOAuthService(deps: OAuthDeps) {
   /** Deletes the client: its secret and every token issued to it stop working at once. */
   async function deleteClient(who: Principal, id: string) {
     if (!(await store.deleteClient(who.organizationId, id))) throw clientNotFound(id);
+    deps.onClientDeleted?.(id);
+  }
+
+  /** Whether the organization still has the client, whose tokens are then good until they expire. */
+  async function clientLive(organizationId: string, id: string): Promise<boolean> {
+    return (await store.getClient(organizationId, id)) !== undefined;
   }
 
   /** The client whose id and secret these are; invalid_client for anything else. */
@@ -152,6 +160,7 @@ export function createOAuthService(deps: OAuthDeps) {
     listClients,
     getClient,
     deleteClient,
+    clientLive,
     token,
     revoke,
     introspect,

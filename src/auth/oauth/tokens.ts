@@ -142,7 +142,9 @@ export function createTokens(deps: TokenDeps) {
     const { claims, client, organization } = inspected;
     // A token never grants more than its client holds now.
     const scopes = knownScopes(claims.scope).filter((scope) => client.scopes.includes(scope));
-    return { organizationId: organization.id, credentialId: client.id, scopes: new Set(scopes), platform: organization.platform };
+    return {
+      organizationId: organization.id, credentialId: client.id, scopes: new Set(scopes), platform: organization.platform, expiresAt: claims.exp * 1000,
+    };
   }
 
   async function verifyExternal(token: string, external: ExternalIssuerConfig, keys: JWTVerifyGetKey): Promise<Principal> {
@@ -164,6 +166,8 @@ export function createTokens(deps: TokenDeps) {
       credentialId: `ext:${who}`,
       scopes: new Set(knownScopes(payload.scope)),
       platform: organization.platform,
+      // `exp` is a required claim (verifyWith).
+      expiresAt: (payload.exp as number) * 1000,
     };
   }
 
