@@ -9,7 +9,7 @@ export interface LoadSpec {
   name: string;
   /** http://host:port */
   url: string;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT';
   /** `{vehicle}` is replaced per request when a body plan is given. */
   path: string;
   headers?: Record<string, string>;
@@ -17,8 +17,12 @@ export interface LoadSpec {
   seconds: number;
   /** Requests per second over all connections (autocannon -R). */
   rate?: number;
-  /** `fleet`: bodies for `POST /v2/telemetry`, each record naming its vehicle. */
-  body?: Plan & { kind: 'records' | 'single' | 'fleet' };
+  /**
+   * `fleet`: bodies for `POST /v2/telemetry`, each record naming its vehicle. `status`: bodies for
+   * `PUT /v2/fleet/vehicles/{vehicle}/status`, request k setting vehicle k mod V to `inactive`
+   * when k div V is even, else `active` (every vehicle `active` at the start: each request a change).
+   */
+  body?: Plan & { kind: 'records' | 'single' | 'fleet' | 'status' };
   /** One body for every request, built once: the cheapest load, for routes that store nothing. */
   fixedBody?: string;
 }
@@ -56,6 +60,10 @@ type Autocannon = (
 
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
+function statusBody(plan: Plan, k: number): string {
+  return Math.floor(k / plan.vehicles.length) % 2 === 0 ? '{"status":"inactive"}' : '{"status":"active"}';
+}
+
 function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
@@ -78,7 +86,8 @@ export async function runLoad(spec: LoadSpec): Promise<LoadOutcome> {
         return {
           ...req,
           path: spec.path.replace('{vehicle}', vehicleOf(plan, n)),
-          body: plan.kind === 'records' ? recordsBody(plan, n) : plan.kind === 'fleet' ? fleetBody(plan, n) : singleBody(plan, n),
+          body: plan.kind === 'records' ? recordsBody(plan, n) : plan.kind === 'fleet' ? fleetBody(plan, n)
+            : plan.kind === 'status' ? statusBody(plan, n) : singleBody(plan, n),
         };
       },
     };

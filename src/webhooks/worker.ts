@@ -79,16 +79,28 @@ export function createDeliveryWorker(deps: {
   let running = false;
   let wanted = false;
   let timer: NodeJS.Timeout | undefined;
+  /** Whether `timer` runs the next cycle at once (not after pollMs). */
+  let soon = false;
   let inFlight = 0;
   let results: AttemptResult[] = [];
   let flushing: Promise<void> | undefined;
 
+  function schedule(delay: number): void {
+    clearTimeout(timer);
+    soon = delay === 0;
+    timer = setTimeout(() => {
+      soon = false;
+      void cycle();
+    }, delay);
+  }
+
   function wake(): void {
     if (stopped) return;
     wanted = true;
-    if (running) return;
-    clearTimeout(timer);
-    timer = setTimeout(() => void cycle(), 0);
+    // A cycle already due at once is left alone: putting it off again on every commit would, under
+    // a steady stream of commits, keep it from ever running.
+    if (running || soon) return;
+    schedule(0);
   }
 
   async function cycle(): Promise<void> {
@@ -112,10 +124,7 @@ export function createDeliveryWorker(deps: {
       log.warn({ err: error }, 'webhooks: the delivery worker could not read or claim; it tries again shortly');
     } finally {
       running = false;
-      if (!stopped) {
-        clearTimeout(timer);
-        timer = setTimeout(() => void cycle(), wanted && inFlight < settings.concurrency ? 0 : settings.pollMs);
-      }
+      if (!stopped) schedule(wanted && inFlight < settings.concurrency ? 0 : settings.pollMs);
     }
   }
 
@@ -172,6 +181,7 @@ export function createDeliveryWorker(deps: {
     async stop(): Promise<void> {
       stopped = true;
       clearTimeout(timer);
+      soon = false;
       await flush();
     },
   };

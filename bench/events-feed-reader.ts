@@ -1,0 +1,55 @@
+// The reader of the feed case of bench/events.bench.ts, in its own process (so the client never
+// competes with the server for the server's event loop): follows `GET /v2/events?limit=1000` page
+// by page, passing `next` as `after`, until a page comes back empty. Run with one JSON argument
+// ({url, key}); prints one JSON line.
+import { Agent, request } from 'undici';
+
+export interface FeedReadOutcome {
+  events: number;
+  pages: number;
+  firstId: string | null;
+  lastId: string | null;
+  /** Events whose id is not above the one before (the bench's ids rise with `seq`): a repeat or a step back. */
+  outOfOrder: number;
+  seconds: number;
+  /** CPU the reader itself used, as a fraction of one core. */
+  readerCpu: number;
+}
+
+interface Page {
+  events: Array<{ id: string }>;
+  next: string;
+}
+
+if (import.meta.main) {
+  const { url, key } = JSON.parse(process.argv[2] ?? '') as { url: string; key: string };
+  const dispatcher = new Agent({ connections: 1 });
+  const headers = { authorization: `Bearer ${key}` };
+  let events = 0;
+  let pages = 0;
+  let firstId: string | null = null;
+  let lastId: string | null = null;
+  let outOfOrder = 0;
+  let after: string | undefined;
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  for (;;) {
+    const res = await request(`${url}/v2/events?limit=1000${after === undefined ? '' : `&after=${after}`}`, { headers, dispatcher });
+    if (res.statusCode !== 200) throw new Error(`GET /v2/events: ${res.statusCode} ${await res.body.text()}`);
+    const page = (await res.body.json()) as Page;
+    pages++;
+    if (page.events.length === 0) break;
+    for (const event of page.events) {
+      if (lastId !== null && event.id <= lastId) outOfOrder++;
+      lastId = event.id;
+    }
+    events += page.events.length;
+    firstId ??= page.events[0]!.id;
+    after = page.next;
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  await dispatcher.close();
+  const outcome: FeedReadOutcome = { events, pages, firstId, lastId, outOfOrder, seconds, readerCpu: (used.user + used.system) / 1e6 / seconds };
+  process.stdout.write(`${JSON.stringify(outcome)}\n`);
+}
