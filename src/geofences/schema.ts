@@ -1,0 +1,55 @@
+// The request shape of a geofence's geometry. Structure only (types, arrays, numbers): the rules
+// that need arithmetic (closed rings, ranges, self-intersection, the position limit) live in
+// validateGeometry, which names the offending position in its message, something a JSON Schema
+// keyword cannot do well for a ring of thousands of positions.
+import { Type, type Static } from 'typebox';
+
+export const MAX_POSITIONS = 10_000;
+export const MIN_RADIUS_M = 1;
+export const MAX_RADIUS_M = 100_000;
+
+const Position = Type.Array(Type.Number(), {
+  minItems: 2,
+  maxItems: 3,
+  description: '[longitude, latitude] in WGS 84 decimal degrees; a third value (altitude) is accepted and ignored.',
+  examples: [[13.405, 52.52]],
+});
+
+const Ring = Type.Array(Position, {
+  description: 'A closed ring: at least 4 positions, the last equal to the first; it must not cross itself.',
+});
+
+const PolygonCoordinates = Type.Array(Ring, {
+  minItems: 1,
+  description: 'The outer ring, then any holes.',
+});
+
+export const PolygonGeometry = Type.Object(
+  { type: Type.Literal('Polygon'), coordinates: PolygonCoordinates },
+  { additionalProperties: false },
+);
+export type PolygonGeometry = Static<typeof PolygonGeometry>;
+
+export const MultiPolygonGeometry = Type.Object(
+  { type: Type.Literal('MultiPolygon'), coordinates: Type.Array(PolygonCoordinates, { minItems: 1 }) },
+  { additionalProperties: false },
+);
+export type MultiPolygonGeometry = Static<typeof MultiPolygonGeometry>;
+
+export const CircleGeometry = Type.Object(
+  {
+    type: Type.Literal('Circle'),
+    coordinates: Position,
+    radius: Type.Number({ description: `Meters, ${MIN_RADIUS_M} to ${MAX_RADIUS_M}; distance along the Earth's surface.` }),
+  },
+  { additionalProperties: false, examples: [{ type: 'Circle', coordinates: [13.405, 52.52], radius: 250 }] },
+);
+export type CircleGeometry = Static<typeof CircleGeometry>;
+
+export const GeofenceGeometry = Type.Union([PolygonGeometry, MultiPolygonGeometry, CircleGeometry], {
+  description:
+    'A GeoJSON (RFC 7946) Polygon or MultiPolygon, or a circle. At most 10,000 positions in all. ' +
+    'A point on the boundary is inside. A ring may span at most 180 degrees of longitude: a shape ' +
+    'crossing the antimeridian is a MultiPolygon split at ±180.',
+});
+export type GeofenceGeometry = Static<typeof GeofenceGeometry>;
