@@ -49,8 +49,6 @@ export async function createTestApp(options: {
   /** Cluster mode: the bus to the other nodes (and the state /readyz reports for it). */
   cluster?: AppDeps['cluster'];
   rateLimitStore?: AppDeps['rateLimitStore'];
-  /** Webhook delivery timing (retry delays, leases, polling), shortened by the webhook suites. */
-  webhooks?: AppDeps['webhooks'];
   /** Another node of `join`'s cluster: the same PostgreSQL schema and first organization. */
   join?: { stores: Stores; adminKey: string; organizationId: string };
 } = {}) {
@@ -77,7 +75,6 @@ export async function createTestApp(options: {
     ...(options.offlineCheckMs === undefined ? {} : { offlineCheckMs: options.offlineCheckMs }),
     ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
     ...(options.rateLimitStore === undefined ? {} : { rateLimitStore: options.rateLimitStore }),
-    ...(options.webhooks === undefined ? {} : { webhooks: options.webhooks }),
   });
   await app.ready();
 
