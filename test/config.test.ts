@@ -48,15 +48,26 @@ describe('defaults', () => {
       publicUrl: 'http://localhost:8080',
       http: { timeouts: { headersMs: 10_000, requestMs: 30_000, idleMs: 120_000 } },
       rateLimit: { requests: 1200, windowSeconds: 60, tokenRequests: 30 },
-      quotas: { vehicles: 10000, apiKeys: 100, oauthClients: 20, streams: 100 },
+      quotas: { vehicles: 10000, apiKeys: 100, oauthClients: 20, streams: 100, webhooks: 20, geofences: 10000 },
       oauth: { tokenTtlSeconds: 900, external: undefined },
       telemetry: { retentionDays: 30 },
+      events: { retentionDays: 30 },
+      webhooks: { allowPrivate: false },
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
       protocols: { host: '0.0.0.0', osmandPort: 5055, teltonikaPort: 5027, teltonikaIdleMs: 600_000 },
       streams: { allowedOrigins: ['http://localhost:8080'] },
       redis: undefined,
       dashboard: { tileUrl: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png' },
     });
+  });
+
+  test('webhooks may reach private addresses only when allowed; event retention and the new quotas in range', () => {
+    assert.equal(ok({ FLEET_WEBHOOK_ALLOW_PRIVATE: 'true' }).webhooks.allowPrivate, true);
+    rejectsOnly({ FLEET_WEBHOOK_ALLOW_PRIVATE: 'yes' }, 'FLEET_WEBHOOK_ALLOW_PRIVATE');
+    assert.equal(ok({ FLEET_EVENT_RETENTION_DAYS: '7' }).events.retentionDays, 7);
+    rejectsOnly({ FLEET_EVENT_RETENTION_DAYS: '0' }, 'FLEET_EVENT_RETENTION_DAYS');
+    assert.equal(ok({ FLEET_QUOTA_GEOFENCES: '5' }).quotas.geofences, 5);
+    rejectsOnly({ FLEET_QUOTA_WEBHOOKS: '-1' }, 'FLEET_QUOTA_WEBHOOKS');
   });
 
   test('the dashboard map tile URL: a {z}/{x}/{y} template, or empty for no tiles', () => {

@@ -9,6 +9,7 @@ import { createRemoteJWKSet, jwtVerify } from 'jose';
 import * as oauth from 'oauth4webapi';
 import { buildApp } from '../src/app.ts';
 import { generateApiKey } from '../src/auth/keys.ts';
+import { SCOPES } from '../src/auth/scopes.ts';
 import { createTestApp, manualClock, type TestApp } from './helpers/app.ts';
 import {
   FORM,
@@ -63,7 +64,7 @@ describe('over real HTTP with oauth4webapi: discovery, both client authenticatio
     assert.deepEqual(as.token_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post']);
     assert.deepEqual(as.revocation_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post']);
     assert.deepEqual(as.introspection_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post']);
-    assert.deepEqual(as.scopes_supported, ['fleet:read', 'fleet:write', 'telemetry:read', 'telemetry:write', 'streams', 'admin', 'events:read']);
+    assert.deepEqual(as.scopes_supported, [...SCOPES]);
 
     const jwks = await (await fetch(as.jwks_uri)).json() as { keys: Array<Record<string, unknown>> };
     assert.equal(jwks.keys.length, 1);

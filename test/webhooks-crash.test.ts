@@ -6,7 +6,7 @@
 // SQLite file, and every event in the log must reach the receiver (deduplicated by webhook-id), each
 // signed as the Standard Webhooks reference verifier expects.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { generateApiKey } from '../src/auth/keys.ts';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -42,7 +42,7 @@ async function feedIds(fleet: RunningFleet, key: string): Promise<string[]> {
 }
 
 test('every event is delivered after a SIGKILL between commit and delivery, once the receiver is up', { timeout: 90_000 }, async (t) => {
-  const key = `op_${randomBytes(24).toString('hex')}`;
+  const key = generateApiKey();
   const cwd = tempDir(t, 'fleet-webhooks-crash-');
   const env = { FLEET_ADMIN_KEY: key, FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_WEBHOOK_ALLOW_PRIVATE: 'true' };
   // The receiver's port, closed for now: every attempt is refused.
