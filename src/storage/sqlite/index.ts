@@ -1,4 +1,5 @@
 import { openSqlite } from './database.ts';
+import { ownDatabaseFile } from './owner.ts';
 import { createSqliteAuthStore } from './auth.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
@@ -9,7 +10,15 @@ import type { Stores } from '../stores.ts';
 
 /** `syncFile` syncs the WAL after telemetry commits (`fs.fdatasync`; a test passes one that fails). */
 export function createSqliteStores(file: string, options: { syncFile?: SyncFile } = {}): Stores {
-  const db = openSqlite(file);
+  // Before opening: a second process must not even run the migrations on the owner's file.
+  const owner = file === ':memory:' ? undefined : ownDatabaseFile(file);
+  let db;
+  try {
+    db = openSqlite(file);
+  } catch (error) {
+    owner?.release();
+    throw error;
+  }
   const ping = db.prepare('SELECT 1 AS ok');
   const wal = createWalSync(db, options.syncFile);
   const statuses = createVehicleStatuses(db);
@@ -25,6 +34,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
     async close() {
       wal.close();
       if (db.isOpen) db.close();
+      owner?.release();
     },
   };
 }
