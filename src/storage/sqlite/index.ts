@@ -1,4 +1,5 @@
 import { openSqlite } from './database.ts';
+import { diskSpaceOf } from './disk-space.ts';
 import { ownDatabaseFile } from './owner.ts';
 import { createSqliteAuthStore } from './auth.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
@@ -22,6 +23,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
   const ping = db.prepare('SELECT 1 AS ok');
   const wal = createWalSync(db, options.syncFile);
   const statuses = createVehicleStatuses(db);
+  const disk = diskSpaceOf(db);
   return {
     auth: createSqliteAuthStore(db),
     oauth: createSqliteOAuthStore(db),
@@ -30,6 +32,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
     async ping() {
       ping.get();
       wal.check();
+      disk.check();
     },
     async close() {
       wal.close();

@@ -12,6 +12,7 @@ import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
+import { write as writeOne } from './database.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
 import type { WalSync } from './wal-sync.ts';
 
@@ -297,7 +298,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
     /** Moves the recent records first, so that old ones among them are pruned too. */
     async prune(before, max) {
       if (recent > 0) await write(moveAll);
-      return Number(pruneOldest.run(before, max).changes);
+      return Number(writeOne(db, () => pruneOldest.run(before, max)).changes);
     },
 
     async maintain() {

@@ -1,7 +1,7 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { StatusChange, VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
 import { VEHICLE_COLUMNS, sqliteRows } from '../rows.ts';
-import { transaction } from './database.ts';
+import { transaction, write } from './database.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
 
 const COLUMNS = VEHICLE_COLUMNS;
@@ -84,7 +84,7 @@ export function createSqliteVehicleStore(db: DatabaseSync, statuses: VehicleStat
 
     async delete(organizationId, id) {
       try {
-        return deleteOne.run(organizationId, id).changes > 0;
+        return write(db, () => deleteOne.run(organizationId, id)).changes > 0;
       } finally {
         statuses.forget(organizationId, id);
       }
