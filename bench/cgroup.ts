@@ -33,6 +33,7 @@ export function cpuCgroups(): Flavour | { kind: 'none'; why: string } {
 }
 
 const made: string[] = [];
+let rootOfMade: string | undefined;
 
 function removeQuietly(dir: string): boolean {
   try {
@@ -43,23 +44,39 @@ function removeQuietly(dir: string): boolean {
   }
 }
 
+// A run that fails before its own clean-up: this process leaves its group, then the groups go
+// (those whose processes have exited; a child killed with its parent is gone by then).
 process.once('exit', () => {
-  for (const dir of made.splice(0)) removeQuietly(dir);
+  if (made.length === 0 || rootOfMade === undefined) return;
+  try {
+    writeFileSync(path.join(rootOfMade, 'cgroup.procs'), String(process.pid));
+  } catch {
+    // Not in a group of ours.
+  }
+  for (const dir of made.splice(0).reverse()) removeQuietly(dir);
 });
 
-/** A new group named `name` capped at `cores` (e.g. 0.3) of one core. */
-export function cpuGroup(flavour: Flavour, name: string, cores: number): CpuGroup {
+/**
+ * A new group named `name`, capped at `cores` (e.g. 0.3) of one core, or uncapped when undefined.
+ * `weight` is its share against other work when the machine is busy: 1 is what every process
+ * outside a group counts as. Weighted above 1, a group gets its cap even on a machine shared with
+ * other work, so what a benchmark measures is its own processes, not what others ran meanwhile.
+ */
+export function cpuGroup(flavour: Flavour, name: string, cores: number | undefined, weight = 1): CpuGroup {
   const dir = path.join(flavour.root, name);
   mkdirSync(dir);
   made.push(dir);
-  const quota = Math.round(cores * PERIOD_US);
+  rootOfMade = flavour.root;
+  const quota = cores === undefined ? undefined : Math.round(cores * PERIOD_US);
   if (flavour.kind === 'v1') {
     writeFileSync(path.join(dir, 'cpu.cfs_period_us'), String(PERIOD_US));
-    writeFileSync(path.join(dir, 'cpu.cfs_quota_us'), String(quota));
+    writeFileSync(path.join(dir, 'cpu.cfs_quota_us'), String(quota ?? -1));
+    writeFileSync(path.join(dir, 'cpu.shares'), String(Math.round(1024 * weight)));
   } else {
     // The cpu controller must be on for the root's children; writing it again is harmless.
     writeFileSync(path.join(flavour.root, 'cgroup.subtree_control'), '+cpu');
-    writeFileSync(path.join(dir, 'cpu.max'), `${quota} ${PERIOD_US}`);
+    writeFileSync(path.join(dir, 'cpu.max'), `${quota ?? 'max'} ${PERIOD_US}`);
+    writeFileSync(path.join(dir, 'cpu.weight'), String(Math.min(10_000, Math.round(100 * weight))));
   }
   return {
     name,
@@ -74,6 +91,11 @@ export function cpuGroup(flavour: Flavour, name: string, cores: number): CpuGrou
       return { periods: Number(fields.nr_periods ?? 0), throttled: Number(fields.nr_throttled ?? 0) };
     },
   };
+}
+
+/** Moves a process back to the root group (so that its group can be removed). */
+export function leaveGroup(flavour: Flavour, pid: number): void {
+  writeFileSync(path.join(flavour.root, 'cgroup.procs'), String(pid));
 }
 
 /** Removes every group made, once its processes have exited; returns those that could not go. */

@@ -37,7 +37,7 @@ import pg from 'pg';
 import { createAuthService } from '../src/auth/service.ts';
 import { systemClock } from '../src/clock.ts';
 import { createPostgresStores } from '../src/storage/postgres/index.ts';
-import { type CpuGroup, cpuCgroups, cpuGroup, removeAll } from './cgroup.ts';
+import { type CpuGroup, cpuCgroups, cpuGroup, leaveGroup, removeAll } from './cgroup.ts';
 import { loadVarying, ms } from './lib.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 import type { Plan } from './rows.ts';
@@ -115,16 +115,22 @@ interface Node {
 const workDir = mkdtempSync(path.join(tmpdir(), 'fleet-bench-cluster-'));
 const nodes: Node[] = [];
 const cgroups = NODE_CPU > 0 ? cpuCgroups() : { kind: 'none' as const, why: 'BENCH_NODE_CPU=0' };
+/** Weight of the nodes' and the generators' groups against other work on a shared machine (see cgroup.ts). */
+const WEIGHT = 8;
 const capNote = cgroups.kind === 'none'
   ? `**the nodes run uncapped (${cgroups.why})**: they share the machine's cores with PostgreSQL and the generators, so the ratios measure contention`
-  : `each node in a cgroup (${cgroups.kind}) of its own capped at ${NODE_CPU} of a core (CFS quota ${Math.round(NODE_CPU * 100_000)} µs per 100,000 µs)`;
+  : `each node in a cgroup (${cgroups.kind}) of its own capped at ${NODE_CPU} of a core (CFS quota ${Math.round(NODE_CPU * 100_000)} µs per ` +
+    `100,000 µs), weighted ${WEIGHT} × a process outside a group, as is the group of this process and its load generators (uncapped)`;
+// This process and every load generator it starts: weighted too, so that other work on a shared
+// machine does not starve the generators (PostgreSQL, a shared server, is left as it is).
+if (cgroups.kind !== 'none') cpuGroup(cgroups, `fleet-bench-${process.pid}-run`, undefined, WEIGHT).add(process.pid);
 
 /** main.ts in its own process (and CPU group), environment built from scratch; resolves once /readyz says 200. */
 async function startNode(name: string, env: Record<string, string>): Promise<Node> {
   const port = await freePort();
   // BENCH_NODE_ARGS: extra Node options for the nodes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/profiles".
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(/\s+/).filter((arg) => arg !== '') ?? [];
-  const group = cgroups.kind === 'none' ? undefined : cpuGroup(cgroups, `fleet-bench-${process.pid}-${name.replace(/\W/g, '')}`, NODE_CPU);
+  const group = cgroups.kind === 'none' ? undefined : cpuGroup(cgroups, `fleet-bench-${process.pid}-${name.replace(/\W/g, '')}`, NODE_CPU, WEIGHT);
   const child = spawn(process.execPath, [...nodeArgs, MAIN], {
     cwd: workDir,
     env: {
@@ -416,6 +422,7 @@ try {
   await Promise.race([Promise.all(nodes.map((n) => n.closed)), sleep(12_000)]);
   for (const node of nodes) if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');
   await Promise.race([Promise.all(nodes.map((n) => n.closed)), sleep(5_000)]);
+  if (cgroups.kind !== 'none') leaveGroup(cgroups, process.pid);
   const left = removeAll();
   if (left.length > 0) console.error(`could not remove the cgroups ${left.join(', ')} (processes still in them?)`);
   await stored.end().catch(() => {});
