@@ -40,7 +40,15 @@ function onPath(command: string): boolean {
 export function whyNoPrivateServers(): string | undefined {
   if (postgresBin() === undefined) return 'missing (no initdb/pg_ctl under /usr/lib/postgresql or on PATH)';
   if (!onPath('redis-server')) return 'missing (no redis-server on PATH)';
-  if (process.getuid?.() === 0 && !onPath('runuser')) return 'not startable as root without runuser';
+  if (process.getuid?.() === 0) {
+    // PostgreSQL refuses to run as root: as root the server runs as the `postgres` user.
+    if (!onPath('runuser')) return 'not startable as root without runuser';
+    try {
+      execFileSync('id', ['-u', 'postgres'], { stdio: 'ignore' });
+    } catch {
+      return 'not startable as root without a `postgres` user';
+    }
+  }
   return undefined;
 }
 
