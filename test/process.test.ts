@@ -179,6 +179,39 @@ describe('fleet as a process', { concurrency: 3 }, () => {
     assert.ok(!existsSync(path.join(first.cwd, 'data')) && !existsSync(path.join(second.cwd, 'data')));
   });
 
+  test('a second process on the same SQLite file refuses to start; a SIGKILLed owner leaves the file free', { timeout: TEST_TIMEOUT }, async (t) => {
+    const key = operatorKey();
+    const dbDir = tempDir(t, 'fleet-db-');
+    const env = { FLEET_ADMIN_KEY: key, FLEET_DATABASE_URL: `sqlite:${dbDir}/fleet.db` };
+    const first = await startFleet(t, { env });
+    const created = await request(first, 'POST', '/v2/fleet/vehicles', { key, body: { vehicleId: 'van-1', type: 'van' } });
+    assert.equal(created.status, 201);
+    await created.body?.cancel();
+
+    const second = spawnFleet(t, { env: { ...env, FLEET_HOST: '127.0.0.1', FLEET_PORT: '0', FLEET_MQTT_PORT: '0' } });
+    const exit = await withTimeout(second.closed, 15_000, 'the second process to give up');
+    assert.deepEqual(exit, { code: 1, signal: null }, second.stderr());
+    assert.match(second.stderr(), new RegExp(`^fleet: cannot open the store: \\S*fleet\\.db is in use by another process \\(pid ${first.child.pid}\\)`));
+    assert.ok(!second.stdout().includes('Server listening'), 'it never served');
+
+    // The owner serves on, undisturbed.
+    const read = await request(first, 'GET', '/v2/fleet/vehicles/van-1', { key });
+    assert.equal(read.status, 200);
+    await read.body?.cancel();
+    const ready = await request(first, 'GET', '/readyz');
+    assert.equal(ready.status, 200);
+    await ready.body?.cancel();
+
+    // Killed without a chance to let go: the kernel drops its lock, and the next process starts.
+    first.child.kill('SIGKILL');
+    assert.equal((await withTimeout(first.closed, 5_000, 'the owner to die')).signal, 'SIGKILL');
+    const third = await startFleet(t, { env });
+    const after = await request(third, 'GET', '/v2/fleet/vehicles/van-1', { key });
+    assert.equal(after.status, 200, 'the same data, served by the new owner');
+    await after.body?.cancel();
+    await stopCleanly(third);
+  });
+
   /**
    * Starts a POST /v2/fleet/vehicles whose body arrives in two halves, with SIGTERM in between:
    * headers and half the body are sent; once the server has logged the request ("incoming

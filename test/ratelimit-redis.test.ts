@@ -15,7 +15,9 @@ import { rateLimitStoreContract } from './contract/ratelimit-store.ts';
 import { captureLogs } from './helpers/logs.ts';
 import { connectTestRedis, keysUnder, redisProxy, skipUnlessRedis, testPrefix } from './helpers/redis.ts';
 
-const T0 = Date.parse('2026-11-22T08:00:00.000Z');
+// Later than any run, as in the contract suite: keys written at a time still to come stay in Redis
+// until its clock reaches that time, so a test that holds time still is not raced by expiry.
+const T0 = Date.parse('2126-11-22T08:00:00.000Z');
 
 async function waitFor(predicate: () => Promise<boolean> | boolean, what: string, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -48,20 +50,44 @@ describe('Redis rate-limit store', { skip }, () => {
 
   rateLimitStoreContract('redis', () => createRedisRateLimitStore({ redis, prefix }));
 
-  test('a key lives until its debt is paid back, then it is gone; refusals do not extend it', async () => {
+  test('a key lives until its debt is paid back by the time passed in; refusals do not extend it', async () => {
     const store = createRedisRateLimitStore({ redis, prefix });
-    const policy: RateLimitPolicy = { limit: 2, windowMs: 300 }; // one request every 150 ms
-    const key = `${prefix}rl:2/300:expiring`;
+    const policy: RateLimitPolicy = { limit: 2, windowMs: 60_000 }; // one request every 30 s
+    const key = `${prefix}rl:2/60000:expiring`;
+    // The key's expiry is an instant (T0 + the debt); PTTL counts to it from whenever Redis answers,
+    // so it is checked against the real time measured around the calls, which any delay only widens.
+    async function expiresAt(): Promise<{ from: number; to: number }> {
+      const before = Date.now();
+      const pttl = await redis.pttl(key);
+      return { from: before + pttl - 1, to: Date.now() + pttl + 1 };
+    }
+    const within = (span: { from: number; to: number }, at: number) => span.from <= at && at <= span.to;
     await store.consume('expiring', policy, T0);
-    const one = await redis.pttl(key);
-    assert.ok(one > 0 && one <= 150, `PTTL after one request: ${one}`);
+    const one = await expiresAt();
+    assert.ok(within(one, T0 + 30_000), `after one request the key expires at T0 + 30 s: ${JSON.stringify(one)} vs ${T0 + 30_000}`);
     await store.consume('expiring', policy, T0);
-    const two = await redis.pttl(key);
-    assert.ok(two > 150 && two <= 300, `PTTL after two requests: ${two}`);
+    assert.ok(within(await expiresAt(), T0 + 60_000), 'after two, at T0 + 60 s');
     assert.equal((await store.consume('expiring', policy, T0)).allowed, false);
-    assert.ok((await redis.pttl(key)) <= two, 'a refused request leaves the expiry alone');
+    assert.ok(within(await expiresAt(), T0 + 60_000), 'a refused request leaves the expiry alone');
     assert.deepEqual(await redis.hgetall(key), { debt: String(2 * policyUnits(policy).cost), at: String(T0) });
-    await waitFor(async () => (await redis.exists(key)) === 0, 'the paid-back key expires', 3_000);
+  });
+
+  test('a key also lasts its debt by Redis\'s clock, so a node whose clock is behind still limits; then it is gone', async () => {
+    const store = createRedisRateLimitStore({ redis, prefix });
+    const key = (name: string, policy: RateLimitPolicy) => `${prefix}rl:${policy.limit}/${policy.windowMs}:${name}`;
+    // An hour behind: by that clock the debt is paid back at once, an hour ago by Redis's.
+    const slow: RateLimitPolicy = { limit: 2, windowMs: 60_000 };
+    const before = Date.now();
+    await store.consume('behind', slow, Date.now() - 3_600_000);
+    const pttl = await redis.pttl(key('behind', slow));
+    const elapsed = Date.now() - before;
+    assert.ok(pttl <= 30_000 && pttl >= 30_000 - elapsed - 1, `PTTL ${pttl} after ${elapsed} ms: the 30 s debt from the call on`);
+    assert.equal((await store.consume('behind', slow, Date.now() - 3_600_000)).remaining, 0, 'still counted');
+    // On the real clock a short debt ends, and the key goes by itself.
+    const fast: RateLimitPolicy = { limit: 2, windowMs: 300 };
+    await store.consume('gone', fast, Date.now());
+    assert.ok((await redis.pttl(key('gone', fast))) <= 150);
+    await waitFor(async () => (await redis.exists(key('gone', fast))) === 0, 'the paid-back key expires', 10_000);
   });
 
   test('two nodes (two stores, two connections) share one budget', async () => {
@@ -97,8 +123,8 @@ describe('Redis rate-limit store', { skip }, () => {
     const store = createRedisRateLimitStore({ redis, prefix });
     const memory = createMemoryRateLimitStore({ sweepIntervalMs: 0 });
     // 3 per (2^51 - 1) ms: one request costs 2^51 - 1 units, so the state has 16 digits, past
-    // what Lua's tostring keeps (14). Every debt here lasts seconds or more: keys expire on Redis's
-    // clock while this test passes time in, so a debt shorter than the test would vanish under it.
+    // what Lua's tostring keeps (14). Time passed in starts at T0, still to come, so no key expires
+    // under the test however long it takes.
     const policies: RateLimitPolicy[] = [
       { limit: 3, windowMs: 2 ** 51 - 1 },
       { limit: 7, windowMs: 60_000 },

@@ -4,14 +4,18 @@
 // checked that every quantity stays an exact integer, and the state is written with %.0f, never
 // with tostring, which keeps only 14 significant digits.
 //
-// Time is the `now` the caller passes, not Redis's TIME. All nodes read the same (NTP-synchronized)
-// wall clock, so decisions agree with the in-process store and the contract suite can pass time in.
+// Decisions use the `now` the caller passes, not Redis's TIME. All nodes read the same
+// (NTP-synchronized) wall clock, so decisions agree with the in-process store and the contract
+// suite can pass time in.
 // The cost: a node whose clock runs ahead refills budgets early by its skew, and one that runs
 // behind refills nothing until its clock passes the state's `at` (gcra never refills backwards).
 // With skews of milliseconds against windows of seconds, that is noise.
 //
 // One hash per key and policy: `debt` and `at`. It expires when the debt is paid back, when it
-// would be the same as no state at all, so idle keys cost Redis nothing.
+// would be the same as no state at all, so idle keys cost Redis nothing: paid back by both clocks,
+// the caller's and Redis's, which agree within the nodes' NTP skew. A caller's time that stands
+// still (tests pass one in) then keeps the key until Redis's clock has passed it; with Redis's
+// clock alone, a key could expire between two calls made at one and the same `now`.
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { AppError } from '../errors.ts';
@@ -47,8 +51,15 @@ local allowed = debt + cost <= capacity
 if allowed then
   debt = debt + cost
   redis.call('HSET', KEYS[1], 'debt', string.format('%.0f', debt), 'at', string.format('%.0f', at))
-  -- Relative to now; at is later than t only when this node's clock is behind the last writer's.
-  redis.call('PEXPIRE', KEYS[1], string.format('%.0f', ceilDiv(debt, perMs) + (at - t)))
+  -- Paid back at paidAt by the caller's clock, which is paidAt - t from now by Redis's (at is
+  -- later than t only when this node's clock is behind the last writer's). The key goes when both
+  -- clocks say so: by Redis's alone, a caller whose time runs behind Redis's (or stands still)
+  -- would see state it still owes on vanish; by the caller's alone, a node whose clock is behind
+  -- Redis's would write keys that expire at once and never limit anyone.
+  local paidAt = at + ceilDiv(debt, perMs)
+  local clock = redis.call('TIME')
+  local redisNow = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+  redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', math.max(paidAt, redisNow + paidAt - t)))
 end
 
 local retryAfter = 0

@@ -56,23 +56,30 @@ export function mergeStates(known: LatestState | undefined, incoming: LatestStat
  * may deliver other nodes' commits in another order than they were made.
  */
 export function createLatestView() {
-  const byOrganization = new Map<string, Map<string, LatestState>>();
+  // Each vehicle's entry is updated in place: a node following other nodes' commits puts a state
+  // per vehicle per commit it hears, and a WeakMap of states to generations cost it more (in
+  // inserts and in the collector's work on them) than the merge itself.
+  const byOrganization = new Map<string, Map<string, { state: LatestState; changed: number }>>();
   /** Bumped by every change, so a reload can tell what changed while it was reading. */
   let generation = 0;
-  const changedAt = new WeakMap<LatestState, number>();
 
   function get(organizationId: string, vehicleId: string): LatestState | undefined {
-    return byOrganization.get(organizationId)?.get(vehicleId);
+    return byOrganization.get(organizationId)?.get(vehicleId)?.state;
   }
 
   function put(state: LatestState): void {
-    changedAt.set(state, ++generation);
     let vehicles = byOrganization.get(state.organizationId);
     if (vehicles === undefined) {
       vehicles = new Map();
       byOrganization.set(state.organizationId, vehicles);
     }
-    vehicles.set(state.vehicleId, state);
+    const entry = vehicles.get(state.vehicleId);
+    if (entry === undefined) {
+      vehicles.set(state.vehicleId, { state, changed: ++generation });
+    } else {
+      entry.state = state;
+      entry.changed = ++generation;
+    }
   }
 
   function forget(organizationId: string, vehicleId: string): void {
@@ -98,8 +105,8 @@ export function createLatestView() {
       merge(state);
     }
     for (const [organizationId, vehicles] of byOrganization) {
-      for (const [vehicleId, state] of vehicles) {
-        if (!loaded.has(`${organizationId}\u0000${vehicleId}`) && (changedAt.get(state) ?? 0) <= since) vehicles.delete(vehicleId);
+      for (const [vehicleId, entry] of vehicles) {
+        if (!loaded.has(`${organizationId}\u0000${vehicleId}`) && entry.changed <= since) vehicles.delete(vehicleId);
       }
     }
   }

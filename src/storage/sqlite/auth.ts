@@ -1,7 +1,8 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { ApiKeyRecord, AuthStore, OrganizationRecord } from '../../auth/store.ts';
 import { sqliteRows } from '../rows.ts';
-import { transaction } from './database.ts';
+import { transaction, write } from './database.ts';
+import { diskSpaceOf } from './disk-space.ts';
 
 export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
   const insertOrg = db.prepare('INSERT INTO organizations (id, name, platform, created_at) VALUES (?, ?, ?, ?)');
@@ -89,7 +90,7 @@ export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
     },
 
     async revokeKey(organizationId, id, at) {
-      const row = revoke.get(at, organizationId, id);
+      const row = write(db, () => revoke.get(at, organizationId, id));
       return row === undefined ? undefined : sqliteRows.key(row);
     },
 
@@ -100,7 +101,14 @@ export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
     },
 
     async touchKey(id, at) {
-      touch.run(at, id);
+      try {
+        touch.run(at, id);
+      } catch (error) {
+        // When a key was last used is worth less than serving its request: on a full disk the
+        // request goes on (readiness reports the disk), and the next touch writes the time.
+        const failed = diskSpaceOf(db).failed(error);
+        if (failed === error) throw error;
+      }
     },
   };
 }

@@ -2,6 +2,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { diskSpaceOf } from './disk-space.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 
@@ -68,15 +69,27 @@ export function migrate(db: DatabaseSync): void {
   }
 }
 
-/** Runs `fn` in one write transaction; rolls back if it throws. */
+/**
+ * Runs `fn` in one write transaction; rolls back if it throws. A full disk is thrown as
+ * `service-unavailable` (see disk-space.ts).
+ */
 export function transaction<T>(db: DatabaseSync, fn: () => T): T {
-  db.exec('BEGIN IMMEDIATE');
   try {
+    db.exec('BEGIN IMMEDIATE');
     const result = fn();
     db.exec('COMMIT');
     return result;
   } catch (error) {
     if (db.isTransaction) db.exec('ROLLBACK');
-    throw error;
+    throw diskSpaceOf(db).failed(error);
+  }
+}
+
+/** One write statement outside a transaction (`fn` runs it), with a full disk thrown as in `transaction`. */
+export function write<T>(db: DatabaseSync, fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    throw diskSpaceOf(db).failed(error);
   }
 }

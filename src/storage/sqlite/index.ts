@@ -1,4 +1,6 @@
 import { openSqlite } from './database.ts';
+import { diskSpaceOf } from './disk-space.ts';
+import { ownDatabaseFile } from './owner.ts';
 import { createSqliteAuthStore } from './auth.ts';
 import { createSqliteEventAppender, createSqliteEventStore } from './events.ts';
 import { createSqliteRuleWrites, createSqliteRulesStore } from './rules.ts';
@@ -13,12 +15,21 @@ import type { Stores } from '../stores.ts';
 
 /** `syncFile` syncs the WAL after telemetry commits (`fs.fdatasync`; a test passes one that fails). */
 export function createSqliteStores(file: string, options: { syncFile?: SyncFile } = {}): Stores {
-  const db = openSqlite(file);
+  // Before opening: a second process must not even run the migrations on the owner's file.
+  const owner = file === ':memory:' ? undefined : ownDatabaseFile(file);
+  let db;
+  try {
+    db = openSqlite(file);
+  } catch (error) {
+    owner?.release();
+    throw error;
+  }
   const ping = db.prepare('SELECT 1 AS ok');
   const wal = createWalSync(db, options.syncFile);
   const appendEvents = createSqliteEventAppender(db);
   const statuses = createVehicleStatuses(db, appendEvents);
   const ruleWrites = createSqliteRuleWrites(db, appendEvents);
+  const disk = diskSpaceOf(db);
   return {
     auth: createSqliteAuthStore(db),
     oauth: createSqliteOAuthStore(db),
@@ -31,10 +42,12 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
     async ping() {
       ping.get();
       wal.check();
+      disk.check();
     },
     async close() {
       wal.close();
       if (db.isOpen) db.close();
+      owner?.release();
     },
   };
 }

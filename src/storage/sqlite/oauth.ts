@@ -1,7 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { OAuthStore } from '../../auth/oauth/store.ts';
 import { sqliteRows } from '../rows.ts';
-import { transaction } from './database.ts';
+import { transaction, write } from './database.ts';
 
 export function createSqliteOAuthStore(db: DatabaseSync): OAuthStore {
   const keys = db.prepare('SELECT * FROM oauth_signing_keys ORDER BY created_at, kid');
@@ -38,7 +38,7 @@ export function createSqliteOAuthStore(db: DatabaseSync): OAuthStore {
     },
 
     async addFirstSigningKey(key) {
-      const result = insertFirstKey.run(key.kid, key.algorithm, key.privateJwk, key.publicJwk, key.createdAt);
+      const result = write(db, () => insertFirstKey.run(key.kid, key.algorithm, key.privateJwk, key.publicJwk, key.createdAt));
       return Number(result.changes) === 1;
     },
 
@@ -77,7 +77,7 @@ export function createSqliteOAuthStore(db: DatabaseSync): OAuthStore {
     },
 
     async deleteClient(organizationId, id) {
-      return Number(deleteClient.run(organizationId, id).changes) === 1;
+      return Number(write(db, () => deleteClient.run(organizationId, id)).changes) === 1;
     },
 
     async revokeToken(jti, expiresAt, now) {

@@ -15,6 +15,7 @@ import type { TelemetryData } from '../../telemetry/schema.ts';
 import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
 import type { CommitRules } from '../../rules/store.ts';
 import type { SqliteRuleWrites } from './rules.ts';
+import { write as writeOne } from './database.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
 import type { WalSync } from './wal-sync.ts';
 
@@ -301,7 +302,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
     /** Moves the recent records first, so that old ones among them are pruned too. */
     async prune(before, max) {
       if (recent > 0) await write(moveAll);
-      return Number(pruneOldest.run(before, max).changes);
+      return Number(writeOne(db, () => pruneOldest.run(before, max)).changes);
     },
 
     async maintain() {

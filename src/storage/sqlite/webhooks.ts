@@ -16,6 +16,9 @@ const DELIVERY_COLUMNS = `seq, id, webhook_id, event_id, event_type, payload, re
 const webhookOf = (row: Row) => toWebhook(row, (v) => JSON.parse(v as string) as string[], (v) => v === 1);
 
 export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): WebhookStore {
+  // One process owns the database file (owner.ts), so a lease found at start was this file's
+  // previous process's, which is gone: its deliveries are claimable at once, not after the lease.
+  db.exec('UPDATE webhook_deliveries SET lease_until = NULL WHERE lease_until IS NOT NULL');
   const count = db.prepare('SELECT count(*) AS n FROM webhooks WHERE organization_id = ?');
   const insert = db.prepare(`INSERT INTO webhooks (${WEBHOOK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const selectOne = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = ? AND id = ?`);

@@ -1,0 +1,104 @@
+// CPU-capped control groups for benchmark processes: each Fleet node gets a fixed share of a core,
+// so that on one machine the nodes (not PostgreSQL, the load generators or other work) are what a
+// cluster benchmark saturates. cgroup v1's cpu controller (cpu.cfs_quota_us / cpu.cfs_period_us)
+// where it is mounted, else cgroup v2 (cpu.max). Needs root. Every group made is removed by
+// removeAll(), which the caller runs in its `finally`, after the processes in them have exited;
+// an exit hook tries again for groups left behind.
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+const V1 = '/sys/fs/cgroup/cpu';
+const V2 = '/sys/fs/cgroup';
+const PERIOD_US = 100_000;
+
+export interface CpuGroup {
+  name: string;
+  dir: string;
+  /** Moves a process (all its threads) into the group. */
+  add(pid: number): void;
+  /** Periods the group ran in, and in how many it was throttled (hit its quota): cumulative. */
+  stat(): { periods: number; throttled: number };
+}
+
+type Flavour = { kind: 'v1'; root: string } | { kind: 'v2'; root: string };
+
+/** Which cgroup interface caps CPU here, or why none can be used. */
+export function cpuCgroups(): Flavour | { kind: 'none'; why: string } {
+  if (process.getuid?.() !== 0) return { kind: 'none', why: 'not root' };
+  if (existsSync(path.join(V1, 'cpu.cfs_quota_us'))) return { kind: 'v1', root: V1 };
+  if (existsSync(path.join(V2, 'cgroup.controllers')) && readFileSync(path.join(V2, 'cgroup.controllers'), 'utf8').split(/\s+/).includes('cpu')) {
+    return { kind: 'v2', root: V2 };
+  }
+  return { kind: 'none', why: 'no cgroup v1 cpu controller at /sys/fs/cgroup/cpu and no cgroup v2 with cpu at /sys/fs/cgroup' };
+}
+
+const made: string[] = [];
+let rootOfMade: string | undefined;
+
+function removeQuietly(dir: string): boolean {
+  try {
+    rmdirSync(dir);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
+
+// A run that fails before its own clean-up: this process leaves its group, then the groups go
+// (those whose processes have exited; a child killed with its parent is gone by then).
+process.once('exit', () => {
+  if (made.length === 0 || rootOfMade === undefined) return;
+  try {
+    writeFileSync(path.join(rootOfMade, 'cgroup.procs'), String(process.pid));
+  } catch {
+    // Not in a group of ours.
+  }
+  for (const dir of made.splice(0).reverse()) removeQuietly(dir);
+});
+
+/**
+ * A new group named `name`, capped at `cores` (e.g. 0.3) of one core, or uncapped when undefined.
+ * `weight` is its share against other work when the machine is busy: 1 is what every process
+ * outside a group counts as. Weighted above 1, a group gets its cap even on a machine shared with
+ * other work, so what a benchmark measures is its own processes, not what others ran meanwhile.
+ */
+export function cpuGroup(flavour: Flavour, name: string, cores: number | undefined, weight = 1): CpuGroup {
+  const dir = path.join(flavour.root, name);
+  mkdirSync(dir);
+  made.push(dir);
+  rootOfMade = flavour.root;
+  const quota = cores === undefined ? undefined : Math.round(cores * PERIOD_US);
+  if (flavour.kind === 'v1') {
+    writeFileSync(path.join(dir, 'cpu.cfs_period_us'), String(PERIOD_US));
+    writeFileSync(path.join(dir, 'cpu.cfs_quota_us'), String(quota ?? -1));
+    writeFileSync(path.join(dir, 'cpu.shares'), String(Math.round(1024 * weight)));
+  } else {
+    // The cpu controller must be on for the root's children; writing it again is harmless.
+    writeFileSync(path.join(flavour.root, 'cgroup.subtree_control'), '+cpu');
+    writeFileSync(path.join(dir, 'cpu.max'), `${quota ?? 'max'} ${PERIOD_US}`);
+    writeFileSync(path.join(dir, 'cpu.weight'), String(Math.min(10_000, Math.round(100 * weight))));
+  }
+  return {
+    name,
+    dir,
+    add(pid) {
+      writeFileSync(path.join(dir, 'cgroup.procs'), String(pid));
+    },
+    stat() {
+      const fields = Object.fromEntries(
+        readFileSync(path.join(dir, 'cpu.stat'), 'utf8').trim().split('\n').map((line) => line.split(' ') as [string, string]),
+      );
+      return { periods: Number(fields.nr_periods ?? 0), throttled: Number(fields.nr_throttled ?? 0) };
+    },
+  };
+}
+
+/** Moves a process back to the root group (so that its group can be removed). */
+export function leaveGroup(flavour: Flavour, pid: number): void {
+  writeFileSync(path.join(flavour.root, 'cgroup.procs'), String(pid));
+}
+
+/** Removes every group made, once its processes have exited; returns those that could not go. */
+export function removeAll(): string[] {
+  return made.splice(0).filter((dir) => !removeQuietly(dir));
+}
