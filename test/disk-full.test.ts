@@ -10,6 +10,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { generateApiKey } from '../src/auth/keys.ts';
 import { request, type RunningFleet, startFleet } from './helpers/process.ts';
 import { skipUnless } from './helpers/skip.ts';
 
@@ -73,7 +74,7 @@ function fillDisk(file: string): number {
 describe('the embedded store on a full disk', { skip }, () => {
   test('503 with Retry-After and readiness down while full; ready again by itself; nothing acknowledged lost', { timeout: 90_000 }, async (t) => {
     const disk = mountTmpfs(t, '64m');
-    const key = `op_${'d'.repeat(40)}`;
+    const key = generateApiKey();
     const env = { FLEET_ADMIN_KEY: key, FLEET_DATABASE_URL: `sqlite:${disk}/fleet.db`, FLEET_RATE_LIMIT_REQUESTS: '0' };
     let fleet: RunningFleet = await startFleet(t, { env });
     for (const vehicleId of VEHICLES) {

@@ -4,7 +4,7 @@
 // comes back. Every answer must come within a bound and be 202, or 503 with Retry-After; every
 // acknowledged record must be stored; both nodes must serve again without being restarted.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { generateApiKey } from '../src/auth/keys.ts';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
@@ -24,7 +24,7 @@ test('PostgreSQL and Redis restart under load: 503s with Retry-After, never a ha
   { skip, timeout: 240_000 }, async (t) => {
     const postgres = await privatePostgres(t);
     const redis = await privateRedis(t);
-    const key = `op_${randomBytes(24).toString('hex')}`;
+    const key = generateApiKey();
     const env = {
       FLEET_DATABASE_URL: postgres.url,
       FLEET_REDIS_URL: redis.url,

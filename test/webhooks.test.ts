@@ -66,16 +66,21 @@ describe('deliveries to a local receiver', () => {
       for (let i = 0; i < 5; i++) await ctx.registerVehicle(`down-${i}`);
       await receiver.waitFor(() => receiver.received.length >= 10, 10_000, 'failed attempts');
       down = false;
-      const ids = () => new Set(receiver.received.filter((r) => r.body.includes('down-')).map((r) => verify(webhook.secret, r).id));
-      await receiver.waitFor(() => {
-        const ok = receiver.received.filter((r) => r.body.includes('"vehicle.registered"'));
-        return ok.length > 0 && ids().size === 5;
-      }, 20_000, 'every event');
-      const log = (await ctx.request('GET', `/v2/webhooks/${webhook.id}/deliveries`, { query: { limit: '100' } })).json().deliveries;
-      const mine = log.filter((d: { eventType: string }) => d.eventType === 'vehicle.registered');
-      assert.ok(mine.length >= 5);
-      const attempts = mine.map((d: { attempt: number }) => d.attempt);
-      assert.ok(attempts.some((n: number) => n >= 2), `retried: ${attempts.join(',')}`);
+      const delivered = () => new Set(receiver.received.filter((r) => r.status === 200 && r.body.includes('"down-')).map((r) => verify(webhook.secret, r).id));
+      await receiver.waitFor(() => delivered().size === 5, 20_000, 'every event answered 200');
+      const failedIds = new Set(receiver.received.filter((r) => r.status === 503).map((r) => String(r.headers['webhook-id'])));
+      assert.ok([...delivered()].some((id) => failedIds.has(id)), 'an event that failed was delivered later under the same id');
+      // The log says each succeeded, after more than one attempt for those that failed first.
+      const until = Date.now() + 10_000;
+      let mine: { eventId: string; status: string; attempt: number }[] = [];
+      do {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        const log = (await ctx.request('GET', `/v2/webhooks/${webhook.id}/deliveries`, { query: { limit: '100' } })).json().deliveries;
+        mine = log.filter((d: { eventId: string }) => delivered().has(d.eventId));
+      } while (mine.some((d) => d.status !== 'succeeded') && Date.now() < until);
+      assert.equal(mine.length, 5);
+      assert.ok(mine.every((d) => d.status === 'succeeded'));
+      assert.ok(mine.filter((d) => failedIds.has(d.eventId)).every((d) => d.attempt >= 2));
     } finally {
       await receiver.close();
     }

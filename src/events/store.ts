@@ -16,6 +16,8 @@ export function comparePositions(a: Position, b: Position): number {
 
 export interface LoggedEvent extends EventRecord {
   position: Position;
+  /** When the service recorded it (its commit's time). */
+  recordedAt: number;
 }
 
 export interface FeedQuery {

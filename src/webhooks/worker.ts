@@ -57,7 +57,8 @@ export function matchDeliveries(events: readonly LoggedEvent[], endpoints: reado
   for (const event of events) {
     let payload: string | undefined;
     for (const webhook of byOrganization.get(event.organizationId) ?? []) {
-      if (!wants(webhook.eventTypes, event.type)) continue;
+      // An endpoint hears of what is recorded from its creation on, not of older events.
+      if (!wants(webhook.eventTypes, event.type) || event.recordedAt < webhook.createdAt) continue;
       payload ??= JSON.stringify(toEnvelope(event));
       out.push({ id: newDeliveryId(), webhookId: webhook.id, eventId: event.id, eventType: event.type, payload, recordedAt });
     }

@@ -7,6 +7,8 @@ export interface Received {
   headers: IncomingHttpHeaders;
   body: string;
   at: number;
+  /** The status this request was answered with. */
+  status?: number;
 }
 
 export async function startReceiver(answer: (req: Received) => { status: number; headers?: Record<string, string> } = () => ({ status: 204 })) {
@@ -18,6 +20,7 @@ export async function startReceiver(answer: (req: Received) => { status: number;
       const entry = { headers: req.headers, body: Buffer.concat(chunks).toString(), at: Date.now() };
       received.push(entry);
       const reply = answer(entry);
+      (entry as Received).status = reply.status;
       res.writeHead(reply.status, reply.headers).end();
     });
   });

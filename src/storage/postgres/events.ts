@@ -7,7 +7,7 @@ import type { Database, Queryable, Row } from './database.ts';
 
 /** Events whose transaction is older than every transaction still running. */
 export const SETTLED = 'tx < pg_snapshot_xmin(pg_current_snapshot())';
-const COLUMNS = 'tx::text::bigint AS tx, seq, id, organization_id, type, vehicle_id, occurred_at, data';
+const COLUMNS = 'tx::text::bigint AS tx, seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, data';
 
 /** Appends events inside the caller's transaction: one statement whatever their number. */
 export async function appendEvents(client: Queryable, events: readonly EventRecord[], recordedAt: number): Promise<void> {
@@ -32,6 +32,7 @@ export function toLoggedEvent(row: Row): LoggedEvent {
     type: row.type as EventType,
     vehicleId: (row.vehicle_id as string | null) ?? null,
     occurredAt: row.occurred_at as number,
+    recordedAt: row.recorded_at as number,
     data: row.data as Record<string, unknown>,
   };
 }
@@ -58,8 +59,8 @@ export function createPostgresEventStore(db: Database): EventStore {
                  ORDER BY tx DESC, seq DESC LIMIT 1
                )
                SELECT 'page' AS part, page.* FROM page
-               UNION ALL SELECT 'head', head.tx, head.seq, NULL, NULL, NULL, NULL, NULL, NULL FROM head
-               UNION ALL SELECT 'pruned', pruned_tx, pruned_seq, NULL, NULL, NULL, NULL, NULL, NULL FROM event_log_state`,
+               UNION ALL SELECT 'head', head.tx, head.seq, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM head
+               UNION ALL SELECT 'pruned', pruned_tx, pruned_seq, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM event_log_state`,
         values: params,
       });
       const pruned = rows.find((row) => row.part === 'pruned')!;

@@ -10,7 +10,7 @@ const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
  * The database holds key hashes, the OAuth signing keys (private keys, as JWK) and every
  * organization's data: readable by the service's user only, whatever the umask lets through.
  */
-function prepareFiles(file: string): void {
+export function prepareFiles(file: string): void {
   // Every directory made on the way is private; one that exists is the operator's to set.
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   // Made here, 0600, before SQLite opens it: SQLite creates the -wal and -shm files with the

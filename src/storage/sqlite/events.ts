@@ -26,11 +26,12 @@ export function toLoggedEvent(row: Row): LoggedEvent {
     type: row.type as EventType,
     vehicleId: (row.vehicle_id as string | null) ?? null,
     occurredAt: row.occurred_at as number,
+    recordedAt: row.recorded_at as number,
     data: JSON.parse(row.data as string) as Record<string, unknown>,
   };
 }
 
-const COLUMNS = 'seq, id, organization_id, type, vehicle_id, occurred_at, data';
+const COLUMNS = 'seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, data';
 
 export function createSqliteEventStore(db: DatabaseSync): EventStore {
   const pruned = db.prepare('SELECT pruned_seq FROM event_log_state WHERE id = 1');

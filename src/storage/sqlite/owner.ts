@@ -12,9 +12,8 @@
 //
 // POSIX locks belong to the process, not to a connection: closing any other descriptor of
 // `<file>.lock` in this process would drop the lock, so nothing else opens that file.
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { prepareFiles } from './database.ts';
 
 export interface DatabaseOwnership {
   release(): void;
@@ -41,8 +40,9 @@ function isBusy(error: unknown): boolean {
 
 /** Makes this process the owner of `file`, or throws DatabaseInUseError. */
 export function ownDatabaseFile(file: string): DatabaseOwnership {
-  mkdirSync(path.dirname(file), { recursive: true });
   const lockFile = `${file}.lock`;
+  // Made as private as the database itself (its directory 0700 when made here, the file 0600).
+  prepareFiles(lockFile);
   // timeout 0: a lock held by a running owner is not waited for; it would be held for good.
   const lock = new DatabaseSync(lockFile, { timeout: 0 });
 
