@@ -4,13 +4,20 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { circleBoxes, contains, EARTH_RADIUS_M, geometryBoxes, type BBox } from '../src/geofences/geometry.ts';
 import type { GeofenceGeometry } from '../src/geofences/schema.ts';
+import { validateGeometry } from '../src/geofences/validation.ts';
 
 type Ring = number[][];
 const polygon = (...rings: Ring[]): GeofenceGeometry => ({ type: 'Polygon', coordinates: rings });
 const circle = (lng: number, lat: number, radius: number): GeofenceGeometry => ({ type: 'Circle', coordinates: [lng, lat], radius });
 
+/** mulberry32: a seeded generator with a full period. */
 function rng(seed: number): () => number {
-  return () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
 }
 
 /** Great-circle distance as the angle between unit vectors (chord form): not the haversine. */
@@ -146,9 +153,11 @@ test('random points against a winding-number reference, on star polygons with ho
       }
       return [...ring, ring[0]!];
     };
-    const outer = star(3 + Math.floor(random() * 60), 0.5, 1);
+    // At least 8 outer vertices at 0.5 to 1: every outer edge stays beyond 0.46, clear of the hole.
+    const outer = star(8 + Math.floor(random() * 60), 0.5, 1);
     const hole = star(3 + Math.floor(random() * 20), 0.1, 0.4);
     const g = polygon(outer, hole);
+    assert.equal(validateGeometry(g).ok, true);
     for (let i = 0; i < 500; i++) {
       // Some points exactly on vertices, the rest anywhere around the shape.
       const ring = i % 50 === 0 ? outer : hole;
@@ -189,4 +198,24 @@ test('circle boxes hold the circle, are tight, and split at the antimeridian or 
       assert.deepEqual([boxes[0]![0], boxes[0]![2], boxes[0]![3]], [-180, 180, 90]);
     }
   }
+});
+
+test('a ring of long thin spikes (edges across many latitude bands) against the reference', () => {
+  const random = rng(19);
+  const ring: Ring = Array.from({ length: 400 }, (_, i) => {
+    const angle = (2 * Math.PI * i) / 400, r = i % 2 === 0 ? 1 : 0.01;
+    return [r * Math.cos(angle), r * Math.sin(angle)];
+  });
+  ring.push(ring[0]!);
+  const g = polygon(ring);
+  let inside = 0;
+  for (let i = 0; i < 20_000; i++) {
+    const x = (random() - 0.5) * 2.2, y = (random() - 0.5) * 2.2;
+    const { wn, edgeDistance } = winding(ring, x, y);
+    if (edgeDistance < 1e-8) continue;
+    assert.equal(contains(g, x, y), wn !== 0, `(${x}, ${y})`);
+    if (wn !== 0) inside++;
+  }
+  assert.ok(inside > 100, `${inside} points inside the spikes`);
+  for (const [x, y] of ring) assert.equal(contains(g, x!, y!), true, 'every vertex');
 });

@@ -4,12 +4,16 @@
 // straight line on the map, not a great circle. Circles are spherical: a point is inside when its
 // great-circle (haversine) distance from the center is at most the radius.
 //
-// The polygon test is our own crossing-number ray cast, not @turf/boolean-point-in-polygon: it runs
-// on flat Float64Arrays prepared once per geofence (turf walks the nested GeoJSON arrays on every
-// call and has no per-ring boxes to skip holes), the boundary rule is ours to state (a point on an
-// outer ring's or a hole's edge is inside, with an explicit tolerance), and the tests check it
+// The polygon test is our own crossing-number ray cast (ring.ts), not
+// @turf/boolean-point-in-polygon: it runs on flat Float64Arrays prepared once per geofence, with
+// per-ring boxes and edges banded by latitude, so a test reads a few edges (turf walks every edge
+// of the nested GeoJSON arrays on every call); the boundary rule is ours to state (a point on an
+// outer ring's or a hole's edge is inside, with an explicit tolerance); and the tests check it
 // against an independent winding-number reference.
+import { BOUNDARY_EPS_DEG, flatRing, prepareRing, preparedRingSide, type PreparedRing } from './ring.ts';
 import type { CircleGeometry, GeofenceGeometry } from './schema.ts';
+
+export { BOUNDARY_EPS_DEG };
 
 /** `[minLng, minLat, maxLng, maxLat]` in degrees; `minLng <= maxLng` always (see circleBoxes). */
 export type BBox = [minLng: number, minLat: number, maxLng: number, maxLat: number];
@@ -17,19 +21,14 @@ export type BBox = [minLng: number, minLat: number, maxLng: number, maxLat: numb
 export const EARTH_RADIUS_M = 6_371_008.8;
 const RAD = Math.PI / 180;
 
-/**
- * Points this close to an edge (in degrees, about 0.1 mm) count as on it, so a point given as
- * exactly on the boundary is inside even when its coordinates are not exactly representable.
- */
-export const BOUNDARY_EPS_DEG = 1e-9;
 /** The same tolerance for circles, in meters. */
 export const BOUNDARY_EPS_M = 1e-4;
 
 /** One polygon (outer ring and holes) prepared for repeated tests. */
 export interface PolygonShape {
   kind: 'polygon';
-  /** Per ring, x,y pairs of every position including the closing one; ring 0 is the outer ring. */
-  rings: Float64Array[];
+  /** Per ring, its positions as x,y pairs with their edges banded; ring 0 is the outer ring. */
+  rings: PreparedRing[];
   /** Per ring, its box widened by the boundary tolerance: minX, minY, maxX, maxY. */
   ringBoxes: Float64Array;
   boxes: BBox[];
@@ -52,52 +51,10 @@ export interface CompiledGeometry {
   shapes: Shape[];
 }
 
-/** x,y pairs of a ring's positions (an altitude, if given, is dropped). */
-export function flatRing(ring: readonly (readonly number[])[]): Float64Array {
-  const out = new Float64Array(ring.length * 2);
-  for (let i = 0; i < ring.length; i++) {
-    const p = ring[i]!;
-    out[2 * i] = p[0]!;
-    out[2 * i + 1] = p[1]!;
-  }
-  return out;
-}
-
-/**
- * Where (x, y) lies relative to a closed ring: 1 inside, 0 on an edge or vertex (within
- * BOUNDARY_EPS_DEG), -1 outside. Crossing-number rule with a half-open test on y, so a ray
- * through a vertex counts once.
- */
-export function ringSide(ring: Float64Array, x: number, y: number): -1 | 0 | 1 {
-  let inside = false;
-  let xi = ring[0]!;
-  let yi = ring[1]!;
-  for (let k = 2; k < ring.length; k += 2) {
-    const xj = ring[k]!;
-    const yj = ring[k + 1]!;
-    const lowY = yi < yj ? yi : yj;
-    const highY = yi < yj ? yj : yi;
-    if (y >= lowY - BOUNDARY_EPS_DEG && y <= highY + BOUNDARY_EPS_DEG) {
-      const lowX = xi < xj ? xi : xj;
-      const highX = xi < xj ? xj : xi;
-      if (x >= lowX - BOUNDARY_EPS_DEG && x <= highX + BOUNDARY_EPS_DEG) {
-        const dx = xj - xi;
-        const dy = yj - yi;
-        const cross = (x - xi) * dy - (y - yi) * dx;
-        if (cross * cross <= BOUNDARY_EPS_DEG * BOUNDARY_EPS_DEG * (dx * dx + dy * dy)) return 0;
-      }
-      if (yi > y !== yj > y && x < xi + ((y - yi) * (xj - xi)) / (yj - yi)) inside = !inside;
-    }
-    xi = xj;
-    yi = yj;
-  }
-  return inside ? 1 : -1;
-}
-
 function compilePolygon(coordinates: readonly (readonly (readonly number[])[])[]): PolygonShape {
-  const rings = coordinates.map(flatRing);
-  const ringBoxes = new Float64Array(rings.length * 4);
-  rings.forEach((ring, r) => {
+  const flats = coordinates.map(flatRing);
+  const ringBoxes = new Float64Array(flats.length * 4);
+  flats.forEach((ring, r) => {
     let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
     for (let k = 0; k < ring.length; k += 2) {
       const x = ring[k]!, y = ring[k + 1]!;
@@ -110,7 +67,7 @@ function compilePolygon(coordinates: readonly (readonly (readonly number[])[])[]
   });
   // Holes lie within the outer ring, so its box is the polygon's.
   const box: BBox = [ringBoxes[0]!, ringBoxes[1]!, ringBoxes[2]!, ringBoxes[3]!];
-  return { kind: 'polygon', rings, ringBoxes, boxes: [box] };
+  return { kind: 'polygon', rings: flats.map(prepareRing), ringBoxes, boxes: [box] };
 }
 
 function compileCircle(circle: CircleGeometry): CircleShape {
@@ -163,12 +120,12 @@ export function geometryBoxes(geometry: GeofenceGeometry | CompiledGeometry): BB
 function polygonContains(shape: PolygonShape, x: number, y: number): boolean {
   const boxes = shape.ringBoxes;
   if (x < boxes[0]! || y < boxes[1]! || x > boxes[2]! || y > boxes[3]!) return false;
-  const outer = ringSide(shape.rings[0]!, x, y);
+  const outer = preparedRingSide(shape.rings[0]!, x, y);
   if (outer !== 1) return outer === 0;
   for (let r = 1; r < shape.rings.length; r++) {
     const b = r * 4;
     if (x < boxes[b]! || y < boxes[b + 1]! || x > boxes[b + 2]! || y > boxes[b + 3]!) continue;
-    const side = ringSide(shape.rings[r]!, x, y);
+    const side = preparedRingSide(shape.rings[r]!, x, y);
     // On a hole's edge is on the geofence's boundary: inside.
     if (side !== -1) return side === 0;
   }

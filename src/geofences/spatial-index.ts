@@ -83,28 +83,57 @@ export function createGeofenceIndex(): GeofenceIndex {
     dead += entry.compiled.shapes.reduce((sum, shape) => sum + shape.boxes.length, 0);
   }
 
-  // Calls `visit` with every live item whose box holds the point. Longitudes ±180 are one
-  // meridian, so a point there also looks up its twin on the other side.
-  function eachItem(lng: number, lat: number, visit: (item: Item) => void): void {
+  // The lookup in progress. A lookup allocates nothing but its answer: the tree calls one callback
+  // made once, which reads the query from here (a closure per lookup cost as much as the tree).
+  let queryLng = 0;
+  let queryLat = 0;
+  let exact = true;
+  let accept: ((id: string) => boolean) | undefined;
+  let found: string[] = [];
+
+  function visit(item: Item): void {
+    const entry = item.entry;
+    if (!entry.live || entry.seen === lookup) return;
+    if (accept !== undefined && !accept(entry.id)) {
+      entry.seen = lookup;
+      return;
+    }
+    // Only a hit marks the entry: another part of the same MultiPolygon may still hold the point.
+    if (exact && !shapeContains(item.shape, queryLng, queryLat)) return;
+    entry.seen = lookup;
+    found.push(entry.id);
+  }
+
+  const fromTree = (i: number): boolean => {
+    visit(treeItems[i]!);
+    return false;
+  };
+
+  function scan(x: number, y: number): void {
+    tree?.search(x, y, x, y, fromTree);
+    for (const item of pending) {
+      const b = item.box;
+      if (x >= b[0] && x <= b[2] && y >= b[1] && y <= b[3]) visit(item);
+    }
+  }
+
+  function query(lng: number, lat: number, test: boolean, filter: ((id: string) => boolean) | undefined): string[] {
     // Rebuilding here rather than on change: loading thousands of geofences costs one rebuild.
     if (pending.length > PENDING_LIMIT || (dead > PENDING_LIMIT && dead * 4 > treeItems.length)) rebuild();
     lookup++;
-    const scan = (x: number): void => {
-      if (tree !== undefined) {
-        tree.search(x, lat, x, lat, (i) => {
-          const item = treeItems[i]!;
-          if (item.entry.live) visit(item);
-          return false;
-        });
-      }
-      for (const item of pending) {
-        const b = item.box;
-        if (item.entry.live && x >= b[0] && x <= b[2] && lat >= b[1] && lat <= b[3]) visit(item);
-      }
-    };
-    scan(lng);
-    if (lng >= 180 - BOUNDARY_EPS_DEG) scan(lng - 360);
-    else if (lng <= -180 + BOUNDARY_EPS_DEG) scan(lng + 360);
+    queryLng = lng;
+    queryLat = lat;
+    exact = test;
+    accept = filter;
+    const out: string[] = [];
+    found = out;
+    scan(lng, lat);
+    // Longitudes ±180 are one meridian: a point there also looks up its twin on the other side.
+    if (lng >= 180 - BOUNDARY_EPS_DEG) scan(lng - 360, lat);
+    else if (lng <= -180 + BOUNDARY_EPS_DEG) scan(lng + 360, lat);
+    found = [];
+    accept = undefined;
+    return out;
   }
 
   return {
@@ -127,29 +156,7 @@ export function createGeofenceIndex(): GeofenceIndex {
     get size() {
       return entries.size;
     },
-    candidates(lng, lat) {
-      const out: string[] = [];
-      eachItem(lng, lat, ({ entry }) => {
-        if (entry.seen === lookup) return;
-        entry.seen = lookup;
-        out.push(entry.id);
-      });
-      return out;
-    },
-    containing(lng, lat, filter) {
-      const out: string[] = [];
-      eachItem(lng, lat, ({ entry, shape }) => {
-        if (entry.seen === lookup) return;
-        if (filter !== undefined && !filter(entry.id)) {
-          entry.seen = lookup;
-          return;
-        }
-        // Only a hit marks the entry: another part of the same MultiPolygon may still hold it.
-        if (!shapeContains(shape, lng, lat)) return;
-        entry.seen = lookup;
-        out.push(entry.id);
-      });
-      return out;
-    },
+    candidates: (lng, lat) => query(lng, lat, false, undefined),
+    containing: (lng, lat, filter) => query(lng, lat, true, filter),
   };
 }

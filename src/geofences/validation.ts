@@ -1,7 +1,7 @@
 // The semantic rules of a geofence geometry, each problem named with a JSON pointer into the
 // geometry. The request schema (schema.ts) checks the shape; this checks what needs arithmetic.
 import { MAX_POSITIONS, MAX_RADIUS_M, MIN_RADIUS_M, type GeofenceGeometry } from './schema.ts';
-import { flatRing, ringSide } from './geometry.ts';
+import { flatRing, ringSide } from './ring.ts';
 import { findCrossing, type RingInput } from './crossings.ts';
 
 export interface GeometryProblem {
