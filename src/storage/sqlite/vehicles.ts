@@ -2,14 +2,14 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { EventRecord } from '../../events/types.ts';
 import type { VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
 import { VEHICLE_COLUMNS, sqliteRows } from '../rows.ts';
-import { transaction } from './database.ts';
 import type { AppendEvents } from './events.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
+import type { WalSync } from './wal-sync.ts';
 
 const COLUMNS = VEHICLE_COLUMNS;
 
 /** Status writes go through `statuses`, which the telemetry store reads; events through `appendEvents`. */
-export function createSqliteVehicleStore(db: DatabaseSync, statuses: VehicleStatuses, appendEvents: AppendEvents): VehicleStore {
+export function createSqliteVehicleStore(db: DatabaseSync, wal: WalSync, statuses: VehicleStatuses, appendEvents: AppendEvents): VehicleStore {
   const insertVehicle = db.prepare(
     `INSERT INTO vehicles (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
@@ -47,9 +47,14 @@ export function createSqliteVehicleStore(db: DatabaseSync, statuses: VehicleStat
   }
 
   /** A write transaction; a failed one leaves the kept statuses unsure, so they are dropped. */
-  function write<T>(fn: () => T): T {
+  /**
+   * A write transaction, synced to disk off the event loop (wal-sync.ts) like telemetry commits, so
+   * a status change waits for the disk without holding up every other request. A failed one
+   * leaves the kept statuses unsure, so they are dropped.
+   */
+  async function write<T>(fn: () => T): Promise<T> {
     try {
-      return transaction(db, fn);
+      return await wal.transaction(fn);
     } catch (error) {
       statuses.clear();
       throw error;
@@ -92,7 +97,7 @@ export function createSqliteVehicleStore(db: DatabaseSync, statuses: VehicleStat
 
     async delete(organizationId, id, events = []) {
       try {
-        return write(() => {
+        return await write(() => {
           if (deleteOne.run(organizationId, id).changes === 0) return false;
           appendEvents(events, eventTime(events, Date.now()));
           return true;
