@@ -124,7 +124,7 @@ describe('rules on two service processes, one PostgreSQL and one Redis', { skip,
     // later record committed first makes the earlier one too old to change anything).
     const entered = events.filter((e) => e.type === 'geofence.entered').map((e) => Date.parse(e.occurredAt) - start).sort((x, y) => x - y);
     assert.deepEqual(entered.map((ms) => Math.floor(ms / 10_000)), Array.from({ length: want['geofence.entered'] }, (_, i) => 2 * i + 1), `${vehicleId}: one entry per inside step`);
-    assert.ok(entered.every((ms) => ms % 10_000 === 0 || ms % 10_000 === 400), `${vehicleId}: at a record's time: ${entered.join(", ")}`);
+    assert.ok(entered.every((ms) => ms % 10_000 === 0 || ms % 10_000 === 400), `${vehicleId}: at a record's time: ${entered.join(', ')}`);
     assert.ok(events.filter((e) => e.type.startsWith('geofence.')).every((e) => e.data.geofenceId === geofenceId));
     const alerts = (await json(fleet, 'GET', `/v2/alerts?vehicleId=${vehicleId}&ruleId=${speedingId}&limit=100`)).body.alerts as { status: string }[];
     assert.equal(alerts.length, want['alert.opened'], `${vehicleId}: one alert per speeding spell`);
@@ -219,7 +219,7 @@ describe('rules on two service processes, one PostgreSQL and one Redis', { skip,
       }
     })));
     assert.deepEqual(await a.closed, { code: null, signal: 'SIGKILL' });
-    assert.ok(reroutes.every((n) => n > 0), `every vehicle had records meant for the killed node taken by the other: ${reroutes.join(", ")}`);
+    assert.ok(reroutes.every((n) => n > 0), `every vehicle had records meant for the killed node taken by the other: ${reroutes.join(', ')}`);
     for (const id of vehicles) await checkDrive(b, id, start, steps);
     // b still judges new records on its own: k-1 leaves the geofence (it ended inside).
     await send(b, 'k-1', start + steps * 10_000, { location: OUTSIDE, speed: 10 });
