@@ -19,8 +19,7 @@ import { cpus, release, tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
-import { median, ms, startBenchFleet } from './lib.ts';
-import { loadVarying } from './lib.ts';
+import { loadVarying, median, ms, startBenchFleet } from './lib.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 import type { Plan } from './rows.ts';
 
