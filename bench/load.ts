@@ -3,7 +3,7 @@
 // JSON argument (LoadSpec); prints one JSON line (LoadOutcome). Latencies are kept as the floats
 // autocannon measures (its own histogram rounds to whole milliseconds), 2xx responses only.
 import { createRequire } from 'node:module';
-import { type Plan, fleetBody, recordsBody, singleBody, vehicleOf } from './rows.ts';
+import { type Plan, fleetBody, recordsBody, singleBody, trackBody, vehicleOf } from './rows.ts';
 
 export interface LoadSpec {
   name: string;
@@ -21,8 +21,9 @@ export interface LoadSpec {
    * `fleet`: bodies for `POST /v2/telemetry`, each record naming its vehicle. `status`: bodies for
    * `PUT /v2/fleet/vehicles/{vehicle}/status`, request k setting vehicle k mod V to `inactive`
    * when k div V is even, else `active` (every vehicle `active` at the start: each request a change).
+   * `track`: each vehicle's next records along its track (rows.ts trackBody).
    */
-  body?: Plan & { kind: 'records' | 'single' | 'fleet' | 'status' };
+  body?: Plan & { kind: 'records' | 'single' | 'fleet' | 'status' | 'track' };
   /** One body for every request, built once: the cheapest load, for routes that store nothing. */
   fixedBody?: string;
 }
@@ -87,7 +88,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadOutcome> {
           ...req,
           path: spec.path.replace('{vehicle}', vehicleOf(plan, n)),
           body: plan.kind === 'records' ? recordsBody(plan, n) : plan.kind === 'fleet' ? fleetBody(plan, n)
-            : plan.kind === 'status' ? statusBody(plan, n) : singleBody(plan, n),
+            : plan.kind === 'status' ? statusBody(plan, n) : plan.kind === 'track' ? trackBody(plan, n) : singleBody(plan, n),
         };
       },
     };

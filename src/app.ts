@@ -97,7 +97,7 @@ export interface AppDeps {
   rateLimitStore?: RateLimitStore;
   /** Live-stream time limits and sizes (docs/API.md "Live streams"); tests shorten them. */
   streams?: Partial<StreamSettings>;
-  /** How often the offline alert check runs (default 15 s); tests shorten it. */
+  /** How often the offline alert check runs, ms; tests shorten it below the configured whole seconds. */
   offlineCheckMs?: number;
   /** Webhook delivery timing (retry delays, leases, polling); tests shorten them. */
   webhooks?: Partial<DeliverySettings>;
@@ -220,7 +220,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     changed: (organizationId) => dispatcher.emit('rulesChanged', { origin: 'local', organizationId }),
   });
   const offline = startOfflineChecks({
-    store: deps.stores.rules, vehicles: deps.stores.vehicles, clock, recorded, log: app.log, intervalMs: deps.offlineCheckMs,
+    store: deps.stores.rules, vehicles: deps.stores.vehicles, clock, recorded, log: app.log, intervalMs: deps.offlineCheckMs ?? deps.config.rules.offlineCheckSeconds * 1000,
     lastTelemetry: (organizationId, vehicleId) => latest.get(organizationId, vehicleId)?.timestamp,
   });
 

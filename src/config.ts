@@ -98,6 +98,8 @@ export interface Config {
   telemetry: { retentionDays: number };
   /** Events are kept this many days; webhooks may reach private addresses only when allowed. */
   events: { retentionDays: number };
+  /** How often each node runs the offline alert check, seconds. */
+  rules: { offlineCheckSeconds: number };
   webhooks: { allowPrivate: boolean };
   mqtt: MqttConfig;
   protocols: ProtocolsConfig;
@@ -154,6 +156,10 @@ export const VARIABLES = {
   FLEET_QUOTA_WEBHOOKS: { default: '20', doc: 'Webhook endpoints per organization.' },
   FLEET_QUOTA_GEOFENCES: { default: '10000', doc: 'Geofences per organization.' },
   FLEET_EVENT_RETENTION_DAYS: { default: '30', doc: 'Events (the feed) and webhook deliveries older than this many days are deleted in the background.' },
+  FLEET_OFFLINE_CHECK_SECONDS: {
+    default: '15',
+    doc: 'How often the check for `offline` alert rules runs, seconds (1 to 3600). An offline alert opens at most this long after its rule\'s `afterSeconds` have passed; in cluster mode one node at a time runs it.',
+  },
   FLEET_WEBHOOK_ALLOW_PRIVATE: {
     default: 'false',
     doc: '`true` lets webhooks reach loopback, private and link-local addresses (refused by default, at creation and at each delivery).',
@@ -280,6 +286,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     geofences: int('FLEET_QUOTA_GEOFENCES', 0, 1_000_000),
   };
   const eventRetentionDays = int('FLEET_EVENT_RETENTION_DAYS', 1, 36_500);
+  const offlineCheckSeconds = int('FLEET_OFFLINE_CHECK_SECONDS', 1, 3600);
   const allowPrivate = read('FLEET_WEBHOOK_ALLOW_PRIVATE');
   if (allowPrivate !== 'true' && allowPrivate !== 'false') errors.push(`FLEET_WEBHOOK_ALLOW_PRIVATE: "${allowPrivate}" is neither true nor false`);
   const poolSize = int('FLEET_DATABASE_POOL_SIZE', 1, 1000);
@@ -302,6 +309,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       oauth: { tokenTtlSeconds, external },
       telemetry: { retentionDays },
       events: { retentionDays: eventRetentionDays },
+      rules: { offlineCheckSeconds },
       webhooks: { allowPrivate: allowPrivate === 'true' },
       mqtt,
       protocols,

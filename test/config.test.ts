@@ -52,6 +52,7 @@ describe('defaults', () => {
       oauth: { tokenTtlSeconds: 900, external: undefined },
       telemetry: { retentionDays: 30 },
       events: { retentionDays: 30 },
+      rules: { offlineCheckSeconds: 15 },
       webhooks: { allowPrivate: false },
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
       protocols: { host: '0.0.0.0', osmandPort: 5055, teltonikaPort: 5027, teltonikaIdleMs: 600_000 },
@@ -68,6 +69,14 @@ describe('defaults', () => {
     rejectsOnly({ FLEET_EVENT_RETENTION_DAYS: '0' }, 'FLEET_EVENT_RETENTION_DAYS');
     assert.equal(ok({ FLEET_QUOTA_GEOFENCES: '5' }).quotas.geofences, 5);
     rejectsOnly({ FLEET_QUOTA_WEBHOOKS: '-1' }, 'FLEET_QUOTA_WEBHOOKS');
+  });
+
+  test('the offline check interval: whole seconds from 1 to 3600', () => {
+    assert.equal(ok({ FLEET_OFFLINE_CHECK_SECONDS: '1' }).rules.offlineCheckSeconds, 1);
+    assert.equal(ok({ FLEET_OFFLINE_CHECK_SECONDS: '3600' }).rules.offlineCheckSeconds, 3600);
+    for (const bad of ['0', '3601', '1.5', '-2', 'often']) {
+      assert.match(rejectsOnly({ FLEET_OFFLINE_CHECK_SECONDS: bad }, 'FLEET_OFFLINE_CHECK_SECONDS'), /whole number from 1 to 3600/);
+    }
   });
 
   test('the dashboard map tile URL: a {z}/{x}/{y} template, or empty for no tiles', () => {

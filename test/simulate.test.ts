@@ -140,6 +140,49 @@ describe('npm run simulate', () => {
     }
   });
 
+  test('--geofences: places geofences on the routes, whose enter and exit events reach the feed; a re-run reuses them by name', { timeout: TEST_TIMEOUT }, async (t) => {
+    const key = adminKey();
+    const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: key } });
+    const names = ['geo-geofence-01', 'geo-geofence-02', 'geo-geofence-03'];
+    const geofences = async () => (await json(request(fleet, 'GET', '/v2/geofences?limit=1000', { key }))).geofences as { id: string; name: string; geometry: any }[];
+    const feed = async () => (await json(request(fleet, 'GET', '/v2/events?types=geofence.entered,geofence.exited&limit=1000', { key }))).events as any[];
+
+    const first = simulate(t, ['--url', fleet.url, '--vehicles', '3', '--rate', '15', '--geofences', '3', '--prefix', 'geo'], key);
+    await first.waitFor(() => first.stdout().includes('3 geofences on the routes (3 created, 0 reused)'), 'the geofences line');
+    const placed = await geofences();
+    assert.deepEqual(placed.map((g) => g.name).sort(), names);
+    assert.deepEqual(placed.map((g) => g.geometry.type).sort(), ['Circle', 'Circle', 'Polygon']);
+    // Each geofence lies ahead of one of the three vehicles: each is entered, and left, soon.
+    const deadline = Date.now() + 30_000;
+    let events: any[] = [];
+    const seen = (type: string) => new Set(events.filter((e) => e.type === type).map((e) => e.data.name));
+    while (seen('geofence.entered').size < 3 || seen('geofence.exited').size < 1) {
+      assert.ok(Date.now() < deadline, `after 30 s: ${JSON.stringify(events.map((e) => [e.type, e.vehicleId, e.data.name]))}`);
+      await sleep(250);
+      events = await feed();
+    }
+    await runFor(first, 0, 1);
+    for (const e of events) {
+      assert.ok(names.includes(e.data.name));
+      assert.equal(e.data.geofenceId, placed.find((g) => g.name === e.data.name)!.id);
+    }
+
+    // Again: the same three (same ids), moved to where the vehicles are now; nothing new is made.
+    const second = simulate(t, ['--url', fleet.url, '--vehicles', '3', '--rate', '15', '--geofences', '3', '--prefix', 'geo'], key);
+    await second.waitFor(() => second.stdout().includes('3 geofences on the routes (0 created, 3 reused)'), 'the geofences line of the re-run');
+    await runFor(second, 0, 1);
+    const again = await geofences();
+    assert.deepEqual(again.map((g) => g.id).sort(), placed.map((g) => g.id).sort());
+    assert.notDeepEqual(again.map((g) => g.geometry), placed.map((g) => g.geometry), 'moved onto the routes of this run');
+
+    // A key without the rules scope is told so, before anything is sent.
+    const created = await request(fleet, 'POST', '/v2/api-keys', { key, body: { name: 'no rules', scopes: ['fleet:read', 'fleet:write', 'telemetry:write'] } });
+    const noRules = ((await created.json()) as { key: string }).key;
+    const refused = simulate(t, ['--url', fleet.url, '--vehicles', '1', '--geofences', '1', '--prefix', 'geo'], noRules);
+    assert.deepEqual(await withTimeout(refused.closed, 10_000, 'the simulator to give up'), { code: 1, signal: null });
+    assert.match(refused.stderr(), /--geofences needs the fleet:read and rules scopes/);
+  });
+
   test('exits 1 with a clear message when the service is unreachable or refuses the key', { timeout: TEST_TIMEOUT }, async (t) => {
     const port = await freePort();
     const nowhere = simulate(t, ['--url', `http://127.0.0.1:${port}`], adminKey());

@@ -13,11 +13,15 @@ import {
   createScheduler,
   createVehicle,
   distanceMetres,
+  geofencesOnRoutes,
   normalizeDegrees,
   sample,
   toLatLng,
   typeFor,
 } from '../src/cli/simulation.ts';
+import { contains } from '../src/geofences/geometry.ts';
+import type { GeofenceGeometry } from '../src/geofences/schema.ts';
+import { validateGeometry } from '../src/geofences/validation.ts';
 import { compileDataValidator } from '../src/http/validation.ts';
 import { TelemetryData } from '../src/telemetry/schema.ts';
 
@@ -233,5 +237,71 @@ describe('scheduler', () => {
     assert.equal([1, 2, 3, 4].reduce((n) => n + slow.tick(1000).length, 0), 2);
     const uneven = createScheduler(3, 30);
     assert.equal([250, 1750, 1000, 333, 667].reduce((n, ms) => n + uneven.tick(ms).length, 0), 120);
+  });
+});
+
+describe('geofences on the routes (--geofences)', () => {
+  /** The simulator's fleet at its start: 20 vehicles of the usual mix. */
+  const fleet = (seed: number) => Array.from({ length: 20 }, (_, i) => createVehicle(`sim-${String(i + 1).padStart(4, '0')}`, typeFor(i), { seed }));
+
+  /** Drives a fresh copy of the geofence's vehicle, sampled every `every` s: when it went in and out. */
+  function crossings(seed: number, vehicleId: string, geometry: GeofenceGeometry, every: number, seconds: number) {
+    const v = createVehicle(vehicleId, typeFor(Number(vehicleId.slice(-4)) - 1), { seed });
+    const out: { inside: boolean; at: number }[] = [];
+    let inside = false;
+    for (let t = every; t <= seconds; t += every) {
+      advance(v, every);
+      const { lat, lng } = sample(v).location!;
+      const now = contains(geometry, lng, lat);
+      if (now !== inside) out.push({ inside: now, at: t });
+      inside = now;
+    }
+    return out;
+  }
+
+  test('valid circles and counter-clockwise octagons, named by prefix, just ahead of a vehicle that is not inside yet', () => {
+    const vehicles = fleet(0);
+    const placed = geofencesOnRoutes(vehicles, 12, { prefix: 'sim', secondsBetweenRecords: 2 });
+    assert.deepEqual(placed.map((g) => g.name), Array.from({ length: 12 }, (_, k) => `sim-geofence-${String(k + 1).padStart(2, '0')}`));
+    assert.deepEqual(placed.map((g) => g.geometry.type), placed.map((_, k) => (k % 2 === 0 ? 'Circle' : 'Polygon')));
+    for (const g of placed) {
+      const result = validateGeometry(g.geometry);
+      assert.ok(result.ok, `${g.name}: ${JSON.stringify(result)}`);
+      const host = vehicles.find((v) => v.id === g.vehicleId)!;
+      assert.notEqual(host.type, 'robot', 'slow vehicles get none while there are others');
+      const { lat, lng } = sample(host).location!;
+      assert.ok(!contains(g.geometry, lng, lat), `${g.name}: its vehicle starts outside`);
+      if (g.geometry.type === 'Polygon') {
+        const ring = g.geometry.coordinates[0]!;
+        let twiceArea = 0;
+        for (let i = 0; i + 1 < ring.length; i++) twiceArea += ring[i]![0] * ring[i + 1]![1] - ring[i + 1]![0] * ring[i]![1];
+        assert.ok(twiceArea > 0, `${g.name}: the outer ring runs counter-clockwise`);
+      }
+    }
+    // 20 vehicles, 19 of them fast: geofences 1 and 20 share a vehicle, one after the other on its route.
+    const many = geofencesOnRoutes(vehicles, 20, { prefix: 'x', secondsBetweenRecords: 2 });
+    assert.equal(many[0]!.vehicleId, many[19]!.vehicleId);
+    assert.equal(many[19]!.name, 'x-geofence-20');
+  });
+
+  test('the default run (20 vehicles, 10 records/s): each vehicle drives into its geofence within a minute, and once out again', () => {
+    for (let seed = 0; seed < 10; seed++) {
+      for (const g of geofencesOnRoutes(fleet(seed), 5, { prefix: 'sim', secondsBetweenRecords: 2 })) {
+        const seen = crossings(seed, g.vehicleId, g.geometry, 2, 180);
+        assert.ok(seen.length >= 1 && seen[0]!.inside && seen[0]!.at <= 60, `seed ${seed}, ${g.name}: ${JSON.stringify(seen)}`);
+        assert.deepEqual(seen.map((c) => c.inside), [true, false], `seed ${seed}, ${g.name}: one way in and one way out in 3 minutes`);
+      }
+    }
+  });
+
+  test('records further apart get wider geofences, so no crossing falls between two records', () => {
+    const vehicles = fleet(3);
+    const radius = (every: number) => (geofencesOnRoutes(vehicles, 1, { prefix: 's', secondsBetweenRecords: every })[0]!.geometry as { radius: number }).radius;
+    assert.equal(radius(0.1), 40, 'never smaller than 40 m');
+    assert.ok(radius(20) > 300, `at 20 s between records: ${radius(20)} m`);
+    for (const g of geofencesOnRoutes(vehicles, 4, { prefix: 's', secondsBetweenRecords: 20 })) {
+      const seen = crossings(3, g.vehicleId, g.geometry, 20, 900);
+      assert.equal(seen[0]?.inside, true, `${g.name}: entered although sampled every 20 s (${JSON.stringify(seen)})`);
+    }
   });
 });

@@ -19,6 +19,7 @@ import {
   advance,
   createScheduler,
   createVehicle,
+  geofencesOnRoutes,
   sample,
   typeFor,
 } from './simulation.ts';
@@ -35,6 +36,10 @@ const USAGE = `Usage: npm run simulate -- [options]
                      each vehicle gets a device of that protocol, registered if missing
   --osmand-url URL   where OsmAnd reports go (default <url>/osmand; the OsmAnd port is http://host:5055)
   --teltonika-url U  the Teltonika listener, tcp://host:port (default $FLEET_TELTONIKA_URL or tcp://<host of url>:5027)
+  --geofences N      place N geofences (circles and small polygons) just ahead of the vehicles
+                     on their routes, named <prefix>-geofence-01...; a re-run reuses those of
+                     the same names, moved onto the new positions. Their geofence.entered and
+                     geofence.exited events come within a minute: GET /v2/events
   --prefix P         vehicle id prefix (default sim)
   --tick MS          how often a batch is sent, ms (default 1000)
   --report S         seconds between status lines (default 5)
@@ -43,7 +48,7 @@ const USAGE = `Usage: npm run simulate -- [options]
 
 The key needs fleet:write to register vehicles (already registered ones are reused) and
 telemetry:write to send; with fleet:read and telemetry:read a re-run resumes each vehicle
-where the service last saw it.`;
+where the service last saw it. --geofences needs fleet:read and rules.`;
 
 const MAX_BATCH = 1000;
 const MAX_IN_FLIGHT = 8;
@@ -71,6 +76,7 @@ interface Options {
   protocol: DeviceProtocol | undefined;
   osmandUrl: string;
   teltonika: { host: string; port: number };
+  geofences: number;
   prefix: string;
   tickMs: number;
   reportMs: number;
@@ -93,6 +99,7 @@ function parseOptions(argv: string[]): Options {
         protocol: { type: 'string' },
         'osmand-url': { type: 'string' },
         'teltonika-url': { type: 'string', default: process.env.FLEET_TELTONIKA_URL ?? '' },
+        geofences: { type: 'string', default: '0' },
         prefix: { type: 'string', default: 'sim' },
         tick: { type: 'string', default: '1000' },
         report: { type: 'string', default: '5' },
@@ -140,6 +147,7 @@ function parseOptions(argv: string[]): Options {
     key: parsed.key,
     mqtt: parsed.mqtt,
     mqttUrl: url('mqtt-url', parsed['mqtt-url'], ['mqtt:', 'mqtts:', 'tcp:', 'ws:', 'wss:']),
+    geofences: number('geofences', parsed.geofences, 0, 1000, true),
     prefix: parsed.prefix,
     tickMs: number('tick', parsed.tick, 50, 60_000, true),
     reportMs: number('report', parsed.report, 0.2, 3600, false) * 1000,
@@ -314,6 +322,41 @@ async function prepareVehicles(options: Options, http: ReturnType<typeof createH
   return { sims, created };
 }
 
+/**
+ * Places `options.geofences` geofences on the routes, just ahead of the vehicles (see
+ * geofencesOnRoutes). Those of the same names from an earlier run are reused: their shapes are
+ * replaced (same ids), since the vehicles have moved on since.
+ */
+async function prepareGeofences(options: Options, http: ReturnType<typeof createHttp>, sims: readonly Sim[]): Promise<{ created: number; reused: number }> {
+  const driving = sims.filter((sim) => !sim.dropped).map((sim) => sim.state);
+  const wanted = geofencesOnRoutes(driving, options.geofences, { prefix: options.prefix, secondsBetweenRecords: driving.length / options.rate });
+  const names = new Set(wanted.map((g) => g.name));
+  const existing = new Map<string, string>();
+  const refused = (answer: Answer) => new Fatal(`the key may not manage geofences (--geofences needs the fleet:read and rules scopes): ${problemText(answer)}`);
+  for (let offset = 0; ; offset += 1000) {
+    const page = await http.setupCall('GET', `/v2/geofences?limit=1000&offset=${offset}`);
+    if (page.status === 403) throw refused(page);
+    if (page.status !== 200) throw new Fatal(`listing geofences failed: ${problemText(page)}`);
+    const items = page.body.geofences as { id: string; name: string }[] | undefined;
+    if (!Array.isArray(items)) break;
+    for (const item of items) if (names.has(item.name) && !existing.has(item.name)) existing.set(item.name, item.id);
+    if (items.length < 1000) break;
+  }
+  let created = 0;
+  let reused = 0;
+  await pool(wanted, 8, async ({ name, geometry }) => {
+    const id = existing.get(name);
+    const answer = id === undefined
+      ? await http.setupCall('POST', '/v2/geofences', { name, geometry })
+      : await http.setupCall('PUT', `/v2/geofences/${encodeURIComponent(id)}`, { name, geometry });
+    if (answer.status === 403) throw refused(answer);
+    if (answer.status !== (id === undefined ? 201 : 200)) throw new Fatal(`${id === undefined ? 'creating' : 'moving'} geofence ${name} failed: ${problemText(answer)}`);
+    if (id === undefined) created++;
+    else reused++;
+  });
+  return { created, reused };
+}
+
 // --- Transports ---------------------------------------------------------------------------------
 
 interface Counters {
@@ -478,6 +521,7 @@ async function main(): Promise<void> {
   const http = createHttp(options);
   await checkReachable(options);
   const { sims, created } = await prepareVehicles(options, http);
+  const geofences = options.geofences > 0 ? await prepareGeofences(options, http, sims) : undefined;
 
   const counters: Counters = {
     sent: 0, accepted: 0, duplicates: 0, errors: 0, skipped: 0, lastError: undefined, failingSince: undefined,
@@ -534,6 +578,12 @@ async function main(): Promise<void> {
     `fleet-simulate: ${active.length} vehicles (${created} newly registered), ${options.rate} records/s over ${transport.name} ` +
       `to ${destination(options)}. Ctrl-C to stop.`,
   );
+  if (geofences !== undefined) {
+    write(
+      `fleet-simulate: ${options.geofences} geofences on the routes (${geofences.created} created, ${geofences.reused} reused); ` +
+        'their events: GET /v2/events?types=geofence.entered,geofence.exited',
+    );
+  }
 
   let last = { sent: 0, accepted: 0, errors: 0, at: Date.now() };
   let lastShownError: string | undefined;

@@ -486,3 +486,82 @@ export function createScheduler(count: number, rate: number) {
     },
   };
 }
+
+/** The point `metres` ahead of the vehicle along its loop, with the direction of travel there. */
+export function pointAhead(v: VehicleState, metres: number): { at: LatLng; heading: number } {
+  let segment = v.segment;
+  let along = v.along + metres;
+  // A loop of zero length (every waypoint the same) has nowhere to go.
+  for (let guard = 0; guard < 10_000 && along > segmentLength(v, segment); guard++) {
+    along -= segmentLength(v, segment);
+    segment = (segment + 1) % v.route.length;
+  }
+  const a = waypoint(v, segment);
+  const b = waypoint(v, segment + 1);
+  const length = segmentLength(v, segment);
+  const t = length === 0 ? 0 : Math.min(1, along / length);
+  return { at: toLatLng(v.centre, { x: a.x + t * (b.x - a.x), y: a.y + t * (b.y - a.y) }), heading: segmentHeading(v, segment) };
+}
+
+export type SimGeometry =
+  | { type: 'Circle'; coordinates: [number, number]; radius: number }
+  | { type: 'Polygon'; coordinates: [number, number][][] };
+
+export interface SimGeofence {
+  name: string;
+  geometry: SimGeometry;
+  /** The vehicle whose route it was placed on. */
+  vehicleId: string;
+}
+
+/** Between the vehicle and a geofence's near edge: far enough that its next record is outside. */
+const GEOFENCE_GAP_M = 25;
+const GEOFENCE_MIN_RADIUS_M = 40;
+const GEOFENCE_MAX_RADIUS_M = 2000;
+
+/**
+ * `count` geofences placed across the routes of `vehicles`, just ahead of where each vehicle is
+ * now, so that they drive in and out within a minute or so: circles (even k) and small octagons
+ * (odd k), named `<prefix>-geofence-01`... Geofence k goes to the k-th vehicle, skipping the slow
+ * kinds (robots) while there are others; a vehicle given several has them one after another
+ * along its route. Each is wide enough to hold at least two of its vehicle's records at top
+ * speed, `secondsBetweenRecords` apart, so no crossing falls between two records.
+ */
+export function geofencesOnRoutes(
+  vehicles: readonly VehicleState[], count: number, options: { prefix: string; secondsBetweenRecords: number },
+): SimGeofence[] {
+  const fast = vehicles.filter((v) => v.profile.cruiseKmh >= 15);
+  const hosts = fast.length > 0 ? fast : vehicles;
+  if (hosts.length === 0) return [];
+  /** Metres ahead already taken on each vehicle's route. */
+  const used = new Map<string, number>();
+  const out: SimGeofence[] = [];
+  const digits = Math.max(2, String(count).length);
+  for (let k = 0; k < count; k++) {
+    const v = hosts[k % hosts.length]!;
+    const radius = clamp(1.2 * (v.profile.maxKmh / 3.6) * options.secondsBetweenRecords, GEOFENCE_MIN_RADIUS_M, GEOFENCE_MAX_RADIUS_M);
+    const start = (used.get(v.id) ?? 0) + GEOFENCE_GAP_M;
+    used.set(v.id, start + 2 * radius);
+    const { at, heading } = pointAhead(v, start + radius);
+    const name = `${options.prefix}-geofence-${String(k + 1).padStart(digits, '0')}`;
+    const centre = { lat: round(at.lat, 6), lng: round(at.lng, 6) };
+    if (k % 2 === 0) {
+      out.push({ name, vehicleId: v.id, geometry: { type: 'Circle', coordinates: [centre.lng, centre.lat], radius: Math.round(radius) } });
+      continue;
+    }
+    // An octagon turned to the road, its vertices alternately at the full radius and a little
+    // inside: convex, so a route crosses its edge once on the way in and once on the way out.
+    const ring: [number, number][] = [];
+    for (let i = 0; i < 8; i++) {
+      const angle = ((heading + 22.5 + i * 45) * Math.PI) / 180;
+      const r = radius * (i % 2 === 0 ? 1 : 0.9);
+      const p = toLatLng(centre, { x: r * Math.sin(angle), y: r * Math.cos(angle) });
+      ring.push([round(p.lng, 6), round(p.lat, 6)]);
+    }
+    // Those angles turn clockwise; RFC 7946 wants an outer ring counter-clockwise.
+    ring.reverse();
+    ring.push(ring[0]!);
+    out.push({ name, vehicleId: v.id, geometry: { type: 'Polygon', coordinates: [ring] } });
+  }
+  return out;
+}
