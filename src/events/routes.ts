@@ -16,5 +16,5 @@ export async function eventRoutes(app: FastifyInstance, opts: { feed: FeedServic
       querystring: FeedQuery,
       response: responses({ 200: FeedPage }, { errors: [410] }),
     },
-  }, async (request) => opts.feed.read(request.principal.organizationId, request.query as FeedQuery));
+  }, async (request, reply) => reply.type('application/json; charset=utf-8').send(await opts.feed.read(request.principal.organizationId, request.query as FeedQuery)));
 }

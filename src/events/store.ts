@@ -16,6 +16,8 @@ export function comparePositions(a: Position, b: Position): number {
 
 export interface LoggedEvent extends EventRecord {
   position: Position;
+  /** `data` as the store holds it, JSON text: the feed writes it out without parsing it. */
+  dataJson: string;
   /** When the service recorded it (its commit's time). */
   recordedAt: number;
 }
@@ -44,4 +46,32 @@ export interface EventStore {
   since(after: Position, limit: number): Promise<LoggedEvent[]>;
   /** Deletes up to `max` events recorded before `before`; how many it deleted. */
   prune(before: number, max: number): Promise<number>;
+}
+
+/** An event read from the log: `data` is parsed from its stored text only when asked for. */
+export class StoredEvent implements LoggedEvent {
+  readonly position: Position;
+  readonly id: string;
+  readonly organizationId: string;
+  readonly type: EventType;
+  readonly vehicleId: string | null;
+  readonly occurredAt: number;
+  readonly recordedAt: number;
+  readonly dataJson: string;
+  #data: Record<string, unknown> | undefined;
+
+  constructor(row: { position: Position; id: string; organizationId: string; type: EventType; vehicleId: string | null; occurredAt: number; recordedAt: number; dataJson: string }) {
+    this.position = row.position;
+    this.id = row.id;
+    this.organizationId = row.organizationId;
+    this.type = row.type;
+    this.vehicleId = row.vehicleId;
+    this.occurredAt = row.occurredAt;
+    this.recordedAt = row.recordedAt;
+    this.dataJson = row.dataJson;
+  }
+
+  get data(): Record<string, unknown> {
+    return (this.#data ??= JSON.parse(this.dataJson) as Record<string, unknown>);
+  }
 }

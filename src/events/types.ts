@@ -2,6 +2,7 @@
 // transaction as the change that caused it (the event log), then delivered three ways: the feed,
 // webhooks and live streams. See docs/API.md "Events".
 import { randomBase62 } from '../auth/keys.ts';
+import { iso } from '../clock.ts';
 
 export const EVENT_TYPES = [
   'vehicle.registered',
@@ -59,7 +60,7 @@ export function toEnvelope(event: EventRecord): EventEnvelope {
   return {
     id: event.id,
     type: event.type,
-    occurredAt: new Date(event.occurredAt).toISOString(),
+    occurredAt: iso(event.occurredAt),
     ...(event.vehicleId === null ? {} : { vehicleId: event.vehicleId }),
     data: event.data,
   };
@@ -68,4 +69,13 @@ export function toEnvelope(event: EventRecord): EventEnvelope {
 /** Whether an event of `type` is one a subscriber of `wanted` (types, or `*` for all) asked for. */
 export function wants(wanted: readonly string[], type: string): boolean {
   return wanted.includes('*') || wanted.includes(type);
+}
+
+/**
+ * The envelope as JSON text, written around the stored `data` text without parsing it (the feed
+ * and the webhook fan-out write many events; this is `JSON.stringify(toEnvelope(event))`).
+ */
+export function envelopeJson(event: Omit<EventRecord, 'data'> & { dataJson: string }): string {
+  const vehicle = event.vehicleId === null ? '' : `,"vehicleId":${JSON.stringify(event.vehicleId)}`;
+  return `{"id":${JSON.stringify(event.id)},"type":"${event.type}","occurredAt":"${iso(event.occurredAt)}"${vehicle},"data":${event.dataJson}}`;
 }

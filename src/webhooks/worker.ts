@@ -4,7 +4,7 @@
 // out. Attempts' results are written together, one transaction for many.
 import type { Clock } from '../clock.ts';
 import type { LoggedEvent } from '../events/store.ts';
-import { toEnvelope, wants } from '../events/types.ts';
+import { envelopeJson, wants } from '../events/types.ts';
 import type { Outbound } from './outbound.ts';
 import { newDeliveryId } from './service.ts';
 import { signedHeaders } from './signing.ts';
@@ -59,7 +59,7 @@ export function matchDeliveries(events: readonly LoggedEvent[], endpoints: reado
     for (const webhook of byOrganization.get(event.organizationId) ?? []) {
       // An endpoint hears of what is recorded from its creation on, not of older events.
       if (!wants(webhook.eventTypes, event.type) || event.recordedAt < webhook.createdAt) continue;
-      payload ??= JSON.stringify(toEnvelope(event));
+      payload ??= envelopeJson(event);
       out.push({ id: newDeliveryId(), webhookId: webhook.id, eventId: event.id, eventType: event.type, payload, recordedAt });
     }
   }

@@ -1,13 +1,13 @@
 // The event log on PostgreSQL. Positions are (transaction id, seq), read only below the oldest
 // transaction still running (migration 0005 says why): nodes commit concurrently, and a reader
 // following `next` must never step over an event whose commit became visible late.
-import type { EventStore, LoggedEvent, Position } from '../../events/store.ts';
+import { type EventStore, type LoggedEvent, type Position, StoredEvent } from '../../events/store.ts';
 import type { EventRecord, EventType } from '../../events/types.ts';
 import type { Database, Queryable, Row } from './database.ts';
 
 /** Events whose transaction is older than every transaction still running. */
 export const SETTLED = 'tx < pg_snapshot_xmin(pg_current_snapshot())';
-const COLUMNS = 'tx::text::bigint AS tx, seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, data';
+const COLUMNS = 'tx::text::bigint AS tx, seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, data::text AS data';
 
 /** Appends events inside the caller's transaction: one statement whatever their number. */
 export async function appendEvents(client: Queryable, events: readonly EventRecord[], recordedAt: number): Promise<void> {
@@ -25,7 +25,7 @@ export async function appendEvents(client: Queryable, events: readonly EventReco
 }
 
 export function toLoggedEvent(row: Row): LoggedEvent {
-  return {
+  return new StoredEvent({
     position: [row.tx as number, row.seq as number],
     id: row.id as string,
     organizationId: row.organization_id as string,
@@ -33,8 +33,8 @@ export function toLoggedEvent(row: Row): LoggedEvent {
     vehicleId: (row.vehicle_id as string | null) ?? null,
     occurredAt: row.occurred_at as number,
     recordedAt: row.recorded_at as number,
-    data: row.data as Record<string, unknown>,
-  };
+    dataJson: row.data as string,
+  });
 }
 
 export function createPostgresEventStore(db: Database): EventStore {

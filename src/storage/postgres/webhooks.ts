@@ -99,7 +99,7 @@ export function createPostgresWebhookStore(db: Database): WebhookStore {
         const state = await client.query('SELECT fanned_tx, fanned_seq FROM event_log_state WHERE id = 1 FOR UPDATE');
         const { fanned_tx: tx, fanned_seq: seq } = state.rows[0]!;
         const { rows } = await client.query(
-          `SELECT tx::text::bigint AS tx, seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, data FROM events
+          `SELECT tx::text::bigint AS tx, seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, data::text AS data FROM events
            WHERE (tx, seq) > ($1::text::xid8, $2) AND ${SETTLED} ORDER BY tx, seq LIMIT $3`,
           [tx, seq, limit],
         );

@@ -1,7 +1,7 @@
 // The event log in the embedded store. One writer at a time commits, so sequence order is commit
 // order and the feed can read by `seq` alone.
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { EventStore, LoggedEvent } from '../../events/store.ts';
+import { type EventStore, type LoggedEvent, StoredEvent } from '../../events/store.ts';
 import type { EventRecord, EventType } from '../../events/types.ts';
 import type { Row } from '../rows.ts';
 import { transaction } from './database.ts';
@@ -19,7 +19,7 @@ export function createSqliteEventAppender(db: DatabaseSync): AppendEvents {
 }
 
 export function toLoggedEvent(row: Row): LoggedEvent {
-  return {
+  return new StoredEvent({
     position: [0, row.seq as number],
     id: row.id as string,
     organizationId: row.organization_id as string,
@@ -27,8 +27,8 @@ export function toLoggedEvent(row: Row): LoggedEvent {
     vehicleId: (row.vehicle_id as string | null) ?? null,
     occurredAt: row.occurred_at as number,
     recordedAt: row.recorded_at as number,
-    data: JSON.parse(row.data as string) as Record<string, unknown>,
-  };
+    dataJson: row.data as string,
+  });
 }
 
 const COLUMNS = 'seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, data';
