@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
-import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, groupByVehicle, judgeBatch } from '../../telemetry/store.ts';
+import {
+  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, groupByVehicle, judgeBatch, scanByPages,
+} from '../../telemetry/store.ts';
 import type { Database, Queryable } from './database.ts';
+import { aggregatePostgres } from './telemetry-aggregate.ts';
 import { AHEAD_DAYS, DAY_MS, dayOf, ensurePartitions, prunePartitions } from './partitions.ts';
 
 type Key = string; // `${organizationId}\n${vehicleId}`: ids never hold a newline
@@ -182,7 +185,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
     });
   }
 
-  return {
+  const store: TelemetryStore = {
     /**
      * The whole group in one transaction, in a fixed number of round trips: read the status of
      * every vehicle named; activations, if any (one statement per batch that has some); one
@@ -225,6 +228,14 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       return rows.map((row) => ({ vehicleId: row.vehicle_id, timestamp: row.ts, data: row.data }));
     },
 
+    scan(organizationId, vehicleId, range, pageSize) {
+      return scanByPages((...args) => store.history(...args), organizationId, vehicleId, range, pageSize);
+    },
+
+    aggregate(organizationId, vehicleId, query) {
+      return aggregatePostgres(db, organizationId, vehicleId, query);
+    },
+
     async loadLatest() {
       const { rows } = await db.query<LatestRow>('SELECT organization_id, vehicle_id, ts, fields FROM telemetry_latest');
       return [...mergeRows(rows).values()];
@@ -248,6 +259,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       coveredUntil = until + DAY_MS;
     },
   };
+  return store;
 }
 
 /** Writes `states` as the latest-state rows of `writer`, written at `at`. */

@@ -11,7 +11,10 @@
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
-import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
+import {
+  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch, scanByPages,
+} from '../../telemetry/store.ts';
+import { createSqliteAggregate } from './telemetry-aggregate.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
 import type { WalSync } from './wal-sync.ts';
 
@@ -253,7 +256,9 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
     return { outcome: { ok: true, accepted, duplicates: batch.records.length - accepted, activated, latest }, added };
   }
 
-  return {
+  const aggregate = createSqliteAggregate(db);
+
+  const store: TelemetryStore = {
     /**
      * The latest state an outcome carries for a vehicle whose records went to `telemetry_recent`
      * is what those records say (merged with nothing): the stored state takes them in when they
@@ -281,6 +286,14 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
         }));
     },
 
+    scan(organizationId, vehicleId, range, pageSize) {
+      return scanByPages((...args) => store.history(...args), organizationId, vehicleId, range, pageSize);
+    },
+
+    async aggregate(organizationId, vehicleId, query) {
+      return aggregate(organizationId, vehicleId, query);
+    },
+
     async loadLatest() {
       const states = new Map<string, LatestState>();
       for (const row of allLatest.all()) {
@@ -304,4 +317,5 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
       // One table, no partitions: nothing to prepare.
     },
   };
+  return store;
 }
