@@ -29,8 +29,25 @@ export function compileDataValidator<T>(schema: object) {
 }
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
-  return ajv.compile(schema as object);
+  if (httpPart === 'body') return bodyAjv.compile(schema as object);
+  const validate = textAjv.compile(schema as object);
+  // Ajv coerces the text "Infinity" (or "-Infinity") to a number, then skips `minimum` and
+  // `maximum` for it, as for every number that is not finite: such a value is refused here.
+  const checked = (data: unknown): boolean => {
+    if (!validate(data)) {
+      checked.errors = validate.errors;
+      return false;
+    }
+    const infinite = typeof data === 'object' && data !== null
+      ? Object.entries(data).filter(([, value]) => typeof value === 'number' && !Number.isFinite(value)).map(([key]) => key)
+      : [];
+    checked.errors = infinite.length === 0 ? null : infinite.map((key): ErrorObject => ({
+      instancePath: `/${escapePointer(key)}`, schemaPath: '#', keyword: 'type', params: {}, message: 'must be a finite number',
+    }));
+    return infinite.length === 0;
+  };
+  checked.errors = null as ErrorObject[] | null | undefined;
+  return checked;
 };
 
 const PARTS: Record<string, FieldError['in']> = {
