@@ -15,6 +15,8 @@ import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import { dashboardPlugin } from './dashboard/plugin.ts';
 import { authPlugin } from './http/auth.ts';
+import { historyRoutes } from './history/routes.ts';
+import { createHistoryService } from './history/service.ts';
 import { type CheckState, healthRoutes } from './http/health.ts';
 import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
@@ -220,6 +222,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(vehicleRoutesV2, { service: vehicles, latest: latestOf });
   await app.register(vehicleRoutesV1, { service: vehicles, latest: latestOf });
   await app.register(telemetryRoutes, { service: telemetry });
+  await app.register(historyRoutes, { service: createHistoryService({ telemetry: deps.stores.telemetry, vehicles: deps.stores.vehicles }) });
   await app.register(apiKeyRoutes, { auth });
   await app.register(organizationRoutes, { auth });
   await app.register(oauthRoutes, { oauth, publicUrl: deps.config.publicUrl });
