@@ -61,14 +61,18 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
      VALUES (?, ?, 'registered', 'active', 'first telemetry', ?, 'system')`,
   );
   // Each part reads at most `limit` rows (the recent part scans its few thousand by time); the merge is then small.
+  // One lower bound (`from`, or just after the cursor): given two, SQLite seeks the key to one of
+  // them and filters by the other row by row, so each page read the range again from `from`.
   const historyPage = db.prepare(
-    `SELECT * FROM (SELECT vehicle_id, ts, data FROM telemetry
-                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 AND ts > ?5 ORDER BY ts LIMIT ?6)
+    `SELECT * FROM (SELECT ts, data FROM telemetry
+                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 ORDER BY ts LIMIT ?5)
      UNION ALL
-     SELECT * FROM (SELECT vehicle_id, ts, data FROM telemetry_recent
-                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 AND ts > ?5 ORDER BY ts LIMIT ?6)
-     ORDER BY ts LIMIT ?6`,
+     SELECT * FROM (SELECT ts, data FROM telemetry_recent
+                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 ORDER BY ts LIMIT ?5)
+     ORDER BY ts LIMIT ?5`,
   );
+  // Rows as [ts, data] arrays: an object per row with named columns cost as much as reading it.
+  historyPage.setReturnArrays(true);
   const allLatest = db.prepare('SELECT organization_id, vehicle_id, ts, fields FROM telemetry_latest');
   const pruneOldest = db.prepare(
     `DELETE FROM telemetry WHERE (organization_id, vehicle_id, ts) IN
@@ -278,12 +282,12 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
 
     async history(organizationId, vehicleId, range) {
       return historyPage
-        .all(organizationId, vehicleId, range.from, range.to, range.after ?? Number.MIN_SAFE_INTEGER, range.limit)
-        .map((row) => ({
-          vehicleId: row.vehicle_id as string,
-          timestamp: row.ts as number,
-          data: JSON.parse(row.data as string) as TelemetryData,
-        }));
+        // Times are whole milliseconds: after the cursor is from the next one on.
+        .all(organizationId, vehicleId, range.after === undefined ? range.from : Math.max(range.from, range.after + 1), range.to, range.limit)
+        .map((row) => {
+          const [ts, data] = row as unknown as [number, string];
+          return { vehicleId, timestamp: ts, data: JSON.parse(data) as TelemetryData };
+        });
     },
 
     scan(organizationId, vehicleId, range, pageSize) {
