@@ -8,10 +8,14 @@ import type { TelemetryStore, TimeRange } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import { type ExportWriter, FORMATS } from './formats.ts';
 import { type AggregateQuery, type ExportQuery, MAX_BUCKETS, MAX_TRIP_RANGE_DAYS, type TripQuery } from './schema.ts';
-import { DEFAULT_TRIP_SETTINGS, type Stop, type Trip, type TripEvent, type TripSettings, advance, finish, initialTripState } from './trips.ts';
+import { DEFAULT_TRIP_SETTINGS, type Stop, type Trip, type TripEvent, type TripSettings, advanceInPlace, finish, initialTripState } from './trips.ts';
 
-/** Records read per query: large enough that the queries' own cost is small, small enough to stay flat. */
-export const PAGE_SIZE = 2000;
+/**
+ * Records read per query: enough that the queries' own cost is small. Larger pages were slower
+ * and grew the heap more (2000: a 1,000,000-record export took twice as long): records held
+ * across a page's awaits outlive the young generation and are collected only with the old one.
+ */
+export const PAGE_SIZE = 500;
 const DAY_MS = 86_400_000;
 
 export type HistoryService = ReturnType<typeof createHistoryService>;
@@ -71,13 +75,11 @@ export function createHistoryService(deps: { telemetry: TelemetryStore; vehicles
         else if (event.type === 'stop.ended') stops.push(event.stop);
       }
     };
-    let state = initialTripState();
+    const state = initialTripState();
+    const events: TripEvent[] = [];
     for await (const page of telemetry.scan(organizationId, vehicleId, range, pageSize)) {
-      for (const record of page) {
-        const step = advance(state, record, settings);
-        state = step.state;
-        if (step.events.length > 0) take(step.events);
-      }
+      for (const record of page) advanceInPlace(state, record, settings, events);
+      take(events.splice(0));
     }
     take(finish(state).events);
     return { trips, stops };

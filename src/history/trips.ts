@@ -172,6 +172,16 @@ export function advance(previous: TripState, record: MotionRecord, settings: Tri
   if (previous.last !== null && record.timestamp <= previous.last) return { state: previous, events: [] };
   const state: TripState = { ...previous, trip: previous.trip && { ...previous.trip }, still: previous.still && { ...previous.still } };
   const events: TripEvent[] = [];
+  advanceInPlace(state, record, settings, events);
+  return { state, events };
+}
+
+/**
+ * `advance` for a caller that owns its state and lets it change (a report over a long range:
+ * no copy per record); events are appended to `events`.
+ */
+export function advanceInPlace(state: TripState, record: MotionRecord, settings: TripSettings, events: TripEvent[]): void {
+  if (state.last !== null && record.timestamp <= state.last) return;
   const t = record.timestamp;
   if (state.last !== null && t - state.last > settings.maxGapSeconds * 1000) close(state, events);
 
@@ -225,7 +235,6 @@ export function advance(previous: TripState, record: MotionRecord, settings: Tri
   state.last = t;
   state.location = here;
   state.moving = moving;
-  return { state, events };
 }
 
 /**
