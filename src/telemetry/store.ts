@@ -115,20 +115,21 @@ export interface TelemetryStore {
 }
 
 /**
- * `scan` over a store's keyset-paged `history`: each page is one short query (no cursor or
+ * `scan` over a store's keyset-paged `history`: each read is one short query (no cursor or
  * transaction held open while a slow client reads), and a record is read once even when records
- * arrive or move between tables meanwhile, since a page starts after the last time seen.
+ * arrive or move between tables meanwhile, since a read starts after the last time seen. A store
+ * whose queries cost much before their first row reads `readSize` records at a time, handed out
+ * in pages of `pageSize`.
  */
 export async function* scanByPages(
-  history: TelemetryStore['history'], organizationId: string, vehicleId: string, range: TimeRange, pageSize: number,
+  history: TelemetryStore['history'], organizationId: string, vehicleId: string, range: TimeRange, pageSize: number, readSize = pageSize,
 ): AsyncGenerator<StoredRecord[], void, undefined> {
   let after: number | undefined;
   for (;;) {
-    const page = await history(organizationId, vehicleId, { from: range.from, to: range.to, after, limit: pageSize });
-    if (page.length === 0) return;
-    yield page;
-    if (page.length < pageSize) return;
-    after = page.at(-1)!.timestamp;
+    const read = await history(organizationId, vehicleId, { from: range.from, to: range.to, after, limit: readSize });
+    for (let i = 0; i < read.length; i += pageSize) yield read.slice(i, i + pageSize);
+    if (read.length < readSize) return;
+    after = read.at(-1)!.timestamp;
   }
 }
 

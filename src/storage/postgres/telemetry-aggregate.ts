@@ -9,27 +9,20 @@ import type { Queryable } from './database.ts';
 // Field names come from a fixed list (NUMERIC_FIELDS), never from the request's text.
 function sqlFor(fields: readonly NumericField[]): string {
   // `data` is json (kept as sent), which each ->> would parse again: json_to_record parses each
-  // row once for all the fields. `last` is found by the time of the newest record having the
-  // field, then one key lookup per bucket, rather than carried along each row. The double modulo
-  // rounds down for times before 1970 too.
-  const lastOf = (f: string) =>
-    `(SELECT (l.data ->> '${f}')::float8 FROM telemetry l
-      WHERE l.organization_id = $1 AND l.vehicle_id = $2 AND l.ts = b.${f}_ts AND l.ts >= $3 AND l.ts < $4) AS ${f}_last`;
-  return `WITH b AS (
-            SELECT t.ts - ((t.ts % $5) + $5) % $5 AS bucket, count(*) AS n,
-                   ${fields.map((f) => `min(x.${f}) AS ${f}_min, max(x.${f}) AS ${f}_max, avg(x.${f}) AS ${f}_avg, max(t.ts) FILTER (WHERE x.${f} IS NOT NULL) AS ${f}_ts`).join(', ')}
-            FROM telemetry t CROSS JOIN LATERAL json_to_record(t.data) AS x(${fields.map((f) => `${f} float8`).join(', ')})
-            WHERE t.organization_id = $1 AND t.vehicle_id = $2 AND t.ts >= $3 AND t.ts < $4
-            GROUP BY 1
-          )
-          SELECT bucket, n, ${fields.map((f) => `${f}_min, ${f}_max, ${f}_avg, ${lastOf(f)}`).join(', ')}
-          FROM b ORDER BY bucket`;
+  // row once for all the fields. `last` is the greatest [time, value] pair of the bucket (times
+  // are exact in float8): a key lookup per bucket and field instead took three times as long,
+  // each one a subplan over the partitions. The double modulo rounds down before 1970 too.
+  return `SELECT t.ts - ((t.ts % $5) + $5) % $5 AS bucket, count(*) AS n,
+                 ${fields.map((f) => `min(x.${f}) AS ${f}_min, max(x.${f}) AS ${f}_max, avg(x.${f}) AS ${f}_avg,
+                 (max(ARRAY[t.ts::float8, x.${f}]) FILTER (WHERE x.${f} IS NOT NULL))[2] AS ${f}_last`).join(', ')}
+          FROM telemetry t CROSS JOIN LATERAL json_to_record(t.data) AS x(${fields.map((f) => `${f} float8`).join(', ')})
+          WHERE t.organization_id = $1 AND t.vehicle_id = $2 AND t.ts >= $3 AND t.ts < $4
+          GROUP BY 1 ORDER BY 1`;
 }
 
 export async function aggregatePostgres(db: Queryable, organizationId: string, vehicleId: string, query: AggregateQuery): Promise<AggregateBucket[]> {
-  const key = query.fields.join(',');
   const { rows } = await db.query({
-    name: `telemetry.aggregate:${key}`,
+    name: `telemetry.aggregate:${query.fields.join(',')}`,
     text: sqlFor(query.fields),
     values: [organizationId, vehicleId, query.from, query.to, query.bucketMs],
   });
