@@ -3,7 +3,8 @@
 import { EARTH_RADIUS_METERS } from '../../src/history/trips.ts';
 import type { StoredRecord } from '../../src/telemetry/store.ts';
 
-export const START = Date.parse('2026-11-20T06:00:00.000Z');
+/** Three days ago, on the hour: inside retention and never ahead of the clock. */
+export const START = Math.floor((Date.now() - 3 * 86_400_000) / 3_600_000) * 3_600_000;
 const LNG = 13.4;
 const metersToLat = (x: number) => 52.5 + (x / EARTH_RADIUS_METERS) * (180 / Math.PI);
 
