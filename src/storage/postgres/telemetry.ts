@@ -218,14 +218,15 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
     },
 
     async history(organizationId, vehicleId, range) {
-      const { rows } = await db.query<{ vehicle_id: string; ts: number; data: TelemetryData }>({
+      // Without the vehicle id the caller knows: a scan reads many rows.
+      const { rows } = await db.query<{ ts: number; data: TelemetryData }>({
         name: 'telemetry.history',
-        text: `SELECT vehicle_id, ts, data FROM telemetry
+        text: `SELECT ts, data FROM telemetry
                WHERE organization_id = $1 AND vehicle_id = $2 AND ts >= $3 AND ts < $4 AND ts > $5
                ORDER BY ts LIMIT $6`,
         values: [organizationId, vehicleId, range.from, range.to, range.after ?? Number.MIN_SAFE_INTEGER, range.limit],
       });
-      return rows.map((row) => ({ vehicleId: row.vehicle_id, timestamp: row.ts, data: row.data }));
+      return rows.map((row) => ({ vehicleId, timestamp: row.ts, data: row.data }));
     },
 
     scan(organizationId, vehicleId, range, pageSize) {
