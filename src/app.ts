@@ -23,6 +23,8 @@ import { startEventRetention } from './events/retention.ts';
 import { eventRoutes } from './events/routes.ts';
 import { type EventRecord, toEnvelope } from './events/types.ts';
 import { authPlugin } from './http/auth.ts';
+import { historyRoutes } from './history/routes.ts';
+import { createHistoryService } from './history/service.ts';
 import { type CheckState, healthRoutes } from './http/health.ts';
 import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
@@ -349,6 +351,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(rulesRoutes, { service: rules, vehicles });
   await app.register(vehicleRoutesV1, { service: vehicles, latest: latestOf });
   await app.register(telemetryRoutes, { service: telemetry });
+  await app.register(historyRoutes, { service: createHistoryService({ telemetry: deps.stores.telemetry, vehicles: deps.stores.vehicles }) });
   await app.register(apiKeyRoutes, { auth });
   await app.register(organizationRoutes, { auth });
   await app.register(deviceRoutes, { service: devices });

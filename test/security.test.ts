@@ -127,6 +127,16 @@ function bodyFor(route: RouteEntry, vehicleId = unique('no-vehicle')): unknown {
   return make(vehicleId);
 }
 
+/** A valid query for every route that requires one, keyed by route url. */
+const RANGE = { from: '2026-11-01T00:00:00.000Z', to: '2026-11-02T00:00:00.000Z' };
+const QUERIES: Record<string, Record<string, string>> = {
+  '/v2/fleet/vehicles/:id/trips': RANGE,
+  '/v2/fleet/vehicles/:id/stops': RANGE,
+  '/v2/telemetry/:vehicleId/aggregates': { ...RANGE, bucket: '3600' },
+  '/v2/telemetry/:vehicleId/export': RANGE,
+};
+const queryFor = (route: RouteEntry) => QUERIES[route.url];
+
 /** The routes known today; the matrix must cover at least these. */
 const KNOWN_ROUTES: Record<string, number> = {
   'GET /metrics': 200,
@@ -157,6 +167,10 @@ const KNOWN_ROUTES: Record<string, number> = {
   'GET /v2/fleet/vehicles/:id/geofences': 200,
   'GET /v2/devices': 200,
   'POST /v2/devices': 201,
+  'GET /v2/fleet/vehicles/:id/trips': 200,
+  'GET /v2/fleet/vehicles/:id/stops': 200,
+  'GET /v2/telemetry/:vehicleId/aggregates': 200,
+  'GET /v2/telemetry/:vehicleId/export': 200,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {
@@ -306,7 +320,7 @@ describe('scope matrix', () => {
           assertProblem(short, method, 403, 'insufficient-scope', `${routeName(route)} with ${scope} but not ${extra.join(', ')}`);
         }
         const only = [scope, ...extra].join(', ');
-        const allowed = await ctx.request(method, url, { key: await keyFor([scope, ...extra]), body });
+        const allowed = await ctx.request(method, url, { key: await keyFor([scope, ...extra]), body, query: queryFor(route) });
         assert.ok(allowed.statusCode !== 401 && allowed.statusCode !== 403, `${routeName(route)} with only ${only}: ${describeResponse(allowed)}`);
         assert.ok(allowed.statusCode < 500, `${routeName(route)} with only ${only}: ${describeResponse(allowed)}`);
         const expected = expectedSuccess(route);
@@ -451,8 +465,8 @@ describe('organizations are isolated', () => {
       const method = route.method as Method;
       for (const [label, key, target] of cases) {
         const name = `${routeName(route)} ${label}`;
-        const missing = await ctx.request(method, concreteUrl(route.url, ghost), { key, body: bodyFor(route) });
-        const foreign = await ctx.request(method, concreteUrl(route.url, target), { key, body: bodyFor(route) });
+        const missing = await ctx.request(method, concreteUrl(route.url, ghost), { key, body: bodyFor(route), query: queryFor(route) });
+        const foreign = await ctx.request(method, concreteUrl(route.url, target), { key, body: bodyFor(route), query: queryFor(route) });
         assertProblem(missing, method, 404, 'vehicle-not-found', `${routeName(route)} on a vehicle that exists nowhere`);
         assertProblem(foreign, method, 404, 'vehicle-not-found', name);
         assert.equal(foreign.headers['content-type'], missing.headers['content-type'], `${name}: content-type`);

@@ -2,6 +2,8 @@
 // in how a few column types arrive (SQLite: scopes as a space-separated string, JSON as text,
 // booleans as 0/1, blobs as Uint8Array; PostgreSQL: text[], json, boolean, Buffer), which each
 // passes in as decoders.
+import type { NumericField } from '../telemetry/schema.ts';
+import type { AggregateBucket } from '../telemetry/store.ts';
 import type { OAuthClientRecord, SigningKeyRecord } from '../auth/oauth/store.ts';
 import { isScope } from '../auth/scopes.ts';
 import type { ApiKeyRecord, OrganizationRecord } from '../auth/store.ts';
@@ -100,3 +102,16 @@ export const postgresRows = rowMappers({
   json: <T>(value: unknown) => value as T,
   bool: (value) => value as boolean,
 });
+
+/** One bucket row as both adapters read it: `n`, and `<field>_min`, `_max`, `_avg`, `_last` per field. */
+export function bucketOf(row: Row, fields: readonly NumericField[]): AggregateBucket {
+  const bucket: AggregateBucket = { start: Number(row.bucket), count: Number(row.n), fields: {} };
+  for (const field of fields) {
+    const min = row[`${field}_min`];
+    if (min === null || min === undefined) continue; // no record of the bucket has it
+    bucket.fields[field] = {
+      min: Number(min), max: Number(row[`${field}_max`]), avg: Number(row[`${field}_avg`]), last: Number(row[`${field}_last`]),
+    };
+  }
+  return bucket;
+}

@@ -6,6 +6,9 @@ import { Location, VehicleId } from '../vehicles/schema.ts';
 
 export const TELEMETRY_FIELDS = ['location', 'speed', 'heading', 'battery', 'temperature', 'odometer', 'diagnostics'] as const;
 export type TelemetryField = (typeof TELEMETRY_FIELDS)[number];
+/** The fields holding one number, which history aggregates summarize. */
+export const NUMERIC_FIELDS = ['speed', 'battery', 'temperature', 'odometer', 'heading'] as const;
+export type NumericField = (typeof NUMERIC_FIELDS)[number];
 
 export const MAX_BATCH = 1000;
 /** Records stamped further ahead than this are refused: a device clock that far off is wrong. */

@@ -2,7 +2,7 @@ import type { CommitRules } from '../rules/store.ts';
 import type { EventRecord } from '../events/types.ts';
 import type { VehicleStatus } from '../vehicles/schema.ts';
 import { telemetryVerdict } from '../vehicles/transitions.ts';
-import type { TelemetryData, TelemetryField } from './schema.ts';
+import type { NumericField, TelemetryData, TelemetryField } from './schema.ts';
 
 export interface StoredRecord {
   vehicleId: string;
@@ -58,6 +58,35 @@ export interface HistoryRange {
   limit: number;
 }
 
+/** A time range, `from` inclusive, `to` exclusive (ms). */
+export interface TimeRange {
+  from: number;
+  to: number;
+}
+
+export interface AggregateQuery extends TimeRange {
+  /** Bucket width in ms; buckets start at multiples of it since the epoch. */
+  bucketMs: number;
+  fields: readonly NumericField[];
+}
+
+export interface FieldStats {
+  min: number;
+  max: number;
+  avg: number;
+  /** The value of the newest record of the bucket that has the field. */
+  last: number;
+}
+
+export interface AggregateBucket {
+  /** ms */
+  start: number;
+  /** Records in the bucket, whatever fields they carry. */
+  count: number;
+  /** Only the fields some record of the bucket has. */
+  fields: Partial<Record<NumericField, FieldStats>>;
+}
+
 /**
  * Persistence of telemetry. `commit` takes many requests' batches and writes them in one
  * transaction; each batch stands or falls alone (all-or-nothing per request), and the promise
@@ -68,6 +97,14 @@ export interface TelemetryStore {
   commit(batches: CommitBatch[], merge: MergeLatest, rules?: CommitRules): Promise<BatchOutcome[]>;
   /** In time order, `from` inclusive, `to` exclusive. */
   history(organizationId: string, vehicleId: string, range: HistoryRange): Promise<StoredRecord[]>;
+  /**
+   * Every record of the range in time order, read a page of up to `pageSize` at a time, each page
+   * read only when the one before has been taken: memory stays flat whatever the range, and a
+   * consumer that stops (`return()`) stops the reads. Pages are never empty.
+   */
+  scan(organizationId: string, vehicleId: string, range: TimeRange, pageSize: number): AsyncGenerator<StoredRecord[], void, undefined>;
+  /** Per-bucket statistics of the numeric fields, computed by the database; empty buckets left out, in time order. */
+  aggregate(organizationId: string, vehicleId: string, query: AggregateQuery): Promise<AggregateBucket[]>;
   /** Every vehicle's latest state, to rebuild the in-memory view at start. */
   loadLatest(): Promise<LatestState[]>;
   /**
@@ -82,6 +119,25 @@ export interface TelemetryStore {
    * ahead of time; SQLite has nothing to do).
    */
   maintain(now: number, keepDays: number): Promise<void>;
+}
+
+/**
+ * `scan` over a store's keyset-paged `history`: each read is one short query (no cursor or
+ * transaction held open while a slow client reads), and a record is read once even when records
+ * arrive or move between tables meanwhile, since a read starts after the last time seen. A store
+ * whose queries cost much before their first row reads `readSize` records at a time, handed out
+ * in pages of `pageSize`.
+ */
+export async function* scanByPages(
+  history: TelemetryStore['history'], organizationId: string, vehicleId: string, range: TimeRange, pageSize: number, readSize = pageSize,
+): AsyncGenerator<StoredRecord[], void, undefined> {
+  let after: number | undefined;
+  for (;;) {
+    const read = await history(organizationId, vehicleId, { from: range.from, to: range.to, after, limit: readSize });
+    for (let i = 0; i < read.length; i += pageSize) yield read.slice(i, i + pageSize);
+    if (read.length < readSize) return;
+    after = read.at(-1)!.timestamp;
+  }
 }
 
 /** Records grouped by vehicle, each group in the order given. */

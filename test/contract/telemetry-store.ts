@@ -68,6 +68,81 @@ export function telemetryStoreContract(name: string, makeStores: MakeStores): vo
       assert.deepEqual(await stores.telemetry.history(org, 'nobody', ALL), []);
     });
 
+    test('scan: every record of the range in time order, in pages of at most pageSize, nothing of other vehicles', async () => {
+      const { stores, org } = await withVehicles(['a', 'b']);
+      const other = await addOrganization(stores);
+      await addVehicle(stores, other, 'a');
+      // A large batch (SQLite writes it straight to the history table) and small ones (kept apart
+      // until moved): a scan reads both. Across days, so PostgreSQL reads several partitions.
+      const many = Array.from({ length: 20 }, (_, i) => rec('a', T0 + i * 3 * 3_600_000, { speed: i }));
+      await commit(stores, [{ organizationId: org, at: T0, records: many }]);
+      for (const t of [T0 + 1, T0 + 5 * DAY, T0 + 2 * DAY + 7]) await commit(stores, [{ organizationId: org, at: T0, records: [rec('a', t)] }]);
+      await commit(stores, [
+        { organizationId: org, at: T0, records: [rec('b', T0 + 2)] },
+        { organizationId: other, at: T0, records: [rec('a', T0 + 3)] },
+      ]);
+      const from = T0 + 1;
+      const to = T0 + 57 * 3_600_000; // record 19 at exactly `to` is left out
+      const expected = [...many.map((r) => r.timestamp), T0 + 1, T0 + 2 * DAY + 7].filter((t) => t >= from && t < to).sort((x, y) => x - y);
+      const pages: number[][] = [];
+      for await (const page of stores.telemetry.scan(org, 'a', { from, to }, 4)) pages.push(page.map((r) => r.timestamp));
+      assert.deepEqual(pages.flat(), expected);
+      assert.ok(pages.every((p) => p.length > 0 && p.length <= 4), `page sizes ${pages.map((p) => p.length).join(',')}`);
+      assert.equal(pages.length, Math.ceil(expected.length / 4));
+      const [first] = await stores.telemetry.scan(org, 'a', { from: T0 + 3 * 3_600_000, to: T0 + 3 * 3_600_000 + 1 }, 10).next().then((r) => r.value ?? []);
+      assert.deepEqual(first, many[1], 'records come back as stored');
+      const empty = [];
+      for await (const page of stores.telemetry.scan(org, 'ghost', { from: 0, to: Number.MAX_SAFE_INTEGER }, 10)) empty.push(page);
+      assert.deepEqual(empty, []);
+      // A consumer that stops early ends the scan.
+      const scan = stores.telemetry.scan(org, 'a', { from: 0, to: Number.MAX_SAFE_INTEGER }, 2);
+      assert.equal((await scan.next()).value?.length, 2);
+      assert.deepEqual(await scan.return(undefined), { done: true, value: undefined });
+      assert.equal((await scan.next()).done, true);
+    });
+
+    test('aggregate: per aligned bucket, count of records and min, max, avg, last of each field asked for', async () => {
+      const { stores, org } = await withVehicles(['a', 'b']);
+      const B = 60_000;
+      const start = Math.floor(T0 / B) * B;
+      const records = [
+        rec('a', start + 1000, { speed: 10, battery: 80, odometer: 100.5 }),
+        rec('a', start + 2000, { speed: 30.5, heading: 90 }),
+        rec('a', start + 3000, { battery: 79, temperature: -4.25 }), // newest of the bucket: no speed
+        rec('a', start + 3 * B, { speed: 0, location: { lat: 1, lng: 2 } }), // two empty buckets before it
+        rec('a', start + 3 * B + 10, { location: { lat: 1, lng: 2 } }),
+      ];
+      // Some straight into the history table, some kept apart (SQLite): the aggregate covers both.
+      await commit(stores, [{ organizationId: org, at: T0, records: [...records.slice(0, 3), ...Array.from({ length: 16 }, (_, i) => rec('a', start - B * (i + 1)))] }]);
+      for (const r of records.slice(3)) await commit(stores, [{ organizationId: org, at: T0, records: [r] }]);
+      await commit(stores, [{ organizationId: org, at: T0, records: [rec('b', start + 1500, { speed: 999 })] }]);
+      const all = ['speed', 'battery', 'temperature', 'odometer', 'heading'] as const;
+      const buckets = await stores.telemetry.aggregate(org, 'a', { from: start, to: start + 10 * B, bucketMs: B, fields: all });
+      assert.deepEqual(buckets, [
+        {
+          start, count: 3, fields: {
+            speed: { min: 10, max: 30.5, avg: 20.25, last: 30.5 },
+            battery: { min: 79, max: 80, avg: 79.5, last: 79 },
+            temperature: { min: -4.25, max: -4.25, avg: -4.25, last: -4.25 },
+            odometer: { min: 100.5, max: 100.5, avg: 100.5, last: 100.5 },
+            heading: { min: 90, max: 90, avg: 90, last: 90 },
+          },
+        },
+        { start: start + 3 * B, count: 2, fields: { speed: { min: 0, max: 0, avg: 0, last: 0 } } },
+      ]);
+      const some = await stores.telemetry.aggregate(org, 'a', { from: start + 1500, to: start + 4 * B, bucketMs: B, fields: ['battery'] });
+      assert.deepEqual(some, [
+        { start, count: 2, fields: { battery: { min: 79, max: 79, avg: 79, last: 79 } } },
+        { start: start + 3 * B, count: 2, fields: {} },
+      ], 'from and to bound the records, not the buckets');
+      const wide = await stores.telemetry.aggregate(org, 'a', { from: start - 3 * B, to: start, bucketMs: 7 * B, fields: ['speed'] });
+      assert.deepEqual(wide.map((b) => [b.start % (7 * B), b.count]), [[0, 3]], 'buckets align to multiples of their width');
+      await commit(stores, [{ organizationId: org, at: T0, records: [rec('b', -1500, { speed: 5 })] }]);
+      const early = await stores.telemetry.aggregate(org, 'b', { from: -10_000, to: 0, bucketMs: 1000, fields: ['speed'] });
+      assert.deepEqual(early.map((b) => b.start), [-2000], 'before 1970, a bucket still starts at or before its records');
+      assert.deepEqual(await stores.telemetry.aggregate(org, 'ghost', { from: 0, to: start * 2, bucketMs: B, fields: all }), []);
+    });
+
     test('a batch naming an unknown or retired vehicle is refused whole; the others of the commit are stored', async () => {
       const { stores, org } = await withVehicles(['a', 'b']);
       await stores.vehicles.changeStatus(org, 'b', { from: 'active', to: 'retired', reason: null, at: T0, by: 'k' });

@@ -7,8 +7,11 @@ import type { CommitRules } from '../../rules/store.ts';
 import { randomBytes } from 'node:crypto';
 import { mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
-import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, groupByVehicle, judgeBatch } from '../../telemetry/store.ts';
+import {
+  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, groupByVehicle, judgeBatch, scanByPages,
+} from '../../telemetry/store.ts';
 import type { Database, Queryable } from './database.ts';
+import { aggregatePostgres } from './telemetry-aggregate.ts';
 import { AHEAD_DAYS, DAY_MS, dayOf, ensurePartitions, prunePartitions } from './partitions.ts';
 
 type Key = string; // `${organizationId}\n${vehicleId}`: ids never hold a newline
@@ -204,7 +207,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
     });
   }
 
-  return {
+  const store: TelemetryStore = {
     /**
      * The whole group in one transaction, in a fixed number of round trips: read the status of
      * every vehicle named; activations, if any (one statement per batch that has some); one
@@ -237,14 +240,25 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
     },
 
     async history(organizationId, vehicleId, range) {
-      const { rows } = await db.query<{ vehicle_id: string; ts: number; data: TelemetryData }>({
+      // Without the vehicle id the caller knows: a scan reads many rows.
+      const { rows } = await db.query<{ ts: number; data: TelemetryData }>({
         name: 'telemetry.history',
-        text: `SELECT vehicle_id, ts, data FROM telemetry
+        text: `SELECT ts, data FROM telemetry
                WHERE organization_id = $1 AND vehicle_id = $2 AND ts >= $3 AND ts < $4 AND ts > $5
                ORDER BY ts LIMIT $6`,
         values: [organizationId, vehicleId, range.from, range.to, range.after ?? Number.MIN_SAFE_INTEGER, range.limit],
       });
-      return rows.map((row) => ({ vehicleId: row.vehicle_id, timestamp: row.ts, data: row.data }));
+      return rows.map((row) => ({ vehicleId, timestamp: row.ts, data: row.data }));
+    },
+
+    scan(organizationId, vehicleId, range, pageSize) {
+      // A query on the partitioned table costs about a millisecond before its first row (a round
+      // trip, partition pruning): read 5000 at a time, still a few MB at most.
+      return scanByPages((...args) => store.history(...args), organizationId, vehicleId, range, pageSize, Math.max(pageSize, 5000));
+    },
+
+    aggregate(organizationId, vehicleId, query) {
+      return aggregatePostgres(db, organizationId, vehicleId, query);
     },
 
     async loadLatest() {
@@ -270,6 +284,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       coveredUntil = until + DAY_MS;
     },
   };
+  return store;
 }
 
 /** Writes `states` as the latest-state rows of `writer`, written at `at`. */

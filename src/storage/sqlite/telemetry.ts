@@ -12,10 +12,13 @@ import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import type { EventRecord } from '../../events/types.ts';
 import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
-import { type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch } from '../../telemetry/store.ts';
+import {
+  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch, scanByPages,
+} from '../../telemetry/store.ts';
 import type { CommitRules } from '../../rules/store.ts';
 import type { SqliteRuleWrites } from './rules.ts';
 import { write as writeOne } from './database.ts';
+import { createSqliteAggregate } from './telemetry-aggregate.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
 import type { WalSync } from './wal-sync.ts';
 
@@ -54,14 +57,18 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
      ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, fields = excluded.fields`,
   );
   // Each part reads at most `limit` rows (the recent part scans its few thousand by time); the merge is then small.
+  // One lower bound (`from`, or just after the cursor): given two, SQLite seeks the key to one of
+  // them and filters by the other row by row, so each page read the range again from `from`.
   const historyPage = db.prepare(
-    `SELECT * FROM (SELECT vehicle_id, ts, data FROM telemetry
-                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 AND ts > ?5 ORDER BY ts LIMIT ?6)
+    `SELECT * FROM (SELECT ts, data FROM telemetry
+                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 ORDER BY ts LIMIT ?5)
      UNION ALL
-     SELECT * FROM (SELECT vehicle_id, ts, data FROM telemetry_recent
-                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 AND ts > ?5 ORDER BY ts LIMIT ?6)
-     ORDER BY ts LIMIT ?6`,
+     SELECT * FROM (SELECT ts, data FROM telemetry_recent
+                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 ORDER BY ts LIMIT ?5)
+     ORDER BY ts LIMIT ?5`,
   );
+  // Rows as [ts, data] arrays: an object per row with named columns cost as much as reading it.
+  historyPage.setReturnArrays(true);
   const allLatest = db.prepare('SELECT organization_id, vehicle_id, ts, fields FROM telemetry_latest');
   const pruneOldest = db.prepare(
     `DELETE FROM telemetry WHERE (organization_id, vehicle_id, ts) IN
@@ -258,7 +265,9 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
     return { outcome: { ok: true, accepted, duplicates: batch.records.length - accepted, activated, events, latest }, added };
   }
 
-  return {
+  const aggregate = createSqliteAggregate(db);
+
+  const store: TelemetryStore = {
     /**
      * The latest state an outcome carries for a vehicle whose records went to `telemetry_recent`
      * is what those records say (merged with nothing): the stored state takes them in when they
@@ -278,12 +287,20 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
 
     async history(organizationId, vehicleId, range) {
       return historyPage
-        .all(organizationId, vehicleId, range.from, range.to, range.after ?? Number.MIN_SAFE_INTEGER, range.limit)
-        .map((row) => ({
-          vehicleId: row.vehicle_id as string,
-          timestamp: row.ts as number,
-          data: JSON.parse(row.data as string) as TelemetryData,
-        }));
+        // Times are whole milliseconds: after the cursor is from the next one on.
+        .all(organizationId, vehicleId, range.after === undefined ? range.from : Math.max(range.from, range.after + 1), range.to, range.limit)
+        .map((row) => {
+          const [ts, data] = row as unknown as [number, string];
+          return { vehicleId, timestamp: ts, data: JSON.parse(data) as TelemetryData };
+        });
+    },
+
+    scan(organizationId, vehicleId, range, pageSize) {
+      return scanByPages((...args) => store.history(...args), organizationId, vehicleId, range, pageSize);
+    },
+
+    async aggregate(organizationId, vehicleId, query) {
+      return aggregate(organizationId, vehicleId, query);
     },
 
     async loadLatest() {
@@ -309,4 +326,5 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
       // One table, no partitions: nothing to prepare.
     },
   };
+  return store;
 }

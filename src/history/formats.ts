@@ -1,0 +1,119 @@
+// Export formats: each writes a page of records as one piece of text, so an export of any size
+// is a stream of pages (docs/API.md "History: trips, stops, aggregates, exports").
+import { iso } from '../clock.ts';
+import type { StoredRecord } from '../telemetry/store.ts';
+import type { ExportFormat } from './schema.ts';
+
+export interface ExportWriter {
+  begin(): string;
+  page(records: readonly StoredRecord[]): string;
+  end(): string;
+}
+
+export interface ExportFormatSpec {
+  contentType: string;
+  extension: string;
+  writer(vehicleId: string): ExportWriter;
+}
+
+const CSV_HEADER = 'timestamp,lat,lng,speed,heading,battery,temperature,odometer,diagnostics\r\n';
+const cell = (value: number | undefined) => (value === undefined ? '' : String(value));
+
+/**
+ * RFC 4180: CRLF line ends. Only `diagnostics` (JSON text) can hold a quote, comma or line break,
+ * so it is always quoted, its quotes doubled; numbers and timestamps never need it.
+ */
+function csvLine(record: StoredRecord): string {
+  const d = record.data;
+  const diagnostics = d.diagnostics === undefined ? '' : `"${JSON.stringify(d.diagnostics).replaceAll('"', '""')}"`;
+  return `${iso(record.timestamp)},${cell(d.location?.lat)},${cell(d.location?.lng)},${cell(d.speed)},${cell(d.heading)},` +
+    `${cell(d.battery)},${cell(d.temperature)},${cell(d.odometer)},${diagnostics}\r\n`;
+}
+
+/** RFC 7946: one Point feature per located record; the other fields are its properties. */
+function geojsonFeature(record: StoredRecord): string | undefined {
+  const { location, ...rest } = record.data;
+  if (location === undefined) return undefined;
+  return JSON.stringify({
+    type: 'Feature',
+    geometry: { type: 'Point', coordinates: [location.lng, location.lat] },
+    properties: { timestamp: iso(record.timestamp), ...rest },
+  });
+}
+
+const escapeXml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
+
+/** xsd:decimal has no exponent, which String() writes below 1e-6. */
+const decimal = (value: number) => (Math.abs(value) < 1e-6 ? value.toFixed(12).replace(/\.?0+$/, '') : String(value));
+
+const GPX_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n' +
+  '<gpx version="1.1" creator="Fleet" xmlns="http://www.topografix.com/GPX/1/1" ' +
+  'xmlns:gpxtpx="http://www.garmin.com/xmlschemas/TrackPointExtension/v2" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ' +
+  'xsi:schemaLocation="http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd ' +
+  'http://www.garmin.com/xmlschemas/TrackPointExtension/v2 http://www8.garmin.com/xmlschemas/TrackPointExtensionv2.xsd">\n';
+
+/**
+ * A track point: GPX 1.1 has no speed of its own, so speed (m/s) and course go into Garmin's
+ * TrackPointExtension, the extension GPX readers know (in the order its schema gives).
+ */
+function gpxPoint(record: StoredRecord): string | undefined {
+  const { location, speed, heading } = record.data;
+  if (location === undefined) return undefined;
+  const extension = speed === undefined && heading === undefined ? '' :
+    '<extensions><gpxtpx:TrackPointExtension>' +
+    (speed === undefined ? '' : `<gpxtpx:speed>${speed / 3.6}</gpxtpx:speed>`) +
+    (heading === undefined ? '' : `<gpxtpx:course>${heading}</gpxtpx:course>`) +
+    '</gpxtpx:TrackPointExtension></extensions>';
+  return `<trkpt lat="${decimal(location.lat)}" lon="${decimal(location.lng)}"><time>${iso(record.timestamp)}</time>${extension}</trkpt>\n`;
+}
+
+export const FORMATS: Record<ExportFormat, ExportFormatSpec> = {
+  csv: {
+    contentType: 'text/csv; charset=utf-8; header=present',
+    extension: 'csv',
+    writer: () => ({
+      begin: () => CSV_HEADER,
+      page: (records) => {
+        let text = '';
+        for (const record of records) text += csvLine(record);
+        return text;
+      },
+      end: () => '',
+    }),
+  },
+  geojson: {
+    contentType: 'application/geo+json',
+    extension: 'geojson',
+    writer: () => {
+      let separator = '';
+      return {
+        begin: () => '{"type":"FeatureCollection","features":[\n',
+        page: (records) => {
+          let text = '';
+          for (const record of records) {
+            const feature = geojsonFeature(record);
+            if (feature === undefined) continue;
+            text += separator + feature;
+            separator = ',\n';
+          }
+          return text;
+        },
+        end: () => '\n]}\n',
+      };
+    },
+  },
+  gpx: {
+    contentType: 'application/gpx+xml',
+    extension: 'gpx',
+    writer: (vehicleId) => ({
+      begin: () => `${GPX_HEAD}<trk><name>${escapeXml(vehicleId)}</name><trkseg>\n`,
+      page: (records) => {
+        let text = '';
+        for (const record of records) text += gpxPoint(record) ?? '';
+        return text;
+      },
+      end: () => '</trkseg></trk>\n</gpx>\n',
+    }),
+  },
+};

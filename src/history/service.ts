@@ -1,0 +1,139 @@
+// Reports computed from a vehicle's stored telemetry: trips and stops (the trip machine fed the
+// range page by page), per-bucket aggregates (computed by the store), and exports (streamed page
+// by page). Knows nothing of HTTP.
+import { iso } from '../clock.ts';
+import { AppError } from '../errors.ts';
+import { NUMERIC_FIELDS, type NumericField } from '../telemetry/schema.ts';
+import type { TelemetryStore, TimeRange } from '../telemetry/store.ts';
+import type { VehicleStore } from '../vehicles/store.ts';
+import { type ExportWriter, FORMATS } from './formats.ts';
+import { type AggregateQuery, type ExportQuery, MAX_BUCKETS, MAX_TRIP_RANGE_DAYS, type TripQuery } from './schema.ts';
+import { DEFAULT_TRIP_SETTINGS, type Stop, type Trip, type TripEvent, type TripSettings, advanceInPlace, finish, initialTripState } from './trips.ts';
+
+/**
+ * Records read per query: enough that the queries' own cost is small. Larger pages were slower
+ * and grew the heap more (2000: a 1,000,000-record export took twice as long): records held
+ * across a page's awaits outlive the young generation and are collected only with the old one.
+ */
+export const PAGE_SIZE = 500;
+const DAY_MS = 86_400_000;
+
+export type HistoryService = ReturnType<typeof createHistoryService>;
+
+function badQuery(path: string, message: string): AppError {
+  return new AppError('validation-failed', `${path.slice(1)}: ${message}.`, { errors: [{ in: 'query', path, message }] });
+}
+
+/** `from` and `to` of the query, `from` strictly before `to`, at most `maxDays` apart when given. */
+function rangeOf(query: { from: string; to: string }, maxDays?: number): TimeRange {
+  const from = Date.parse(query.from);
+  const to = Date.parse(query.to);
+  if (from >= to) throw badQuery('/from', 'must be before to');
+  if (maxDays !== undefined && to - from > maxDays * DAY_MS) throw badQuery('/to', `must be at most ${maxDays} days after from`);
+  return { from, to };
+}
+
+function parseFields(fields: string | undefined): NumericField[] {
+  if (fields === undefined) return [...NUMERIC_FIELDS];
+  const names = fields.split(',');
+  const unknown = names.filter((name) => !(NUMERIC_FIELDS as readonly string[]).includes(name));
+  if (unknown.length > 0) {
+    throw badQuery('/fields', `unknown field ${unknown.map((n) => `"${n}"`).join(', ')}; allowed: ${NUMERIC_FIELDS.join(', ')}`);
+  }
+  // In one order whatever the request's, so that each set of fields is one prepared statement.
+  return NUMERIC_FIELDS.filter((field) => names.includes(field));
+}
+
+/** `2026-11-22T08:00:00.000Z` as `20261122T080000Z`, for file names. */
+const compact = (ms: number) => iso(ms).replace(/[-:]/g, '').replace('.000Z', 'Z');
+
+export function createHistoryService(deps: { telemetry: TelemetryStore; vehicles: VehicleStore; pageSize?: number }) {
+  const { telemetry } = deps;
+  const pageSize = deps.pageSize ?? PAGE_SIZE;
+
+  async function requireVehicle(organizationId: string, vehicleId: string): Promise<void> {
+    if ((await deps.vehicles.get(organizationId, vehicleId)) === undefined) {
+      throw new AppError('vehicle-not-found', `No vehicle "${vehicleId}" in this organization.`);
+    }
+  }
+
+  /** Feeds the range to the trip machine one page at a time: only what it reports is kept. */
+  async function detect(organizationId: string, vehicleId: string, query: TripQuery): Promise<{ trips: Trip[]; stops: Stop[] }> {
+    const range = rangeOf(query, MAX_TRIP_RANGE_DAYS);
+    const settings: TripSettings = {
+      minStopSeconds: query.minStopSeconds ?? DEFAULT_TRIP_SETTINGS.minStopSeconds,
+      maxGapSeconds: query.maxGapSeconds ?? DEFAULT_TRIP_SETTINGS.maxGapSeconds,
+      minTripMeters: query.minTripMeters ?? DEFAULT_TRIP_SETTINGS.minTripMeters,
+      minTripSeconds: query.minTripSeconds ?? DEFAULT_TRIP_SETTINGS.minTripSeconds,
+    };
+    await requireVehicle(organizationId, vehicleId);
+    const trips: Trip[] = [];
+    const stops: Stop[] = [];
+    const take = (events: readonly TripEvent[]) => {
+      for (const event of events) {
+        if (event.type === 'trip.ended') trips.push(event.trip);
+        else if (event.type === 'stop.ended') stops.push(event.stop);
+      }
+    };
+    const state = initialTripState();
+    const events: TripEvent[] = [];
+    for await (const page of telemetry.scan(organizationId, vehicleId, range, pageSize)) {
+      for (const record of page) advanceInPlace(state, record, settings, events);
+      take(events.splice(0));
+    }
+    take(finish(state).events);
+    return { trips, stops };
+  }
+
+  async function trips(organizationId: string, vehicleId: string, query: TripQuery) {
+    return { vehicleId, trips: (await detect(organizationId, vehicleId, query)).trips };
+  }
+
+  async function stops(organizationId: string, vehicleId: string, query: TripQuery) {
+    return { vehicleId, stops: (await detect(organizationId, vehicleId, query)).stops };
+  }
+
+  async function aggregates(organizationId: string, vehicleId: string, query: AggregateQuery) {
+    const range = rangeOf(query);
+    const fields = parseFields(query.fields);
+    const bucketMs = query.bucket * 1000;
+    const spanned = Math.floor((range.to - 1) / bucketMs) - Math.floor(range.from / bucketMs) + 1;
+    if (spanned > MAX_BUCKETS) throw badQuery('/bucket', `the range spans ${spanned} buckets, more than ${MAX_BUCKETS}; use wider buckets or a shorter range`);
+    await requireVehicle(organizationId, vehicleId);
+    const buckets = await telemetry.aggregate(organizationId, vehicleId, { ...range, bucketMs, fields });
+    return { vehicleId, bucket: query.bucket, buckets };
+  }
+
+  /**
+   * Checks the query and the vehicle first (so those answer as errors), then hands back the
+   * export as a generator of text that reads a page only when the one before has been taken;
+   * stopping it (`return()`, as a closed connection does) stops the reads.
+   */
+  async function exportRange(organizationId: string, vehicleId: string, query: ExportQuery) {
+    const range = rangeOf(query);
+    const format = FORMATS[query.format ?? 'csv'];
+    await requireVehicle(organizationId, vehicleId);
+    const pages = telemetry.scan(organizationId, vehicleId, range, pageSize);
+    return {
+      contentType: format.contentType,
+      filename: `${vehicleId.replaceAll(':', '_')}_${compact(range.from)}_${compact(range.to)}.${format.extension}`,
+      body: write(format.writer(vehicleId), pages),
+    };
+  }
+
+  return { trips, stops, aggregates, exportRange };
+}
+
+async function* write(writer: ExportWriter, pages: AsyncGenerator<Parameters<ExportWriter['page']>[0]>): AsyncGenerator<string> {
+  try {
+    yield writer.begin();
+    for await (const page of pages) {
+      const text = writer.page(page);
+      if (text.length > 0) yield text;
+    }
+    yield writer.end();
+  } finally {
+    // A consumer that stops early (a client gone) ends the scan, whichever await it was at.
+    await pages.return(undefined);
+  }
+}
