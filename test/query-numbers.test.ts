@@ -84,7 +84,9 @@ describe('numeric query parameters', () => {
         }
         // A plain decimal value passes validation (whatever the route then answers).
         const good = await ctx.request(parameter.method, `${parameter.url}${parameter.url.includes('?') ? '&' : '?'}${parameter.name}=1`);
-        assert.notEqual(good.statusCode, 400, `${parameter.name}=1: ${good.body.slice(0, 300)}`);
+        // Read as a number: a 400 may still come from what the number means (1-second buckets over a
+        // day are too many), never from its form.
+        assert.doesNotMatch(good.statusCode === 400 ? good.body : '', /must be (integer|number)/, `${parameter.name}=1: ${good.body.slice(0, 300)}`);
         assert.notEqual(good.statusCode, 500, `${parameter.name}=1: ${good.body.slice(0, 300)}`);
       });
     }
