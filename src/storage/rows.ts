@@ -5,6 +5,8 @@
 import type { NumericField } from '../telemetry/schema.ts';
 import type { AggregateBucket } from '../telemetry/store.ts';
 import type { OAuthClientRecord, SigningKeyRecord } from '../auth/oauth/store.ts';
+import { type LoggedEvent, type Position, StoredEvent } from '../events/store.ts';
+import type { EventType } from '../events/types.ts';
 import { isScope } from '../auth/scopes.ts';
 import type { ApiKeyRecord, OrganizationRecord } from '../auth/store.ts';
 import type { Configuration, VehicleStatus, VehicleType } from '../vehicles/schema.ts';
@@ -114,4 +116,18 @@ export function bucketOf(row: Row, fields: readonly NumericField[]): AggregateBu
     };
   }
   return bucket;
+}
+
+/** An event-log row (both backends store the same columns; `data` arrives as JSON text from both). */
+export function eventOfRow(row: Row, position: Position): LoggedEvent {
+  return new StoredEvent({
+    position,
+    id: row.id as string,
+    organizationId: row.organization_id as string,
+    type: row.type as EventType,
+    vehicleId: (row.vehicle_id as string | null) ?? null,
+    occurredAt: row.occurred_at as number,
+    recordedAt: row.recorded_at as number,
+    dataJson: row.data as string,
+  });
 }

@@ -1,5 +1,5 @@
 // Webhook rows to records, for both backends (they differ only in how a list and a boolean arrive).
-import type { DeliveryRecord, WebhookRecord } from '../webhooks/store.ts';
+import type { ClaimedDelivery, DeliveryRecord, WebhookRecord } from '../webhooks/store.ts';
 import type { Row } from './rows.ts';
 
 export function toWebhook(row: Row, eventTypes: (value: unknown) => string[], bool: (value: unknown) => boolean): WebhookRecord {
@@ -42,4 +42,17 @@ export function toDelivery(row: Row): DeliveryRecord {
 /** The secrets a delivery at `now` is signed with: the current one, and the previous while it lasts. */
 export function secretsOf(webhook: Pick<WebhookRecord, 'secret' | 'previousSecret' | 'previousSecretUntil'>, now: number): string[] {
   return webhook.previousSecret !== null && (webhook.previousSecretUntil ?? 0) > now ? [webhook.secret, webhook.previousSecret] : [webhook.secret];
+}
+
+/** A claimed delivery's row joined with its endpoint's URL and secrets. */
+export function claimedOf(row: Row, delivery: Row, now: number): ClaimedDelivery {
+  return {
+    ...toDelivery(delivery),
+    url: row.url as string,
+    secrets: secretsOf({
+      secret: row.secret as string,
+      previousSecret: (row.previous_secret as string | null) ?? null,
+      previousSecretUntil: (row.previous_secret_until as number | null) ?? null,
+    }, now),
+  };
 }

@@ -1,9 +1,10 @@
 // The event log on PostgreSQL. Positions are (transaction id, seq), read only below the oldest
 // transaction still running (migration 0005 says why): nodes commit concurrently, and a reader
 // following `next` must never step over an event whose commit became visible late.
-import { type EventStore, type LoggedEvent, type Position, StoredEvent } from '../../events/store.ts';
-import type { EventRecord, EventType } from '../../events/types.ts';
+import type { EventStore, LoggedEvent, Position } from '../../events/store.ts';
+import type { EventRecord } from '../../events/types.ts';
 import type { Database, Queryable, Row } from './database.ts';
+import { eventOfRow } from '../rows.ts';
 
 /** Events whose transaction is older than every transaction still running. */
 export const SETTLED = 'tx < pg_snapshot_xmin(pg_current_snapshot())';
@@ -25,16 +26,7 @@ export async function appendEvents(client: Queryable, events: readonly EventReco
 }
 
 export function toLoggedEvent(row: Row): LoggedEvent {
-  return new StoredEvent({
-    position: [row.tx as number, row.seq as number],
-    id: row.id as string,
-    organizationId: row.organization_id as string,
-    type: row.type as EventType,
-    vehicleId: (row.vehicle_id as string | null) ?? null,
-    occurredAt: row.occurred_at as number,
-    recordedAt: row.recorded_at as number,
-    dataJson: row.data as string,
-  });
+  return eventOfRow(row, [row.tx as number, row.seq as number]);
 }
 
 export function createPostgresEventStore(db: Database): EventStore {

@@ -4,7 +4,7 @@
 // no two nodes make the same attempt; a lease left by a node that died runs out and the delivery
 // is claimed again.
 import type { WebhookStore } from '../../webhooks/store.ts';
-import { secretsOf, toDelivery, toWebhook } from '../webhook-rows.ts';
+import { claimedOf, toDelivery, toWebhook } from '../webhook-rows.ts';
 import type { Database, Row } from './database.ts';
 import { SETTLED, toLoggedEvent } from './events.ts';
 
@@ -137,15 +137,7 @@ export function createPostgresWebhookStore(db: Database): WebhookStore {
          RETURNING ${DELIVERY_COLUMNS.split(',').map((c) => `d.${c.trim()}`).join(', ')}, w.url, w.secret, w.previous_secret, w.previous_secret_until`,
         [now, leaseUntil, limit],
       );
-      return rows.map((row) => ({
-        ...toDelivery(row),
-        url: row.url as string,
-        secrets: secretsOf({
-          secret: row.secret as string,
-          previousSecret: (row.previous_secret as string | null) ?? null,
-          previousSecretUntil: (row.previous_secret_until as number | null) ?? null,
-        }, now),
-      }));
+      return rows.map((row) => claimedOf(row, row, now));
     },
     async complete(results, disableAfter) {
       if (results.length === 0) return;

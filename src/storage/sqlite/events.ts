@@ -1,9 +1,9 @@
 // The event log in the embedded store. One writer at a time commits, so sequence order is commit
 // order and the feed can read by `seq` alone.
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { type EventStore, type LoggedEvent, StoredEvent } from '../../events/store.ts';
-import type { EventRecord, EventType } from '../../events/types.ts';
-import type { Row } from '../rows.ts';
+import type { EventStore, LoggedEvent } from '../../events/store.ts';
+import type { EventRecord } from '../../events/types.ts';
+import { type Row, eventOfRow } from '../rows.ts';
 import { transaction } from './database.ts';
 
 /** Appends events inside the caller's transaction. */
@@ -19,16 +19,7 @@ export function createSqliteEventAppender(db: DatabaseSync): AppendEvents {
 }
 
 export function toLoggedEvent(row: Row): LoggedEvent {
-  return new StoredEvent({
-    position: [0, row.seq as number],
-    id: row.id as string,
-    organizationId: row.organization_id as string,
-    type: row.type as EventType,
-    vehicleId: (row.vehicle_id as string | null) ?? null,
-    occurredAt: row.occurred_at as number,
-    recordedAt: row.recorded_at as number,
-    dataJson: row.data as string,
-  });
+  return eventOfRow(row, [0, row.seq as number]);
 }
 
 const COLUMNS = 'seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, data';

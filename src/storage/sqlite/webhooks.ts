@@ -3,7 +3,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { WebhookStore } from '../../webhooks/store.ts';
 import type { Row } from '../rows.ts';
-import { secretsOf, toDelivery, toWebhook } from '../webhook-rows.ts';
+import { claimedOf, toDelivery, toWebhook } from '../webhook-rows.ts';
 import { transaction } from './database.ts';
 import { toLoggedEvent } from './events.ts';
 import type { WalSync } from './wal-sync.ts';
@@ -153,15 +153,7 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
       // again at once (at least once, as after any crash); the next synced write covers it anyway.
       // So the attempts start without waiting for the disk (and, under load, for another turn of
       // the event loop).
-      return unsynced(() => due.all(now, now, limit).map((row) => ({
-        ...toDelivery(lease.get(leaseUntil, row.seq as number)!),
-        url: row.url as string,
-        secrets: secretsOf({
-          secret: row.secret as string,
-          previousSecret: (row.previous_secret as string | null) ?? null,
-          previousSecretUntil: (row.previous_secret_until as number | null) ?? null,
-        }, now),
-      })));
+      return unsynced(() => due.all(now, now, limit).map((row) => claimedOf(row, lease.get(leaseUntil, row.seq as number)!, now)));
     },
     async complete(results, disableAfter) {
       if (results.length === 0) return;
