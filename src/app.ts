@@ -23,6 +23,7 @@ import { startEventRetention } from './events/retention.ts';
 import { eventRoutes } from './events/routes.ts';
 import { type EventRecord, toEnvelope } from './events/types.ts';
 import { authPlugin } from './http/auth.ts';
+import { corsPlugin } from './http/cors.ts';
 import { type CheckState, healthRoutes } from './http/health.ts';
 import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
@@ -283,6 +284,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }
 
   await app.register(problemsPlugin);
+  // First of the request hooks: a preflight is answered before any credential is asked for, and
+  // every later refusal (401, 429, 503) already carries the CORS headers.
+  await app.register(corsPlugin, { origins: deps.config.cors.origins });
   await app.register(shutdownArrivalsPlugin, { requestMs: deps.config.http.timeouts.requestMs });
   app.decorate('streamEvent', (organizationId: string, envelope: EventEnvelope) => streams.event(organizationId, envelope));
   // Before auth: its hooks must see every request, so that an upgrade refused by auth (a bad ticket,
@@ -355,7 +359,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(osmandRoutes, { path: '/osmand', ingest: protocolIngest });
   await app.register(oauthRoutes, { oauth, publicUrl: deps.config.publicUrl });
   await app.register(streamRoutes, {
-    service: streams, publicUrl: deps.config.publicUrl, allowedOrigins: deps.config.streams.allowedOrigins,
+    service: streams, publicUrl: deps.config.publicUrl,
+    // Pages allowed to call the API may follow its stream URLs too.
+    allowedOrigins: [...deps.config.streams.allowedOrigins, ...deps.config.cors.origins],
   });
   // The browser dashboard at `/`: static pages over the public API above.
   await app.register(dashboardPlugin, { publicUrl: deps.config.publicUrl, tileUrl: deps.config.dashboard.tileUrl });

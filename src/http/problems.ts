@@ -219,7 +219,11 @@ export const problemsPlugin = fp(async function problems(app: FastifyInstance) {
   // Unknown path: 404. Known path, other method: 405 with the methods it does allow.
   app.setNotFoundHandler((request, reply) => {
     const url = request.url.split('?')[0] ?? '/';
-    const allowed = METHODS.filter((method) => app.findRoute({ method, url }) !== null);
+    const allowed = METHODS.filter((method) => {
+      const found = app.findRoute({ method, url });
+      // CORS's catch-all OPTIONS route (http/cors.ts) answers preflights only: no method of this path.
+      return found !== null && !(method === 'OPTIONS' && '*' in found.params);
+    });
     if (allowed.length > 0) {
       return sendProblem(request, reply, 'method-not-allowed', `${request.method} is not allowed here; use ${allowed.join(', ')}.`, {
         headers: { allow: allowed.join(', ') },
