@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import type { Registry } from 'prom-client';
+import { Histogram, type Registry } from 'prom-client';
 import pkg from '../package.json' with { type: 'json' };
 import { apiKeyRoutes } from './auth/keys-routes.ts';
 import { createOAuthService } from './auth/oauth/clients.ts';
@@ -25,7 +25,7 @@ import { type EventRecord, toEnvelope } from './events/types.ts';
 import { authPlugin } from './http/auth.ts';
 import { corsPlugin } from './http/cors.ts';
 import { type CheckState, healthRoutes } from './http/health.ts';
-import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
+import { createMetricsRegistry, metricsPlugin, registerReading } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './http/problems.ts';
 import { rateLimitPlugin } from './http/rate-limit.ts';
@@ -271,9 +271,25 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   dispatcher.on('streamEnded', (e) => {
     if (e.origin === 'remote') streams.endedElsewhere(e.streamId);
   });
+  // Counts the parts keep as plain numbers on their hot paths, read at each scrape.
+  registerReading(metrics, { name: 'fleet_streams_open', type: 'gauge', help: 'Live streams this node holds that are open (attached or waiting for a socket).' },
+    () => streams.openStreams());
+  registerReading(metrics, { name: 'fleet_stream_sockets', type: 'gauge', help: 'WebSockets attached to live streams on this node.' },
+    () => streams.stats().sockets);
+  registerReading(metrics, { name: 'fleet_stream_messages_sent_total', type: 'counter', help: 'Messages sent on live-stream WebSockets by this node.' },
+    () => streams.stats().messagesSent);
+  registerReading(metrics, {
+    name: 'fleet_alert_evaluations_total', type: 'counter',
+    help: 'Telemetry records judged against their organization\'s alert rules and geofences, in the commits of this node.',
+  }, () => ruleEngine.evaluations());
   if (deps.cluster !== undefined) {
+    const lagName = 'fleet_bus_lag_seconds';
+    const busLag = (metrics.getSingleMetric(lagName) as Histogram | undefined) ?? new Histogram({
+      name: lagName, help: 'Time from another node publishing an event on the cluster bus to this node receiving it (the nodes\' clocks must agree: NTP).',
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [metrics],
+    });
     joinCluster(deps.cluster.bus, {
-      dispatcher, log: app.log,
+      dispatcher, log: app.log, lag: (ms) => busLag.observe(ms / 1000),
       resync: async () => {
         ruleEngine.forget();
         await telemetry.load();
