@@ -27,6 +27,7 @@ import { corsPlugin } from './http/cors.ts';
 import { type CheckState, healthRoutes } from './http/health.ts';
 import { createMetricsRegistry, metricsPlugin, registerReading } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
+import { overloadPlugin } from './http/overload.ts';
 import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './http/problems.ts';
 import { rateLimitPlugin } from './http/rate-limit.ts';
 import { secretResponsesPlugin } from './http/secrets.ts';
@@ -303,6 +304,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // First of the request hooks: a preflight is answered before any credential is asked for, and
   // every later refusal (401, 429, 503) already carries the CORS headers.
   await app.register(corsPlugin, { origins: deps.config.cors.origins });
+  // Next: an overloaded process refuses at once, before any work is spent on the request.
+  await app.register(overloadPlugin, { config: deps.config.overload });
   await app.register(shutdownArrivalsPlugin, { requestMs: deps.config.http.timeouts.requestMs });
   app.decorate('streamEvent', (organizationId: string, envelope: EventEnvelope) => streams.event(organizationId, envelope));
   // Before auth: its hooks must see every request, so that an upgrade refused by auth (a bad ticket,

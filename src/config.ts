@@ -73,11 +73,11 @@ export interface HttpTimeoutConfig {
 
 /** When the process is too busy to answer in time, it refuses new requests (http/overload.ts). */
 export interface OverloadConfig {
-  /** Mean event-loop delay over a sample, ms, past which requests are refused; 0: not checked. */
+  /** How late the event loop may run as a request arrives, ms, before requests are refused; 0: not checked. */
   maxEventLoopDelayMs: number;
   /** Share of time the event loop was busy over a sample (0 to 1), past which requests are refused; 0: not checked. */
   maxEventLoopUtilization: number;
-  /** How often both are measured, ms. */
+  /** The period of that share, ms. */
   sampleIntervalMs: number;
   /** The Retry-After of a refusal, seconds. */
   retryAfterSeconds: number;
@@ -186,14 +186,14 @@ export const VARIABLES = {
     doc: 'Comma-separated origins (`https://app.example.com`) whose browser pages may call the API (CORS), or `*` for any; they may also open live-stream WebSockets. Default: none (CORS off).',
   },
   FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: {
-    default: '200',
-    doc: 'Mean event-loop delay (ms, over each sample) past which new requests are answered 503 with Retry-After until it falls again (0 turns the check off; 1 to 60000). Health probes are never refused.',
+    default: '500',
+    doc: 'How late the event loop may run, ms, before new requests are answered 503 with Retry-After (1 to 60000; 0 turns the check off). Measured as the request arrives: how late a 10 ms timer last fired, or how long the current turn of the loop has run. Health probes and `/metrics` are never refused.',
   },
   FLEET_OVERLOAD_EVENT_LOOP_UTILIZATION: {
     default: '0',
     doc: 'Share of time the event loop was busy over each sample (a decimal above 0 and below 1, e.g. `0.98`) past which new requests are answered 503; 0 (default) turns the check off.',
   },
-  FLEET_OVERLOAD_SAMPLE_MS: { default: '250', doc: 'How often the event loop is measured for the overload checks, ms (10 to 10000).' },
+  FLEET_OVERLOAD_SAMPLE_MS: { default: '250', doc: 'The period over which the event loop\'s utilization is measured for `FLEET_OVERLOAD_EVENT_LOOP_UTILIZATION`, ms (10 to 10000).' },
   FLEET_OVERLOAD_RETRY_AFTER_SECONDS: { default: '2', doc: 'Retry-After of the 503 answered under overload, seconds (1 to 3600).' },
   FLEET_MAP_TILE_URL: {
     default: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png',

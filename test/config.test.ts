@@ -57,7 +57,7 @@ describe('defaults', () => {
       protocols: { host: '0.0.0.0', osmandPort: 5055, teltonikaPort: 5027, teltonikaIdleMs: 600_000 },
       streams: { allowedOrigins: ['http://localhost:8080'] },
       cors: { origins: [] },
-      overload: { maxEventLoopDelayMs: 200, maxEventLoopUtilization: 0, sampleIntervalMs: 250, retryAfterSeconds: 2 },
+      overload: { maxEventLoopDelayMs: 500, maxEventLoopUtilization: 0, sampleIntervalMs: 250, retryAfterSeconds: 2 },
       redis: undefined,
       dashboard: { tileUrl: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png' },
     });

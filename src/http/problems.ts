@@ -212,7 +212,7 @@ export const problemsPlugin = fp(async function problems(app: FastifyInstance) {
       request.log.error({ err: error }, 'unhandled error');
       return sendProblem(request, reply, 'internal-error', `An internal error occurred. Quote request id ${request.id} when reporting it.`);
     }
-    if (problem.code === 'service-unavailable') request.log.warn({ err: error }, 'backing service unavailable');
+    if (problem.code === 'service-unavailable' && !(error instanceof AppError && error.quiet)) request.log.warn({ err: error }, 'backing service unavailable');
     return sendProblem(request, reply, problem.code, problem.detail, problem);
   });
 
