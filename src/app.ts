@@ -31,7 +31,7 @@ import { overloadPlugin } from './http/overload.ts';
 import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './http/problems.ts';
 import { rateLimitPlugin } from './http/rate-limit.ts';
 import { secretResponsesPlugin } from './http/secrets.ts';
-import { lazyChildLogger, serializeRequest } from './http/request-logger.ts';
+import { RequestLogController, lazyChildLogger, serializeRequest } from './http/request-logger.ts';
 import { shutdownArrivalsPlugin, timeoutOptions } from './http/timeouts.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { organizationRoutes } from './organizations/routes.ts';
@@ -122,6 +122,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       : { loggerInstance: deps.logger }),
     // Each request's child logger is made on its first line at an enabled level (request-logger.ts).
     childLoggerFactory: lazyChildLogger,
+    // The health probes' request lines at debug.
+    logController: new RequestLogController(),
     bodyLimit: BODY_LIMIT,
     // Headers, whole request and idle connection each have a deadline (http/timeouts.ts).
     ...timeoutOptions(deps.config.http.timeouts),
