@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import type { Registry } from 'prom-client';
+import { Histogram, type Registry } from 'prom-client';
 import pkg from '../package.json' with { type: 'json' };
 import { apiKeyRoutes } from './auth/keys-routes.ts';
 import { createOAuthService } from './auth/oauth/clients.ts';
@@ -25,13 +25,15 @@ import { type EventRecord, toEnvelope } from './events/types.ts';
 import { authPlugin } from './http/auth.ts';
 import { historyRoutes } from './history/routes.ts';
 import { createHistoryService } from './history/service.ts';
+import { corsPlugin } from './http/cors.ts';
 import { type CheckState, healthRoutes } from './http/health.ts';
-import { createMetricsRegistry, metricsPlugin } from './http/metrics.ts';
+import { createMetricsRegistry, metricsPlugin, registerReading } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
+import { overloadPlugin } from './http/overload.ts';
 import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './http/problems.ts';
 import { rateLimitPlugin } from './http/rate-limit.ts';
 import { secretResponsesPlugin } from './http/secrets.ts';
-import { lazyChildLogger, serializeRequest } from './http/request-logger.ts';
+import { RequestLogController, lazyChildLogger, serializeRequest } from './http/request-logger.ts';
 import { shutdownArrivalsPlugin, timeoutOptions } from './http/timeouts.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { organizationRoutes } from './organizations/routes.ts';
@@ -122,6 +124,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       : { loggerInstance: deps.logger }),
     // Each request's child logger is made on its first line at an enabled level (request-logger.ts).
     childLoggerFactory: lazyChildLogger,
+    // The health probes' request lines at debug.
+    logController: new RequestLogController(),
     bodyLimit: BODY_LIMIT,
     // Headers, whole request and idle connection each have a deadline (http/timeouts.ts).
     ...timeoutOptions(deps.config.http.timeouts),
@@ -272,9 +276,25 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   dispatcher.on('streamEnded', (e) => {
     if (e.origin === 'remote') streams.endedElsewhere(e.streamId);
   });
+  // Counts the parts keep as plain numbers on their hot paths, read at each scrape.
+  registerReading(metrics, { name: 'fleet_streams_open', type: 'gauge', help: 'Live streams this node holds that are open (attached or waiting for a socket).' },
+    () => streams.openStreams());
+  registerReading(metrics, { name: 'fleet_stream_sockets', type: 'gauge', help: 'WebSockets attached to live streams on this node.' },
+    () => streams.stats().sockets);
+  registerReading(metrics, { name: 'fleet_stream_messages_sent_total', type: 'counter', help: 'Messages sent on live-stream WebSockets by this node.' },
+    () => streams.stats().messagesSent);
+  registerReading(metrics, {
+    name: 'fleet_alert_evaluations_total', type: 'counter',
+    help: 'Telemetry records judged against their organization\'s alert rules and geofences, in the commits of this node.',
+  }, () => ruleEngine.evaluations());
   if (deps.cluster !== undefined) {
+    const lagName = 'fleet_bus_lag_seconds';
+    const busLag = (metrics.getSingleMetric(lagName) as Histogram | undefined) ?? new Histogram({
+      name: lagName, help: 'Time from another node publishing an event on the cluster bus to this node receiving it (the nodes\' clocks must agree: NTP).',
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [metrics],
+    });
     joinCluster(deps.cluster.bus, {
-      dispatcher, log: app.log,
+      dispatcher, log: app.log, lag: (ms) => busLag.observe(ms / 1000),
       resync: async () => {
         ruleEngine.forget();
         await telemetry.load();
@@ -285,6 +305,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }
 
   await app.register(problemsPlugin);
+  // First of the request hooks: a preflight is answered before any credential is asked for, and
+  // every later refusal (401, 429, 503) already carries the CORS headers.
+  await app.register(corsPlugin, { origins: deps.config.cors.origins });
+  // Next: an overloaded process refuses at once, before any work is spent on the request.
+  await app.register(overloadPlugin, { config: deps.config.overload });
   await app.register(shutdownArrivalsPlugin, { requestMs: deps.config.http.timeouts.requestMs });
   app.decorate('streamEvent', (organizationId: string, envelope: EventEnvelope) => streams.event(organizationId, envelope));
   // Before auth: its hooks must see every request, so that an upgrade refused by auth (a bad ticket,
@@ -358,7 +383,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(osmandRoutes, { path: '/osmand', ingest: protocolIngest });
   await app.register(oauthRoutes, { oauth, publicUrl: deps.config.publicUrl });
   await app.register(streamRoutes, {
-    service: streams, publicUrl: deps.config.publicUrl, allowedOrigins: deps.config.streams.allowedOrigins,
+    service: streams, publicUrl: deps.config.publicUrl,
+    // Pages allowed to call the API may follow its stream URLs too.
+    allowedOrigins: [...deps.config.streams.allowedOrigins, ...deps.config.cors.origins],
   });
   // The browser dashboard at `/`: static pages over the public API above.
   await app.register(dashboardPlugin, { publicUrl: deps.config.publicUrl, tileUrl: deps.config.dashboard.tileUrl });

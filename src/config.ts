@@ -71,6 +71,18 @@ export interface HttpTimeoutConfig {
   idleMs: number;
 }
 
+/** When the process is too busy to answer in time, it refuses new requests (http/overload.ts). */
+export interface OverloadConfig {
+  /** How late the event loop may run as a request arrives, ms, before requests are refused; 0: not checked. */
+  maxEventLoopDelayMs: number;
+  /** Share of time the event loop was busy over a sample (0 to 1), past which requests are refused; 0: not checked. */
+  maxEventLoopUtilization: number;
+  /** The period of that share, ms. */
+  sampleIntervalMs: number;
+  /** The Retry-After of a refusal, seconds. */
+  retryAfterSeconds: number;
+}
+
 /** The device protocols' own listeners (a port of 0 turns one off). */
 export interface ProtocolsConfig {
   host: string;
@@ -103,8 +115,15 @@ export interface Config {
   webhooks: { allowPrivate: boolean };
   mqtt: MqttConfig;
   protocols: ProtocolsConfig;
-  /** Browser origins allowed to open live-stream WebSockets (`*`: any); clients without Origin always may. */
+  /**
+   * Browser origins allowed to open live-stream WebSockets (`*`: any); clients without Origin, and
+   * pages of the origin the request itself was sent to, always may. The CORS origins may too (app.ts).
+   */
   streams: { allowedOrigins: string[] };
+  /** Browser origins that may call the API from their pages (`*`: any; empty: CORS off). */
+  cors: { origins: string[] };
+  /** Past these measures the service answers 503 instead of queueing (0 turns a check off). */
+  overload: OverloadConfig;
   /** Cluster mode's Redis (the bus between nodes, shared rate limits); undefined: one node. `url` may hold a password. */
   redis: { url: string; prefix: string } | undefined;
   /** The browser dashboard at `/`: its map tiles (`{z}`, `{x}`, `{y}` template; '' for none). */
@@ -168,6 +187,20 @@ export const VARIABLES = {
     default: '',
     doc: 'Comma-separated browser origins (`https://app.example.com`) that may open live-stream WebSockets, or `*` for any (default: the origin of `FLEET_PUBLIC_URL`). Clients that send no `Origin` are not affected.',
   },
+  FLEET_CORS_ORIGINS: {
+    default: '',
+    doc: 'Comma-separated origins (`https://app.example.com`) whose browser pages may call the API (CORS), or `*` for any; they may also open live-stream WebSockets. Default: none (CORS off).',
+  },
+  FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: {
+    default: '500',
+    doc: 'How late the event loop may run, ms, before new requests are answered 503 with Retry-After (1 to 60000; 0 turns the check off). Measured as the request arrives: how late a 10 ms timer last fired, or how long the current turn of the loop has run. Health probes and `/metrics` are never refused.',
+  },
+  FLEET_OVERLOAD_EVENT_LOOP_UTILIZATION: {
+    default: '0',
+    doc: 'Share of time the event loop was busy over each sample (a decimal above 0 and below 1, e.g. `0.98`) past which new requests are answered 503; 0 (default) turns the check off.',
+  },
+  FLEET_OVERLOAD_SAMPLE_MS: { default: '250', doc: 'The period over which the event loop\'s utilization is measured for `FLEET_OVERLOAD_EVENT_LOOP_UTILIZATION`, ms (10 to 10000).' },
+  FLEET_OVERLOAD_RETRY_AFTER_SECONDS: { default: '2', doc: 'Retry-After of the 503 answered under overload, seconds (1 to 3600).' },
   FLEET_MAP_TILE_URL: {
     default: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png',
     doc: 'Map tiles of the dashboard at `/`: an http(s) URL template with `{z}`, `{x}` and `{y}`; empty for none (vehicles are drawn on a plain coordinate grid). Its origin is added to the dashboard\'s Content-Security-Policy `img-src`.',
@@ -295,7 +328,11 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const external = parseExternalIssuer(read, errors);
   const mqtt = parseMqtt(read, host, errors);
   const protocols = parseProtocols(read, host, int, errors);
-  const allowedOrigins = parseOrigins(read('FLEET_STREAM_ALLOWED_ORIGINS'), publicUrl, errors);
+  const streamOrigins = read('FLEET_STREAM_ALLOWED_ORIGINS');
+  const allowedOrigins = streamOrigins === '' ? originOf(publicUrl) : parseOrigins('FLEET_STREAM_ALLOWED_ORIGINS', streamOrigins, errors);
+  const corsOrigins = read('FLEET_CORS_ORIGINS');
+  const cors = { origins: corsOrigins === '' ? [] : parseOrigins('FLEET_CORS_ORIGINS', corsOrigins, errors) };
+  const overload = parseOverload(read, int, errors);
   const redis = parseRedis(read, database, errors);
   const tileUrl = parseTileUrl(env.FLEET_MAP_TILE_URL ?? VARIABLES.FLEET_MAP_TILE_URL.default, errors);
 
@@ -314,6 +351,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       mqtt,
       protocols,
       streams: { allowedOrigins },
+      cors,
+      overload,
       redis,
       dashboard: { tileUrl },
     },
@@ -350,15 +389,16 @@ function parseTileUrl(text: string, errors: string[]): string {
   return text;
 }
 
-/** Origins as browsers send them (`scheme://host[:port]`, lower case, default port left out). */
-function parseOrigins(text: string, publicUrl: string, errors: string[]): string[] {
-  if (text === '') {
-    try {
-      return [new URL(publicUrl).origin];
-    } catch {
-      return []; // FLEET_PUBLIC_URL is reported already
-    }
+function originOf(publicUrl: string): string[] {
+  try {
+    return [new URL(publicUrl).origin];
+  } catch {
+    return []; // FLEET_PUBLIC_URL is reported already
   }
+}
+
+/** Origins as browsers send them (`scheme://host[:port]`, lower case, default port left out). */
+function parseOrigins(name: VariableName, text: string, errors: string[]): string[] {
   if (text.trim() === '*') return ['*'];
   const origins: string[] = [];
   for (const item of text.split(',').map((part) => part.trim())) {
@@ -370,12 +410,32 @@ function parseOrigins(text: string, publicUrl: string, errors: string[]): string
     }
     const bare = url !== undefined && url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && !item.endsWith('?');
     if (url === undefined || !['http:', 'https:'].includes(url.protocol) || !bare) {
-      errors.push(`FLEET_STREAM_ALLOWED_ORIGINS: "${item}" is not an origin (http(s)://host[:port], no path), nor "*" alone`);
+      errors.push(`${name}: "${item}" is not an origin (http(s)://host[:port], no path), nor "*" alone`);
       continue;
     }
     origins.push(url.origin);
   }
   return origins;
+}
+
+function parseOverload(
+  read: (name: VariableName) => string, int: (name: VariableName, min: number, max: number) => number, errors: string[],
+): OverloadConfig {
+  const delay = read('FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS');
+  // 0 turns the check off; otherwise at least 1 ms (the sampling's own resolution is 10 ms).
+  const maxEventLoopDelayMs = delay === '0' ? 0 : int('FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS', 1, 60_000);
+  const utilization = read('FLEET_OVERLOAD_EVENT_LOOP_UTILIZATION');
+  const maxEventLoopUtilization = Number(utilization);
+  // A loop busy 100 % of the time is what a fully used process looks like: 1 would never trip.
+  if (!/^(0|0?\.\d+)$/.test(utilization) || !(maxEventLoopUtilization >= 0 && maxEventLoopUtilization < 1)) {
+    errors.push(`FLEET_OVERLOAD_EVENT_LOOP_UTILIZATION: "${utilization}" is not 0 (off) or a decimal between 0 and 1, such as 0.98`);
+  }
+  return {
+    maxEventLoopDelayMs,
+    maxEventLoopUtilization,
+    sampleIntervalMs: int('FLEET_OVERLOAD_SAMPLE_MS', 10, 10_000),
+    retryAfterSeconds: int('FLEET_OVERLOAD_RETRY_AFTER_SECONDS', 1, 3600),
+  };
 }
 
 function parseExternalIssuer(read: (name: VariableName) => string, errors: string[]): ExternalIssuerConfig | undefined {

@@ -62,11 +62,13 @@ export class AppError extends Error {
   readonly errors: FieldError[] | undefined;
   /** Extra response headers the problem needs (Allow, Retry-After, WWW-Authenticate). */
   readonly headers: Record<string, string> | undefined;
+  /** The error handler logs no line for it: whoever throws it logs its cause once for many requests. */
+  readonly quiet: boolean;
 
   constructor(
     code: ErrorCode,
     detail?: string,
-    extra?: { errors?: FieldError[]; headers?: Record<string, string>; cause?: unknown },
+    extra?: { errors?: FieldError[]; headers?: Record<string, string>; cause?: unknown; quiet?: boolean },
   ) {
     super(detail ?? ERRORS[code].title, extra?.cause === undefined ? undefined : { cause: extra.cause });
     this.name = 'AppError';
@@ -74,6 +76,7 @@ export class AppError extends Error {
     this.detail = detail;
     this.errors = extra?.errors;
     this.headers = extra?.headers;
+    this.quiet = extra?.quiet === true;
   }
 
   get status(): number {

@@ -57,6 +57,8 @@ describe('defaults', () => {
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
       protocols: { host: '0.0.0.0', osmandPort: 5055, teltonikaPort: 5027, teltonikaIdleMs: 600_000 },
       streams: { allowedOrigins: ['http://localhost:8080'] },
+      cors: { origins: [] },
+      overload: { maxEventLoopDelayMs: 500, maxEventLoopUtilization: 0, sampleIntervalMs: 250, retryAfterSeconds: 2 },
       redis: undefined,
       dashboard: { tileUrl: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png' },
     });
@@ -459,6 +461,49 @@ describe('MQTT', () => {
     assert.equal((ok({ ...broker }).mqtt as { session?: string }).session, 'keep');
     assert.equal((ok({ ...broker, FLEET_MQTT_SESSION: 'leave' }).mqtt as { session?: string }).session, 'leave');
     rejectsOnly({ ...broker, FLEET_MQTT_SESSION: 'drop' }, 'FLEET_MQTT_SESSION');
+  });
+});
+
+describe('FLEET_CORS_ORIGINS', () => {
+  test('none by default: CORS is off, and the stream origins keep their own default', () => {
+    const config = ok({ FLEET_PUBLIC_URL: 'https://fleet.example.com' });
+    assert.deepEqual(config.cors.origins, []);
+    assert.deepEqual(config.streams.allowedOrigins, ['https://fleet.example.com']);
+  });
+
+  test('a comma-separated list of origins, normalized as browsers send them; or * alone', () => {
+    assert.deepEqual(
+      ok({ FLEET_CORS_ORIGINS: 'https://App.example.com, http://localhost:3000/' }).cors.origins,
+      ['https://app.example.com', 'http://localhost:3000'],
+    );
+    assert.deepEqual(ok({ FLEET_CORS_ORIGINS: ' * ' }).cors.origins, ['*']);
+  });
+
+  test('anything that is not an origin is rejected, naming the variable', () => {
+    for (const value of ['app.example.com', 'https://app.example.com/path', 'ftp://x', '*,https://x', 'https://a,']) {
+      rejectsOnly({ FLEET_CORS_ORIGINS: value }, 'FLEET_CORS_ORIGINS');
+    }
+  });
+});
+
+describe('overload thresholds', () => {
+  test('each is read, and 0 turns the event-loop checks off', () => {
+    const config = ok({
+      FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '75', FLEET_OVERLOAD_EVENT_LOOP_UTILIZATION: '0.95',
+      FLEET_OVERLOAD_SAMPLE_MS: '100', FLEET_OVERLOAD_RETRY_AFTER_SECONDS: '7',
+    });
+    assert.deepEqual(config.overload, { maxEventLoopDelayMs: 75, maxEventLoopUtilization: 0.95, sampleIntervalMs: 100, retryAfterSeconds: 7 });
+    assert.equal(ok({ FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0' }).overload.maxEventLoopDelayMs, 0);
+    assert.equal(ok({ FLEET_OVERLOAD_EVENT_LOOP_UTILIZATION: '.9' }).overload.maxEventLoopUtilization, 0.9);
+  });
+
+  test('values out of range or not numbers are rejected, naming the variable', () => {
+    for (const value of ['-1', '60001', '1.5', 'fast']) rejectsOnly({ FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: value }, 'FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS');
+    for (const value of ['1', '1.0', '2', '-0.5', '95%', 'high', '0.9.1']) {
+      rejectsOnly({ FLEET_OVERLOAD_EVENT_LOOP_UTILIZATION: value }, 'FLEET_OVERLOAD_EVENT_LOOP_UTILIZATION');
+    }
+    for (const value of ['0', '9', '10001']) rejectsOnly({ FLEET_OVERLOAD_SAMPLE_MS: value }, 'FLEET_OVERLOAD_SAMPLE_MS');
+    for (const value of ['0', '3601']) rejectsOnly({ FLEET_OVERLOAD_RETRY_AFTER_SECONDS: value }, 'FLEET_OVERLOAD_RETRY_AFTER_SECONDS');
   });
 });
 

@@ -4,6 +4,8 @@ import Fastify from 'fastify';
 import { lazyChildLogger, redactUrl } from '../src/http/request-logger.ts';
 import { createTestApp } from './helpers/app.ts';
 import { captureLogs } from './helpers/logs.ts';
+import { freePort } from './helpers/oauth.ts';
+import { type StreamClient, attach, closeAll, createStream } from './helpers/streams.ts';
 
 /** The parent logger, counting the children made from it. */
 function counted(level: 'warn' | 'debug') {
@@ -113,5 +115,58 @@ describe('credentials in URLs never reach the logs', () => {
     assert.equal(redactUrl('/x?ticket'), '/x?ticket=[redacted]');
     assert.equal(redactUrl('/x?tickets=1&ticket=2&ticket=3'), '/x?tickets=1&ticket=[redacted]&ticket=[redacted]');
     assert.equal(redactUrl('/x?%E0=1&ticket=2'), '/x?%E0=1&ticket=[redacted]');
+  });
+});
+
+describe('health probes log at debug', () => {
+  it('at info, /healthz and /readyz log no line; other requests log theirs', async () => {
+    const logs = captureLogs('info');
+    const ctx = await createTestApp({ logger: logs.logger });
+    try {
+      assert.equal((await ctx.request('GET', '/healthz', { key: null })).statusCode, 200);
+      assert.equal((await ctx.request('GET', '/readyz', { key: null })).statusCode, 200);
+      assert.equal((await ctx.request('GET', '/v2/fleet/vehicles')).statusCode, 200);
+    } finally {
+      await ctx.close();
+    }
+    const urls = logs.lines().filter((l) => l.req !== undefined).map((l) => (l.req as { url: string }).url);
+    assert.deepEqual(urls, ['/v2/fleet/vehicles'], 'only the API request has an "incoming request" line');
+    assert.equal(logs.lines().filter((l) => l.msg === 'request completed').length, 1);
+  });
+
+  it('at debug, each probe logs its two lines at debug (20)', async () => {
+    const logs = captureLogs('debug');
+    const ctx = await createTestApp({ logger: logs.logger });
+    try {
+      await ctx.request('GET', '/healthz', { key: null });
+    } finally {
+      await ctx.close();
+    }
+    const probe = logs.lines().filter((l) => l.msg === 'incoming request' || l.msg === 'request completed');
+    assert.deepEqual(probe.map((l) => [l.msg, l.level]), [['incoming request', 20], ['request completed', 20]]);
+  });
+});
+
+describe('a real WebSocket attach with its ticket', () => {
+  it('logs the attach without the ticket, at every level', async () => {
+    const logs = captureLogs('trace');
+    const port = await freePort();
+    const ctx = await createTestApp({ logger: logs.logger, env: { FLEET_PORT: String(port), FLEET_PUBLIC_URL: `http://127.0.0.1:${port}` } });
+    const clients: StreamClient[] = [];
+    try {
+      await ctx.app.listen({ host: '127.0.0.1', port });
+      await ctx.registerVehicle('van-1');
+      const stream = await createStream(ctx, { events: ['location'] }, 'van-1');
+      const ticket = new URL(stream.url as string).searchParams.get('ticket')!;
+      const client = await attach(stream.url as string, {}, clients);
+      assert.equal((await client.next()).type, 'connected');
+      await closeAll(clients);
+      assert.ok(ticket.length > 10);
+      assert.ok(!logs.text().includes(ticket), 'the ticket is nowhere in the logs');
+      assert.ok(logs.lines().some((l) => (l.req as { url?: string } | undefined)?.url === `/v2/streams/${stream.streamId}?ticket=[redacted]`));
+    } finally {
+      await closeAll(clients);
+      await ctx.close();
+    }
   });
 });

@@ -34,8 +34,11 @@ export interface Bus {
   readonly node: string;
   /** Sends to every other node. Never throws: an event that cannot be sent is counted and lost. */
   publish(event: ClusterEvent): void;
-  /** Events from the other nodes, never this node's own, in the order each node sent them. */
-  subscribe(listener: (event: ClusterEvent, from: string) => void): void;
+  /**
+   * Events from the other nodes, never this node's own, in the order each node sent them, with the
+   * time the sender published each (ms since the epoch, by the sender's clock).
+   */
+  subscribe(listener: (event: ClusterEvent, from: string, sentAt: number) => void): void;
   /** Called when the bus comes back after being down: events sent meanwhile may have been missed. */
   onResync(listener: () => void): void;
   state(): BusState;

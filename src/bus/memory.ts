@@ -6,7 +6,7 @@ import type { Bus, ClusterEvent } from './bus.ts';
 
 interface Member {
   readonly node: string;
-  deliver(json: string, from: string): void;
+  deliver(json: string, from: string, sentAt: number): void;
   /** Marks that an event for this node was lost while the network was down. */
   missed: boolean;
   resync(): void;
@@ -18,14 +18,14 @@ export function createMemoryBusNetwork() {
 
   function join(): Bus {
     const node = `node-${randomBytes(4).toString('hex')}`;
-    const listeners: ((event: ClusterEvent, from: string) => void)[] = [];
+    const listeners: ((event: ClusterEvent, from: string, sentAt: number) => void)[] = [];
     const resyncs: (() => void)[] = [];
     const member: Member = {
       node,
       missed: false,
-      deliver(json, from) {
+      deliver(json, from, sentAt) {
         const event = JSON.parse(json) as ClusterEvent;
-        for (const listener of listeners) listener(event, from);
+        for (const listener of listeners) listener(event, from, sentAt);
       },
       resync() {
         if (!member.missed) return;
@@ -42,8 +42,9 @@ export function createMemoryBusNetwork() {
           return;
         }
         const json = JSON.stringify(event);
+        const sentAt = Date.now();
         queueMicrotask(() => {
-          for (const other of members) if (other !== member) other.deliver(json, node);
+          for (const other of members) if (other !== member) other.deliver(json, node, sentAt);
         });
       },
       subscribe: (listener) => void listeners.push(listener),

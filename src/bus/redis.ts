@@ -1,5 +1,6 @@
 // The bus on Redis pub/sub: one channel, one connection to publish and one to listen (a
-// subscribed connection can do nothing else). Each message is `{"n":node,"e":event}`.
+// subscribed connection can do nothing else). Each message is `{"n":node,"t":sent at,"e":event}`,
+// the send time (ms since the epoch) for the receivers' measure of the bus's lag.
 //
 // Redis pub/sub delivers at most once. Two kinds of loss are noticed and answered with a resync:
 // this node's listening connection dropped (it resyncs itself when it is back), and this node's
@@ -10,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { connectRedis, redactedRedisUrl } from '../cluster/redis-options.ts';
 import type { Bus, BusState, ClusterEvent } from './bus.ts';
 
-type Wire = { n: string; e: ClusterEvent | { type: 'resync' } };
+type Wire = { n: string; t: number; e: ClusterEvent | { type: 'resync' } };
 
 export interface RedisBusOptions {
   url: string;
@@ -33,7 +34,7 @@ export async function createRedisBus(options: RedisBusOptions): Promise<Bus> {
     throw failed.reason;
   }
   const [publisher, subscriber] = connected.map((c) => (c as PromiseFulfilledResult<Redis>).value) as [Redis, Redis];
-  const listeners: ((event: ClusterEvent, from: string) => void)[] = [];
+  const listeners: ((event: ClusterEvent, from: string, sentAt: number) => void)[] = [];
   const resyncs: (() => void)[] = [];
   let closed = false;
 
@@ -66,7 +67,9 @@ export async function createRedisBus(options: RedisBusOptions): Promise<Bus> {
       resync();
       return;
     }
-    for (const listener of listeners) listener(wire.e, wire.n);
+    // A message from a node without the field (an older version, during a rolling upgrade) counts as sent now.
+    const sentAt = typeof wire.t === 'number' ? wire.t : Date.now();
+    for (const listener of listeners) listener(wire.e, wire.n, sentAt);
   });
 
   // After the first connection, every `ready` follows an outage: whatever was sent meanwhile is lost.
@@ -89,7 +92,7 @@ export async function createRedisBus(options: RedisBusOptions): Promise<Bus> {
   publisher.on('ready', () => {
     if (!publisherDown) return;
     publisherDown = false;
-    send({ n: node, e: { type: 'resync' } });
+    send({ n: node, t: Date.now(), e: { type: 'resync' } });
   });
 
   function send(wire: Wire): void {
@@ -100,7 +103,7 @@ export async function createRedisBus(options: RedisBusOptions): Promise<Bus> {
 
   return {
     node,
-    publish: (event) => send({ n: node, e: event }),
+    publish: (event) => send({ n: node, t: Date.now(), e: event }),
     subscribe: (listener) => void listeners.push(listener),
     onResync: (listener) => void resyncs.push(listener),
     state(): BusState {

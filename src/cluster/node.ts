@@ -11,11 +11,17 @@ export interface NodeParts {
   /** Rebuilds what this node keeps in memory from the store, and resends streams their snapshot. */
   resync(): Promise<void>;
   log: { warn(obj: object, msg: string): void };
+  /** Hears, for each event from another node, how long it took from its publication to here, ms. */
+  lag?: (ms: number) => void;
 }
 
 export function joinCluster(bus: Bus, parts: NodeParts): void {
   const { dispatcher } = parts;
-  bus.subscribe((event) => arrive(event));
+  bus.subscribe((event, _from, sentAt) => {
+    // Clocks of two nodes differ by their NTP skew: a message can seem to arrive before it left.
+    parts.lag?.(Math.max(0, Date.now() - sentAt));
+    arrive(event);
+  });
   bus.onResync(() => void resync());
 
   function arrive(event: ClusterEvent): void {

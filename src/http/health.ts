@@ -34,7 +34,7 @@ const Ready = Type.Object(
 
 export async function healthRoutes(app: FastifyInstance, opts: { checks: Record<string, ReadinessCheck> }) {
   app.get('/healthz', {
-    config: { public: true },
+    config: { public: true, overloadExempt: true, quietRequestLog: true },
     schema: {
       tags: ['operations'], operationId: 'getHealth', summary: 'Liveness', security: [],
       response: responses({ 200: Health }, { authenticated: false }),
@@ -42,7 +42,7 @@ export async function healthRoutes(app: FastifyInstance, opts: { checks: Record<
   }, async () => ({ status: 'ok' as const }));
 
   app.get('/readyz', {
-    config: { public: true },
+    config: { public: true, overloadExempt: true, quietRequestLog: true },
     schema: {
       tags: ['operations'], operationId: 'getReadiness', summary: 'Readiness: every backing part answers', security: [],
       description:

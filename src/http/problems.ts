@@ -212,14 +212,18 @@ export const problemsPlugin = fp(async function problems(app: FastifyInstance) {
       request.log.error({ err: error }, 'unhandled error');
       return sendProblem(request, reply, 'internal-error', `An internal error occurred. Quote request id ${request.id} when reporting it.`);
     }
-    if (problem.code === 'service-unavailable') request.log.warn({ err: error }, 'backing service unavailable');
+    if (problem.code === 'service-unavailable' && !(error instanceof AppError && error.quiet)) request.log.warn({ err: error }, 'backing service unavailable');
     return sendProblem(request, reply, problem.code, problem.detail, problem);
   });
 
   // Unknown path: 404. Known path, other method: 405 with the methods it does allow.
   app.setNotFoundHandler((request, reply) => {
     const url = request.url.split('?')[0] ?? '/';
-    const allowed = METHODS.filter((method) => app.findRoute({ method, url }) !== null);
+    const allowed = METHODS.filter((method) => {
+      const found = app.findRoute({ method, url });
+      // CORS's catch-all OPTIONS route (http/cors.ts) answers preflights only: no method of this path.
+      return found !== null && !(method === 'OPTIONS' && '*' in found.params);
+    });
     if (allowed.length > 0) {
       return sendProblem(request, reply, 'method-not-allowed', `${request.method} is not allowed here; use ${allowed.join(', ')}.`, {
         headers: { allow: allowed.join(', ') },

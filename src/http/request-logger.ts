@@ -3,7 +3,14 @@
 // JSON), which is a measurable part of a cheap request's cost when the level (say `warn`) logs
 // nothing for most requests. This stand-in holds the bindings and asks the parent for the child
 // on the first line at an enabled level, so what is logged, and how, does not change.
-import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import { type FastifyBaseLogger, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Its request lines ("incoming request", "request completed") are logged at debug, not info. */
+    quietRequestLog?: boolean;
+  }
+}
 
 type Bindings = Parameters<FastifyBaseLogger['child']>[0];
 type ChildOptions = Parameters<FastifyBaseLogger['child']>[1];
@@ -115,4 +122,21 @@ export function serializeRequest(request: FastifyRequest) {
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort,
   };
+}
+
+/**
+ * Fastify's request lines, except for routes flagged `quietRequestLog` (the health probes, asked
+ * every few seconds by every load balancer and orchestrator), whose lines are logged at debug:
+ * at the default level they would be most of the log. An error on such a route is logged as any other.
+ */
+export class RequestLogController extends LogController {
+  override incomingRequest(request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+    if (request.routeOptions.config.quietRequestLog !== true) return super.incomingRequest(request, reply, metadata);
+    request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {
+    if (error || request.routeOptions.config.quietRequestLog !== true) return super.requestCompleted(error, request, reply, metadata);
+    reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  }
 }

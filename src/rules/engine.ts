@@ -23,6 +23,8 @@ export function createRuleEngine(deps: { store: RulesStore; now?: () => number }
   const now = deps.now ?? Date.now;
   const cache = new Map<string, Definitions>();
   const loading = new Map<string, Promise<Definitions>>();
+  /** Records judged against their organization's geofences and rules (fleet_alert_evaluations_total). */
+  const tally = { records: 0 };
 
   async function load(organizationId: string): Promise<Definitions> {
     const [geofences, rules] = await Promise.all([deps.store.allGeofences(organizationId), deps.store.allRules(organizationId)]);
@@ -64,11 +66,15 @@ export function createRuleEngine(deps: { store: RulesStore; now?: () => number }
     judge(organizationId, vehicleId, records, state, unresolved, at) {
       const d = cache.get(organizationId);
       if (d === undefined) return undefined;
-      return judgeRecords(d, organizationId, vehicleId, records, state, unresolved, at);
+      return judgeRecords(d, organizationId, vehicleId, records, state, unresolved, at, tally);
     },
   };
 
-  return { prepare, forget, commitRules, definitions: (organizationId: string) => cache.get(organizationId) };
+  return {
+    prepare, forget, commitRules, definitions: (organizationId: string) => cache.get(organizationId),
+    /** How many records have been judged so far (each against every rule and geofence that applies to it). */
+    evaluations: () => tally.records,
+  };
 }
 
 export type RuleEngine = ReturnType<typeof createRuleEngine>;
@@ -124,7 +130,7 @@ export function resolution(alert: AlertRecord, at: number, by: string): Pick<Ale
 
 function judgeRecords(
   d: Definitions, organizationId: string, vehicleId: string, records: readonly { timestamp: number; data: Data }[],
-  previous: RuleState | undefined, unresolved: readonly AlertRecord[], _at: number,
+  previous: RuleState | undefined, unresolved: readonly AlertRecord[], _at: number, tally: { records: number },
 ): Judged | undefined {
   const state: RuleState = previous === undefined ? { ts: -Infinity, inside: [], held: {} } : { ts: previous.ts, inside: [...previous.inside], held: { ...previous.held } };
   const judged: Judged = { organizationId, vehicleId, state, opened: [], changed: [], events: [] };
@@ -138,6 +144,7 @@ function judgeRecords(
     if (record.timestamp <= state.ts) continue;
     state.ts = record.timestamp;
     changed = true;
+    tally.records++;
     const location = record.data.location as { lat: number; lng: number } | undefined;
     if (location !== undefined) {
       const now = d.index.containing(location.lng, location.lat).filter((id) => appliesTo(d.geofences.get(id)!.vehicleIds, vehicleId));

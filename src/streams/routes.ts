@@ -33,7 +33,7 @@ export interface StreamRoutesOptions {
   service: StreamService;
   /** FLEET_PUBLIC_URL: the WebSocket URL is built on it (http → ws, https → wss). */
   publicUrl: string;
-  /** Browser origins allowed to attach (`*`: any). */
+  /** Browser origins allowed to attach besides the request's own (`*`: any). */
   allowedOrigins: readonly string[];
 }
 
@@ -66,6 +66,28 @@ function releaseUpgradeRequest(request: FastifyRequest, socket: WebSocket): void
 
 function ignoreSocketError(): void {}
 
+/**
+ * Whether a page of `origin` is served by the host the request was sent to (its Host header):
+ * same-origin, whatever FLEET_PUBLIC_URL says, so that the dashboard works through any name or
+ * address that reaches the service. The scheme is not compared: behind a TLS-terminating proxy the
+ * request arrives over http from an https page. A browser sends the Host of the URL it connects to
+ * and the Origin of the page, so the two agree only for a page loaded through that same host name.
+ */
+export function isSameOrigin(origin: string, host: string | undefined): boolean {
+  if (host === undefined || host === '') return false;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false; // `null` (a sandboxed page, a file) and anything else that is not an origin
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
+  const sent = host.toLowerCase();
+  if (url.host === sent) return true;
+  // A Host that spells out the scheme's default port, which an origin leaves out.
+  return url.port === '' && sent === `${url.hostname}:${url.protocol === 'https:' ? '443' : '80'}`;
+}
+
 export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptions) {
   const { service } = opts;
   const tags = ['streams'];
@@ -80,9 +102,10 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
   /** The ticket of a WebSocket upgrade (after the Origin check), or undefined: use the bearer token. */
   async function ticketCredential(request: FastifyRequest): Promise<Principal | undefined> {
     if (!isUpgrade(request)) return undefined;
-    // Cross-site WebSocket hijacking: a browser page from another origin cannot attach.
+    // Cross-site WebSocket hijacking: a browser page from another origin cannot attach, unless
+    // that origin is allowed; a page of the very origin the request was sent to always may.
     const origin = request.headers.origin;
-    if (origin !== undefined && !anyOrigin && !origins.has(origin.toLowerCase())) {
+    if (origin !== undefined && !anyOrigin && !origins.has(origin.toLowerCase()) && !isSameOrigin(origin, request.headers.host)) {
       throw new AppError('origin-not-allowed', `WebSocket connections from origin "${origin.slice(0, 200)}" are not allowed.`);
     }
     const ticket = (request.query as { ticket?: unknown }).ticket;

@@ -220,7 +220,13 @@ export function createStreamService(deps: {
     },
 
     /** For metrics and tests: how much the service holds. */
-    stats: () => ({ streams: registry.size, tickets: tickets.size, logEntries: log.size, sockets: sockets.size }),
+    stats: () => ({ streams: registry.size, tickets: tickets.size, logEntries: log.size, sockets: sockets.size, messagesSent: sockets.sent }),
+    /** Streams this node holds that are open (attached, or waiting for a socket); ended ones are kept a while but not counted. */
+    openStreams(): number {
+      let open = 0;
+      for (const stream of registry.all()) if (stream.status === 'connected') open++;
+      return open;
+    },
   };
 }
 

@@ -61,6 +61,7 @@ class Connection implements Sink {
   send(frame: string | Buffer): void {
     if (this.closed) return;
     this.ws.send(frame, TEXT);
+    this.#manager.sent++;
     if (this.ready && this.ws.bufferedAmount > this.#manager.limit) this.#manager.fellBehind(this);
   }
 
@@ -233,6 +234,8 @@ export function createSocketManager(deps: { sessions: Sessions; settings: Stream
     get size(): number {
       return sockets.size;
     },
+    /** Messages sent on every socket since start (fleet_stream_messages_sent_total); a plain number, kept on the send path. */
+    sent: 0,
   };
   return manager;
 }

@@ -1,6 +1,6 @@
 // Telemetry rules: ingest (validate, commit, keep the latest state in step), latest, history.
 // Knows nothing of HTTP or MQTT: every path calls the same functions.
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Clock } from '../clock.ts';
 import type { EventRecord } from '../events/types.ts';
 import type { CommitRules } from '../rules/store.ts';
@@ -38,6 +38,15 @@ function recordsCounter(registry: Registry): Counter<'source' | 'outcome'> {
   return counter;
 }
 
+/** How long each group commit took: what every acknowledgement of telemetry waits for. */
+function commitHistogram(registry: Registry): Histogram {
+  const name = 'fleet_telemetry_commit_duration_seconds';
+  return (registry.getSingleMetric(name) as Histogram | undefined) ?? new Histogram({
+    name, help: 'Time one group commit of telemetry took (every request waiting in the group waits for it), failed ones included.',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers: [registry],
+  });
+}
+
 export function createTelemetryService(deps: {
   store: TelemetryStore;
   vehicles: VehicleStore;
@@ -46,11 +55,12 @@ export function createTelemetryService(deps: {
   events?: TelemetryEvents;
   /** Judges records against geofences and alert rules in the commit (rules/engine.ts). */
   rules?: { prepare(organizationId: string): Promise<unknown> | undefined; commitRules: CommitRules };
-  /** Where fleet_telemetry_records_total is counted. */
+  /** Where fleet_telemetry_records_total and the commit latency are counted. */
   registry?: Registry;
 }) {
   const { store, latest, clock, events } = deps;
-  const writer = createGroupCommitter(store, mergeLatest, deps.rules?.commitRules);
+  const commits = deps.registry === undefined ? undefined : commitHistogram(deps.registry);
+  const writer = createGroupCommitter(store, mergeLatest, deps.rules?.commitRules, commits === undefined ? undefined : (seconds) => commits.observe(seconds));
   const counted = deps.registry === undefined ? undefined : recordsCounter(deps.registry);
 
   async function commit(organizationId: string, records: StoredRecord[], source: TelemetrySource) {

@@ -13,7 +13,8 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
-export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest, rules?: CommitRules) {
+/** `timed` hears how long each group's commit took, seconds, whether it succeeded or not. */
+export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest, rules?: CommitRules, timed?: (seconds: number) => void) {
   let queue: Pending[] = [];
   let scheduled = false;
   let flushing = false;
@@ -40,10 +41,13 @@ export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest, 
     }
     const group = queue.slice(0, take);
     queue = queue.slice(take);
+    const started = performance.now();
     try {
       const outcomes = await store.commit(group.map((p) => p.batch), merge, rules);
+      timed?.((performance.now() - started) / 1000);
       group.forEach((p, i) => p.resolve(outcomes[i]!));
     } catch (error) {
+      timed?.((performance.now() - started) / 1000);
       for (const p of group) p.reject(error);
     } finally {
       flushing = false;

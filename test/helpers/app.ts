@@ -23,10 +23,13 @@ export interface RequestOptions {
 /**
  * A complete configuration as loadConfig makes it, with the test's own variables on top. No MQTT,
  * OsmAnd or Teltonika listener unless the test asks for one: their ports may be taken, and test
- * files run in parallel.
+ * files run in parallel. No overload refusals unless the test asks for them: a test that blocks
+ * the event loop on purpose (building 100,000 geofences) must not see its next request refused.
  */
 export function testConfig(env: Env = {}, cwd = tmpdir()): Config {
-  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'silent', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', ...env }, cwd);
+  const loaded = loadConfig({
+    FLEET_LOG_LEVEL: 'silent', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0', ...env,
+  }, cwd);
   if (!loaded.ok) throw new Error(`bad test configuration: ${loaded.errors.join('; ')}`);
   return loaded.config;
 }

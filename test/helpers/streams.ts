@@ -3,6 +3,7 @@
 // Every wait is bounded; every client and app is closed by the suite's after hook.
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
+import type { LookupFunction } from 'node:net';
 import WebSocket from 'ws';
 import type { StreamSettings } from '../../src/streams/settings.ts';
 import type { Env } from '../../src/config.ts';
@@ -134,10 +135,13 @@ export type Refusal = { status: number; contentType: string; body: any };
  * Opens a WebSocket; resolves with the client once upgraded, or with the HTTP answer when the
  * server refused the upgrade (the client never got a 101).
  */
-export function connect(url: string, options: { headers?: Record<string, string>; origin?: string; autoPong?: boolean } = {}, opened: StreamClient[] = []): Promise<StreamClient | Refusal> {
+export function connect(
+  url: string, options: { headers?: Record<string, string>; origin?: string; autoPong?: boolean; lookup?: LookupFunction } = {}, opened: StreamClient[] = [],
+): Promise<StreamClient | Refusal> {
   const ws = new WebSocket(url, {
     headers: options.headers ?? {},
     ...(options.origin === undefined ? {} : { origin: options.origin }),
+    ...(options.lookup === undefined ? {} : { lookup: options.lookup }),
     autoPong: options.autoPong ?? true,
     handshakeTimeout: 5_000,
   });
