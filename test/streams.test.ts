@@ -228,7 +228,7 @@ describe('attaching: every check happens before the upgrade', () => {
     await open(target);
   });
 
-  test('bearer of the same organization with `streams` attaches; without the scope 403; another organization 404', async () => {
+  test('bearer of the same organization with `streams` and the types\' scopes attaches; without either 403; another organization 404', async () => {
     const target = await createStream(ctx, { events: ['location'] }, 'a-1');
     const noScope = await refused(streamUrl(target.streamId), bearer(await ctx.keyWith(['telemetry:read'])), clients);
     assert.equal(noScope.status, 403);
@@ -239,7 +239,11 @@ describe('attaching: every check happens before the upgrade', () => {
     assert.equal(foreign.body.code, 'stream-not-found');
     const badKey = await refused(streamUrl(target.streamId), bearer('fleet_not-a-key'), clients);
     assert.equal(badKey.status, 401);
-    const client = await attach(streamUrl(target.streamId), bearer(await ctx.keyWith(['streams'])), clients);
+    // `streams` alone cannot read another credential's location stream: it would not create one.
+    const streamsOnly = await refused(streamUrl(target.streamId), bearer(await ctx.keyWith(['streams'])), clients);
+    assert.equal(streamsOnly.status, 403);
+    assert.equal(streamsOnly.body.code, 'insufficient-scope');
+    const client = await attach(streamUrl(target.streamId), bearer(await ctx.keyWith(['streams', 'telemetry:read'])), clients);
     assert.equal((await client.next()).type, 'connected');
   });
 

@@ -186,7 +186,8 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
       operationId: 'getStream', tags, summary: 'Read a live stream, or attach a WebSocket to it',
       description:
         'Without an Upgrade header: the stream\'s state. With `Upgrade: websocket`: attaches a WebSocket (101), authenticated by the ' +
-        '`ticket` query parameter or by `Authorization: Bearer` of the stream\'s organization with the `streams` scope. Everything is ' +
+        '`ticket` query parameter or by `Authorization: Bearer` of the stream\'s organization with the `streams` scope and the scopes ' +
+          'of the stream\'s types (as for creating it). Everything is ' +
         'checked before the upgrade: a bad, expired or reused ticket answers 401, a browser `Origin` not allowed 403 `origin-not-allowed`, ' +
         'another organization\'s or an unknown stream 404, an ended one 409 `stream-closed`. `lastSeq=N` resumes after seq N, replaying ' +
         'the messages still held (at least the last 60 s); when some are gone, a snapshot follows instead. ' + PROTOCOL,
@@ -196,7 +197,7 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
     },
     preHandler: async (request) => {
       // Checked before the upgrade; a stream held by another node (cluster mode) is taken over here.
-      if (isUpgrade(request)) await service.prepareAttach(request.principal.organizationId, paramsOf(request).streamId);
+      if (isUpgrade(request)) await service.prepareAttach(request.principal, paramsOf(request).streamId);
     },
     handler: async (request) => details(await service.read(request.principal.organizationId, paramsOf(request).streamId)),
     wsHandler: (socket, request) => {

@@ -115,10 +115,7 @@ export function createStreamService(deps: {
      */
     async create(who: Principal, spec: { vehicleId?: string; vehicleIds?: string[] | null; events: readonly string[]; interval: number }) {
       const mask = maskOf(spec.events);
-      const missing = missingScope(mask, who.scopes);
-      if (missing !== undefined) {
-        throw new AppError('insufficient-scope', `A stream of ${missing.types.join(', ')} needs the "${missing.scope}" scope besides "streams".`);
-      }
+      requireScopes(who, mask);
       const stream = await registry.create(who, { vehicleId: spec.vehicleId, vehicleIds: spec.vehicleIds, mask, interval: spec.interval });
       const { ticket, expiresAt } = await tickets.issue(stream, stream.expiresAt!);
       return { stream: view(stream), ticket, ticketExpiresAt: expiresAt };
@@ -149,9 +146,16 @@ export function createStreamService(deps: {
      * Before a socket is accepted: the stream exists in the organization and is open, and this
      * node holds it (taking it over from another node if need be). Throws otherwise.
      */
-    async prepareAttach(organizationId: string, streamId: string): Promise<void> {
-      const found = await locateOpen(organizationId, streamId);
+    /**
+     * Before the upgrade: the stream is open (taken over from another node if need be), and `who`
+     * may read what it carries. A ticket acts as the stream's creator; a bearer token of the same
+     * organization needs the scopes of the stream's types, as it would to create one.
+     */
+    async prepareAttach(who: Principal, streamId: string): Promise<void> {
+      const found = await locateOpen(who.organizationId, streamId);
       if ('node' in found && (await takeover.takeOver(found)) === undefined) throw streamClosed(streamId);
+      const stream = registry.find(who.organizationId, streamId);
+      if (stream !== undefined) requireScopes(who, stream.mask);
     },
 
     /** The upgraded socket of `who`; closed at once (1000) if the stream ended since prepareAttach. */
@@ -228,6 +232,14 @@ export function createStreamService(deps: {
       return open;
     },
   };
+}
+
+/** 403 when `who` lacks a scope that a stream of `mask`'s types needs. */
+function requireScopes(who: Principal, mask: number): void {
+  const missing = missingScope(mask, who.scopes);
+  if (missing !== undefined) {
+    throw new AppError('insufficient-scope', `A stream of ${missing.types.join(', ')} needs the "${missing.scope}" scope besides "streams".`);
+  }
 }
 
 function streamClosed(streamId: string): AppError {
