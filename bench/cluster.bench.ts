@@ -138,7 +138,7 @@ async function startNode(name: string, env: Record<string, string>): Promise<Nod
     cwd: workDir,
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: workDir,
-      FLEET_HOST: '127.0.0.1', FLEET_PORT: String(port), FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', ...env,
+      FLEET_HOST: '127.0.0.1', FLEET_PORT: String(port), FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0', ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -76,7 +76,7 @@ export function ms(value: number): string {
 export async function startBenchFleet(stores: Stores, vehicles: readonly string[], env: (organizationId: string) => Record<string, string> = () => ({})) {
   const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(undefined);
   if (first === undefined) throw new Error('fresh store did not bootstrap');
-  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', ...env(first.organization.id) });
+  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', ...env(first.organization.id) });
   if (!loaded.ok) throw new Error(loaded.errors.join('; '));
   const app = await buildApp({ config: loaded.config, stores });
   const headers = { authorization: `Bearer ${first.secret}` };

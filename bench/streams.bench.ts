@@ -250,7 +250,7 @@ async function startFleet() {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const loaded = loadConfig({
-    FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', FLEET_QUOTA_STREAMS: String(CLIENTS + 100),
+    FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', FLEET_QUOTA_STREAMS: String(CLIENTS + 100),
     FLEET_HOST: '127.0.0.1', FLEET_PORT: String(port), FLEET_PUBLIC_URL: url,
   });
   if (!loaded.ok) throw new Error(loaded.errors.join('; '));

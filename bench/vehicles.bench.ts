@@ -20,7 +20,7 @@ const dir = mkdtempSync(path.join(tmpdir(), 'fleet-bench-'));
 const stores = createSqliteStores(path.join(dir, 'fleet.db'));
 const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(undefined);
 if (first === undefined) throw new Error('fresh store did not bootstrap');
-const loaded = loadConfig({ FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0' });
+const loaded = loadConfig({ FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0' });
 if (!loaded.ok) throw new Error(loaded.errors.join('; '));
 const fleet = await buildApp({ config: loaded.config, stores });
 await fleet.listen({ host: '127.0.0.1', port: 0 });
