@@ -103,7 +103,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     console.log(`\n${signal}: ending the load, then checking and cleaning up (again to quit at once)`);
   });
 }
-const stop = () => interrupted;
+/** A node that ended by itself ends the load: every request to it would fail from then on. */
+const nodesLost = () => nodes.filter((node) => !node.running());
+const stop = () => interrupted || nodesLost().length > 0;
 
 const MB = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 const pct = (fraction: number) => `${fraction >= 0 ? '+' : ''}${(fraction * 100).toFixed(1)} %`;
@@ -246,6 +248,7 @@ try {
   const plan = [...channels.map((channel) => ({ channel, rate: capacity.get(channel)! * load })), { channel: status as Channel, rate: STATUS_RATE }];
   const baseline = new Map(plan.map(({ channel }) => [channel, { ...channel.counters }]));
   const samples: Sample[][] = nodes.map(() => []);
+  const scrapeFailures: Array<{ count: number; first?: string }> = nodes.map(() => ({ count: 0 }));
   for (const node of nodes) await scrape(node, key); // resets the event-loop histograms: the first sample covers the steady load only
   for (const s of streams) s.take();
   driverLoop.enable();
@@ -267,6 +270,7 @@ try {
       next += SAMPLE_SECONDS;
       const when = at();
       for (const [i, node] of nodes.entries()) {
+        if (!node.running()) continue;
         try {
           const sample = { at: when, ...(await scrape(node, key)) };
           samples[i]!.push(sample);
@@ -274,7 +278,9 @@ try {
             appendFileSync(args.samples, `${when.toFixed(1)},${node.name},${sample.rss},${sample.heapUsed},${sample.heapLive},${sample.heapTotal},${sample.external},${sample.lagP99.toFixed(2)},${sample.handles}\n`);
           }
         } catch (error) {
-          failures.push(`${node.name}: /metrics failed at ${when.toFixed(0)} s: ${(error as Error).message}`);
+          const failed = scrapeFailures[i]!;
+          failed.count++;
+          failed.first ??= `at ${when.toFixed(0)} s: ${(error as Error).message}`;
         }
       }
       if (when - reported >= everyReport) {
@@ -297,6 +303,15 @@ try {
   await pacer.settle();
   const driverUsed = process.cpuUsage(driverCpuStart);
   driverLoop.disable();
+  for (const [i, failed] of scrapeFailures.entries()) {
+    if (failed.count > 0) failures.push(`${nodes[i]!.name}: ${failed.count} scrapes of /metrics failed (the first ${failed.first})`);
+  }
+  const lost = nodesLost();
+  if (lost.length > 0) {
+    // Nothing after this can be checked against a node that is gone.
+    throw new Error(`${lost.map((node) => `${node.name} ended by itself (${node.exit()!.signal ?? `exit code ${node.exit()!.code}`})`).join(', ')} ` +
+      `after about ${loadSeconds.toFixed(0)} s of the steady load`);
+  }
   const final = await Promise.all(nodes.map((node) => scrape(node, key)));
   console.log(`[${since(t0)}] load ended after ${loadSeconds.toFixed(0)} s; every operation answered or timed out.`);
   if (interrupted) failures.push(`interrupted after ${loadSeconds.toFixed(0)} s of the ${SECONDS} s`);
@@ -444,7 +459,7 @@ try {
   if (shed > 0) notes.push(`${shed} operations were shed: every slot of their channel was busy when they were due (the service, or the machine, fell behind the offered rate for a while)`);
 } catch (error) {
   failures.push(`the run broke off: ${(error as Error).stack ?? String(error)}`);
-  for (const node of nodes) if (node.running() || node.errors().count > 0) console.error(`--- ${node.name}, last output:\n${node.tail().slice(-3000)}`);
+  for (const node of nodes) console.error(`--- ${node.name} (${node.running() ? 'running' : `ended: ${node.exit()!.signal ?? `exit code ${node.exit()!.code}`}`}), its last output:\n${node.tail().slice(-3000)}`);
 } finally {
   for (const s of streams) await s.close().catch(() => {});
   for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => {});

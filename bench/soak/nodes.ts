@@ -32,6 +32,8 @@ export interface Node {
   /** Log lines at error or worse (the first 20), and how many there were. */
   errors(): { count: number; first: string[] };
   running(): boolean;
+  /** How it ended, once it has; undefined while it runs. */
+  exit(): { code: number | null; signal: NodeJS.Signals | null } | undefined;
   /** SIGTERM, then SIGKILL after `ms`; resolves with how it ended. */
   stop(ms?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -176,6 +178,7 @@ export async function startNode(name: string, cwd: string, env: Record<string, s
     tail: () => tail,
     errors: () => ({ count: errorCount, first: [...firstErrors] }),
     running: () => exit === undefined,
+    exit: () => exit,
     async stop(ms = 15_000) {
       if (exit !== undefined) return exit;
       child.kill('SIGTERM');
