@@ -5,9 +5,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { createMemoryBusNetwork } from '../src/bus/memory.ts';
-import { requestMetrics } from '../src/http/metrics.ts';
+import { createMetricsRegistry, requestMetrics } from '../src/http/metrics.ts';
 import { createMemoryStreamDirectory } from '../src/streams/directory.ts';
 import { DEFAULT_STREAM_SETTINGS } from '../src/streams/settings.ts';
 import { skipUnless } from './helpers/skip.ts';
@@ -35,6 +38,20 @@ test('the request counter and latency histogram read as prom-client writes them'
     }
   }
   assert.equal(await ours.metrics(), await reference.metrics());
+});
+
+test('fleet_nodejs_heap_live_bytes is the heap used right after the latest full collection', async () => {
+  const registry = createMetricsRegistry();
+  // A full collection on demand: the flag exposes gc() to contexts made after it is set.
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as (options?: { type: 'major' }) => void;
+  gc({ type: 'major' });
+  const after = getHeapStatistics().used_heap_size;
+  await sleep(50); // the GC observer's entries are delivered asynchronously
+  const live = Number(/^fleet_nodejs_heap_live_bytes (\S+)$/m.exec(await registry.metrics())?.[1]);
+  assert.ok(live > 0, `live heap ${live}`);
+  // Read in the observer's callback, just after the collection: close to what it left.
+  assert.ok(Math.abs(live - after) < after * 0.5, `live heap ${live}, heap used after gc ${after}`);
 });
 
 // ---- /metrics as served: who may read it, what it counts, and that Prometheus's linter accepts it ----
