@@ -27,9 +27,7 @@
 // BENCH_DELIVERY_RATE and BENCH_DELIVERY_ENDPOINTS the fixed rate and endpoints of 2a (default
 // 105 changes/s × 20: 2,100 deliveries/s).
 import { execFile, fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, release, tmpdir } from 'node:os';
-import path from 'node:path';
+import { cpus, release } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -37,7 +35,7 @@ import { Agent, request } from 'undici';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import { signedHeaders } from '../src/webhooks/signing.ts';
 import type { FeedReadOutcome } from './events-feed-reader.ts';
-import { loadVarying, median, ms, startBenchFleet } from './lib.ts';
+import { loadVarying, median, ms, startBenchFleet, tempDatabases } from './lib.ts';
 import type { LoadOutcome } from './load.ts';
 import type { PacerSpec } from './status-pacer.ts';
 import type { ReceiverRequest, ReceiverStats } from './webhook-receiver.ts';
@@ -64,12 +62,8 @@ const pct = (fraction: number) => `${Math.round(fraction * 100)} %`;
 const range = (values: number[]) => `${Math.min(...values).toFixed(2)} to ${Math.max(...values).toFixed(2)}`;
 const sleep = (msec: number) => new Promise((resolve) => setTimeout(resolve, msec));
 
-const dirs: string[] = [];
-function tempFile(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'fleet-bench-events-'));
-  dirs.push(dir);
-  return path.join(dir, 'fleet.db');
-}
+const databases = tempDatabases('fleet-bench-events-');
+const tempFile = () => databases.file();
 
 // ---- the receiver --------------------------------------------------------------------------------
 
@@ -463,4 +457,4 @@ await fleet.stores.close();
 if (cases.has('feed')) await feedCase();
 
 receiverProcess.disconnect();
-for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+databases.removeAll();

@@ -7,15 +7,11 @@
 //
 // Times are this process's CPU time (user + system), not wall time: "per core" is what is asked,
 // and on a shared machine wall time also counts the time other processes held the core.
-import type { GeofenceGeometry } from '../src/geofences/schema.ts';
 import { createGeofenceIndex } from '../src/geofences/spatial-index.ts';
 import { validateGeometry } from '../src/geofences/validation.ts';
 import { median } from './lib.ts';
+import { CENTER, HALF_SIDE_M, at, cityGeofence, seeded } from './city.ts';
 
-const CENTER = [13.4, 52.52] as const;
-const HALF_SIDE_M = 15_000;
-const M_PER_DEG_LAT = 111_195;
-const M_PER_DEG_LNG = M_PER_DEG_LAT * Math.cos((CENTER[1] * Math.PI) / 180);
 const SIZES = [100, 1000, 10_000, 100_000];
 const POINTS = 200_000;
 const cpuMs = () => {
@@ -24,30 +20,10 @@ const cpuMs = () => {
 };
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
-// mulberry32: a full-period generator (an LCG on doubles loses bits and falls into short cycles).
-let seed = 1;
-const random = () => {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-};
-/** A position in the area, `dx`/`dy` meters from the center. */
-const at = (dx: number, dy: number): [number, number] => [CENTER[0] + dx / M_PER_DEG_LNG, CENTER[1] + dy / M_PER_DEG_LAT];
+const random = seeded(1);
 const anywhere = () => at((random() * 2 - 1) * HALF_SIDE_M, (random() * 2 - 1) * HALF_SIDE_M);
-
-function geofence(i: number, scale: number): GeofenceGeometry {
-  const [lng, lat] = anywhere();
-  const radius = (25 + random() * 225) * scale;
-  if (i % 2 === 0) return { type: 'Circle', coordinates: [lng, lat], radius: Math.max(1, radius) };
-  const ring: number[][] = [];
-  for (let k = 0; k < 50; k++) {
-    const angle = (2 * Math.PI * k) / 50, r = radius * (0.6 + random() * 0.4);
-    ring.push([lng + (r * Math.cos(angle)) / M_PER_DEG_LNG, lat + (r * Math.sin(angle)) / M_PER_DEG_LAT]);
-  }
-  ring.push(ring[0]!);
-  return { type: 'Polygon', coordinates: [ring] };
-}
+// Scaled, for the runs that keep each point's candidates the same as the count grows.
+const geofence = (i: number, scale: number) => cityGeofence(i, random, 25 * scale, 225 * scale);
 
 const xs = new Float64Array(POINTS), ys = new Float64Array(POINTS);
 for (let i = 0; i < POINTS; i++) [xs[i], ys[i]] = anywhere();

@@ -1,6 +1,9 @@
 // Load generation for the benchmarks: autocannon runs in its own process, so the client never
 // competes with the server for the server's event loop.
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -88,5 +91,20 @@ export async function startBenchFleet(stores: Stores, vehicles: readonly string[
   return {
     app, stores, headers, secret: first.secret, organizationId: first.organization.id,
     url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+  };
+}
+
+/** Database files in temporary folders of their own, all removed by `removeAll` at the end of a run. */
+export function tempDatabases(prefix = 'fleet-bench-') {
+  const dirs: string[] = [];
+  return {
+    file(): string {
+      const dir = mkdtempSync(path.join(tmpdir(), prefix));
+      dirs.push(dir);
+      return path.join(dir, 'fleet.db');
+    },
+    removeAll(): void {
+      for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+    },
   };
 }

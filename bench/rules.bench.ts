@@ -14,14 +14,13 @@
 // after a warm-up, and the medians are reported: the machine may be shared and noisy.
 // BENCH_CASES picks from single,batch,single-jumps,batch-jumps (to profile one:
 // BENCH_CASES=single node --cpu-prof bench/rules.bench.ts).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, release, tmpdir } from 'node:os';
-import path from 'node:path';
+import { cpus, release } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
-import { loadVarying, median, ms, startBenchFleet } from './lib.ts';
+import { loadVarying, median, ms, startBenchFleet, tempDatabases } from './lib.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 import type { Plan } from './rows.ts';
+import { cityGeofence, seeded } from './city.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -34,33 +33,10 @@ const SINGLE_CONNECTIONS = 100;
 const VEHICLES = Array.from({ length: 100 }, (_, i) => `veh-${String(i).padStart(3, '0')}`);
 const RANGE = 10_000_000;
 
-const CENTER = [13.4, 52.52] as const;
-const HALF_SIDE_M = 15_000;
-const M_PER_DEG_LAT = 111_195;
-const M_PER_DEG_LNG = M_PER_DEG_LAT * Math.cos((CENTER[1] * Math.PI) / 180);
 
-// Fixed geofences whatever the run: mulberry32 from a constant seed.
-let seed = 7;
-const random = () => {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-};
-
-function geometry(i: number): Record<string, unknown> {
-  const lng = CENTER[0] + ((random() * 2 - 1) * HALF_SIDE_M) / M_PER_DEG_LNG;
-  const lat = CENTER[1] + ((random() * 2 - 1) * HALF_SIDE_M) / M_PER_DEG_LAT;
-  const radius = 25 + random() * 125;
-  if (i % 2 === 0) return { type: 'Circle', coordinates: [lng, lat], radius };
-  const ring: number[][] = [];
-  for (let k = 0; k < 50; k++) {
-    const angle = (2 * Math.PI * k) / 50, r = radius * (0.6 + random() * 0.4);
-    ring.push([lng + (r * Math.cos(angle)) / M_PER_DEG_LNG, lat + (r * Math.sin(angle)) / M_PER_DEG_LAT]);
-  }
-  ring.push(ring[0]!);
-  return { type: 'Polygon', coordinates: [ring] };
-}
+// Fixed geofences whatever the run: a generator from a constant seed.
+const random = seeded(7);
+const geometry = (i: number) => cityGeofence(i, random, 25, 125);
 
 /** Rules of the kinds a fleet keeps; some fire now and then on the benchmark's records. */
 const RULES = [
@@ -84,12 +60,8 @@ const plan = (size: number): Plan => {
   return { vehicles: VEHICLES, size, start };
 };
 
-const dirs: string[] = [];
-function tempFile(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'fleet-bench-'));
-  dirs.push(dir);
-  return path.join(dir, 'fleet.db');
-}
+const databases = tempDatabases();
+const tempFile = () => databases.file();
 
 const plainFile = tempFile();
 const ruledFile = tempFile();
@@ -202,4 +174,4 @@ for (const fleet of [plain, ruled]) {
   await fleet.app.close();
   await fleet.stores.close();
 }
-for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+databases.removeAll();

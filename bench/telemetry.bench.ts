@@ -8,16 +8,14 @@
 // (default 3) after a warm-up, and the medians are reported: the machine may be shared and noisy.
 // BENCH_CASES=batch,single,latest picks cases (to profile one: BENCH_CASES=single node --cpu-prof
 // bench/telemetry.bench.ts).
-import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { cpus, release, tmpdir } from 'node:os';
-import path from 'node:path';
+import { cpus, release } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { openSqlite } from '../src/storage/sqlite/database.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import { TelemetryRecord } from '../src/telemetry/schema.ts';
-import { loadVarying, median, ms, startBenchFleet } from './lib.ts';
+import { loadVarying, median, ms, startBenchFleet, tempDatabases } from './lib.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 import { dataText, type Plan, singleBody, timestampOf, vehicleOf } from './rows.ts';
 
@@ -46,12 +44,8 @@ const plan = (size: number): Plan => {
   return { vehicles: VEHICLES, size, start };
 };
 
-const dirs: string[] = [];
-function tempFile(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'fleet-bench-'));
-  dirs.push(dir);
-  return path.join(dir, 'fleet.db');
-}
+const databases = tempDatabases();
+const tempFile = () => databases.file();
 
 function urlOf(app: FastifyInstance): string {
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -264,4 +258,4 @@ if (cases.has('latest')) {
 await fleet.app.close();
 await fleet.stores.close();
 await bare.close();
-for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+databases.removeAll();
