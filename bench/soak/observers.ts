@@ -22,7 +22,7 @@ export interface Scrape {
   /** nodejs_eventloop_lag_p99_seconds, in ms: over the time since the previous scrape (prom-client resets its histogram on each). */
   lagP99: number;
   lagMax: number;
-  /** nodejs_active_handles_total */
+  /** Open handles: the sum of nodejs_active_handles over its types. */
   handles: number;
   /** fleet_http_requests_total answered 5xx, all routes, since the start. */
   http5xx: number;
@@ -49,7 +49,8 @@ export async function scrape(node: Node, key: string): Promise<Scrape> {
     external: value(text, 'fleet_nodejs_external_memory_bytes'),
     lagP99: value(text, 'fleet_nodejs_eventloop_lag_p99_seconds') * 1000,
     lagMax: value(text, 'fleet_nodejs_eventloop_lag_max_seconds') * 1000,
-    handles: value(text, 'fleet_nodejs_active_handles_total'),
+    // Fleet leaves out prom-client's `_total` gauge (a counter's name); the per-type gauge sums to it.
+    handles: [...text.matchAll(/^fleet_nodejs_active_handles\{[^}]*\} (\S+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0),
     http5xx,
   };
 }
