@@ -8,7 +8,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generateApiKey } from '../src/auth/keys.ts';
-import { request, type RunningFleet, startFleet, tempDir, withTimeout } from './helpers/process.ts';
+import { historyOf as history, request, startFleet, tempDir, withTimeout } from './helpers/process.ts';
 
 const VEHICLES = Array.from({ length: 8 }, (_, i) => `crash-${i + 1}`);
 /** Clients and what each sends per request. */
@@ -148,19 +148,3 @@ test('every acknowledged record survives SIGKILL; the latest state is the newest
     db.close();
   }
 });
-
-/** Every stored record of a vehicle, following nextCursor over all pages. */
-async function history(fleet: RunningFleet, key: string, vehicleId: string): Promise<Data[]> {
-  const records: Data[] = [];
-  let cursor: string | null = null;
-  for (let pages = 0; pages < 1000; pages++) {
-    const query: string = cursor === null ? '' : `&cursor=${cursor}`;
-    const res = await request(fleet, 'GET', `/v2/telemetry/${vehicleId}/history?limit=500${query}`, { key });
-    assert.equal(res.status, 200, await res.clone().text());
-    const page = (await res.json()) as { records: Data[]; nextCursor: string | null };
-    records.push(...page.records);
-    cursor = page.nextCursor;
-    if (cursor === null) return records;
-  }
-  throw new Error(`${vehicleId}: more than 1000 pages of history`);
-}

@@ -10,13 +10,15 @@ import type { TelemetryData } from '../telemetry/schema.ts';
 
 export type DeviceProtocol = 'osmand' | 'teltonika';
 
-interface Counters {
+/** What a run has sent and how it was answered, counted by every transport. */
+export interface Counters {
   sent: number;
   accepted: number;
   duplicates: number;
   errors: number;
   skipped: number;
   lastError: string | undefined;
+  /** Since when every attempt to reach the service has failed; undefined while it answers. */
   failingSince: number | undefined;
 }
 

@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { type DeviceProtocol, osmandTransport, prepareDevices, teltonikaTransport } from './simulate-devices.ts';
+import { type Counters, type DeviceProtocol, osmandTransport, prepareDevices, teltonikaTransport } from './simulate-devices.ts';
 import {
   PROFILES,
   type Resume,
@@ -359,16 +359,6 @@ async function prepareGeofences(options: Options, http: ReturnType<typeof create
 
 // --- Transports ---------------------------------------------------------------------------------
 
-interface Counters {
-  sent: number;
-  accepted: number;
-  duplicates: number;
-  errors: number;
-  skipped: number;
-  lastError: string | undefined;
-  /** Since when every attempt to reach the service has failed; undefined while it answers. */
-  failingSince: number | undefined;
-}
 
 interface OutRecord {
   vehicleId: string;

@@ -169,6 +169,22 @@ export function request(
 }
 
 /** Every Fleet-format key (`fleet_` + 38 base62 characters) that occurs in `text`. */
+/** Every stored record of a vehicle, following nextCursor over all pages. */
+export async function historyOf(fleet: RunningFleet, key: string, vehicleId: string): Promise<Record<string, unknown>[]> {
+  const records: Record<string, unknown>[] = [];
+  let cursor: string | null = null;
+  for (let pages = 0; pages < 1000; pages++) {
+    const query: string = cursor === null ? '' : `&cursor=${cursor}`;
+    const res = await request(fleet, 'GET', `/v2/telemetry/${vehicleId}/history?limit=500${query}`, { key });
+    if (res.status !== 200) throw new Error(`${vehicleId} history: ${res.status} ${await res.text()}`);
+    const page = (await res.json()) as { records: Record<string, unknown>[]; nextCursor: string | null };
+    records.push(...page.records);
+    cursor = page.nextCursor;
+    if (cursor === null) return records;
+  }
+  throw new Error(`${vehicleId}: more than 1000 pages of history`);
+}
+
 export function printedKeys(text: string): string[] {
   return [...text.matchAll(/fleet_[0-9A-Za-z]{38}/g)].map((m) => m[0]);
 }
