@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { underMachineLoadLock } from './helpers/exclusive.ts';
 import { withTimeout } from './helpers/process.ts';
 
 const SOAK = fileURLToPath(new URL('../bench/soak.ts', import.meta.url));
@@ -17,7 +18,7 @@ let run: { code: number | null; output: string };
 let child: ReturnType<typeof spawn> | undefined;
 let exited: Promise<number | null> | undefined;
 
-before(async () => {
+before(() => underMachineLoadLock(async () => {
   // Nothing from the caller's environment but PATH: the soak builds the service's environment itself.
   child = spawn(process.execPath, [SOAK, '--minutes', '1'], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -26,7 +27,7 @@ before(async () => {
   exited = new Promise<number | null>((resolve) => child!.once('close', (code) => resolve(code)));
   const code = await withTimeout(exited, 140_000, 'the soak to finish');
   run = { code, output };
-}, { timeout: 150_000 });
+}), { timeout: 300_000 });
 
 after(async () => {
   if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
