@@ -34,7 +34,8 @@ import { type Receiver, type Scrape, type StreamReader, openStream, scrape, webh
 
 // ---- arguments ----------------------------------------------------------------------------------
 
-const USAGE = 'usage: npm run soak -- --minutes N [--cluster] [--load 0.7] [--samples file.csv] [--database-url postgres://…] [--redis-url redis://…]\n' +
+const USAGE = 'usage: npm run soak -- --minutes N [--warm-up SECONDS] [--cluster] [--load 0.7] [--samples file.csv] [--database-url postgres://…] [--redis-url redis://…]\n' +
+  '--warm-up: seconds of load before the N judged minutes (default: the first 20 % of the N minutes are the warm-up).\n' +
   'FLEET_SOAK_NODE_ARGS: extra Node options for the service processes (e.g. --heapsnapshot-signal=SIGUSR2).';
 let args: ReturnType<typeof parse>;
 function parse() {
@@ -43,6 +44,7 @@ function parse() {
       minutes: { type: 'string' },
       cluster: { type: 'boolean', default: false },
       load: { type: 'string', default: '0.7' },
+      'warm-up': { type: 'string' },
       'database-url': { type: 'string' },
       'redis-url': { type: 'string' },
       samples: { type: 'string' },
@@ -67,6 +69,11 @@ if (args.minutes === undefined || !Number.isFinite(minutes) || minutes <= 0 || m
   console.error(`--minutes must be a number of minutes above 0 (fractions allowed)\n${USAGE}`);
   process.exit(2);
 }
+const warmUpArg = args['warm-up'] === undefined ? undefined : Number(args['warm-up']);
+if (warmUpArg !== undefined && (!Number.isFinite(warmUpArg) || warmUpArg < 0 || warmUpArg > 3600)) {
+  console.error(`--warm-up must be a number of seconds from 0 to 3600\n${USAGE}`);
+  process.exit(2);
+}
 if (!Number.isFinite(load) || load <= 0 || load > 1) {
   console.error(`--load must be a fraction of the measured capacity, above 0 and at most 1\n${USAGE}`);
   process.exit(2);
@@ -77,16 +84,22 @@ const redisUrl = args['redis-url'] ?? process.env.FLEET_SOAK_REDIS_URL ?? 'redis
 // ---- the shape of the run -----------------------------------------------------------------------
 
 const SECONDS = minutes * 60;
-/** Steady state starts after this share of the run; growth is judged from there. */
-const WARM_UP = 0.2;
-/** Each end of the comparison is the median of the samples in a tenth of the run. */
-const WINDOW = 0.1;
+/**
+ * Steady state starts after the warm-up; growth is judged from there to the end of the load.
+ * Without --warm-up the first 20 % of the N minutes are the warm-up; with it, the load lasts the
+ * warm-up plus N minutes, all of them judged.
+ */
+const WARM_UP_SECONDS = warmUpArg ?? SECONDS * 0.2;
+const JUDGED_SECONDS = warmUpArg === undefined ? SECONDS * 0.8 : SECONDS;
+const LOAD_SECONDS = WARM_UP_SECONDS + JUDGED_SECONDS;
+/** Each end of the comparison is the median of the samples in an eighth of the judged time. */
+const WINDOW_SECONDS = JUDGED_SECONDS / 8;
 const GROWTH_LIMIT = 0.1;
 /** About 100 samples a run, every 1 to 5 s. */
-const SAMPLE_SECONDS = Math.min(5, Math.max(1, SECONDS / 100));
+const SAMPLE_SECONDS = Math.min(5, Math.max(1, LOAD_SECONDS / 100));
 /** Closed-loop warm-up (JIT, pools, caches) and measurement of the capacity; short for short runs. */
-const CAPACITY_WARM_UP = SECONDS < 300 ? 2 : 5;
-const CAPACITY_SECONDS = SECONDS < 300 ? 5 : 15;
+const CAPACITY_WARM_UP = LOAD_SECONDS < 300 ? 2 : 5;
+const CAPACITY_SECONDS = LOAD_SECONDS < 300 ? 5 : 15;
 /** Status changes are events for the webhook and the streams, not capacity: a fixed, modest rate. */
 const STATUS_RATE = 2;
 const VEHICLES = Array.from({ length: 100 }, (_, i) => `soak-${String(i).padStart(3, '0')}`);
@@ -202,7 +215,7 @@ try {
   // With a fleet-wide stream open, every vehicle's telemetry updates are kept for replay for 60 s
   // (by contract), so under this load the service's memory grows for that long before it levels
   // off: only a run whose warm-up lasts at least twice that can judge its memory with one open.
-  if (SECONDS * WARM_UP >= 120) {
+  if (WARM_UP_SECONDS >= 120) {
     streams.push(await openStream(last, key, 'fleet: location, battery every 1 s', '/v2/telemetry/stream', { events: ['location', 'battery'], interval: 1000 }));
   }
 
@@ -255,15 +268,15 @@ try {
   const driverCpuStart = process.cpuUsage();
   const started = performance.now();
   const at = () => (performance.now() - started) / 1000;
-  console.log(`[${since(t0)}] steady load for ${minutes} min: ${plan.map(({ channel, rate }) => `${channel.name} ${rate.toFixed(1)}/s`).join(', ')}; ` +
-    `sampling every ${SAMPLE_SECONDS} s; steady state from ${Math.round(SECONDS * WARM_UP)} s.`);
+  console.log(`[${since(t0)}] steady load for ${(LOAD_SECONDS / 60).toFixed(1)} min: ${plan.map(({ channel, rate }) => `${channel.name} ${rate.toFixed(1)}/s`).join(', ')}; ` +
+    `sampling every ${SAMPLE_SECONDS} s; steady state from ${Math.round(WARM_UP_SECONDS)} s.`);
 
   if (args.samples !== undefined) writeFileSync(args.samples, 'seconds,node,rss_bytes,heap_used_bytes,heap_live_bytes,heap_total_bytes,external_bytes,eventloop_p99_ms,active_handles\n');
   let sampling = true;
   const sampler = (async () => {
     let next = SAMPLE_SECONDS;
     let reported = 0;
-    const everyReport = Math.max(10, SECONDS / 10);
+    const everyReport = Math.max(10, LOAD_SECONDS / 10);
     while (sampling) {
       await sleep(Math.max(0, (next - at()) * 1000));
       if (!sampling) break;
@@ -296,7 +309,7 @@ try {
     }
   })();
   const pacer = new Pacer(plan);
-  await pacer.run(SECONDS, stop);
+  await pacer.run(LOAD_SECONDS, stop);
   const loadSeconds = at();
   sampling = false;
   await sampler;
@@ -314,7 +327,7 @@ try {
   }
   const final = await Promise.all(nodes.map((node) => scrape(node, key)));
   console.log(`[${since(t0)}] load ended after ${loadSeconds.toFixed(0)} s; every operation answered or timed out.`);
-  if (interrupted) failures.push(`interrupted after ${loadSeconds.toFixed(0)} s of the ${SECONDS} s`);
+  if (interrupted) failures.push(`interrupted after ${loadSeconds.toFixed(0)} s of the ${LOAD_SECONDS} s`);
 
   // ---- streams, webhooks ----
   for (const s of streams) {
@@ -374,12 +387,15 @@ try {
   // ---- memory and the event loop ----
   interface NodeFigures { rss: [number, number]; heap: [number, number]; live: [number, number]; handles: [number, number]; lagP99: number; lagP99Max: number; lagMax: number; samples: number }
   const figures: NodeFigures[] = [];
+  // The load lasts LOAD_SECONDS give or take the pacer's last step; the windows scale with it.
+  const scale = loadSeconds / LOAD_SECONDS;
+  const steadyFrom = WARM_UP_SECONDS * scale;
+  const judgedWindow = WINDOW_SECONDS * scale;
   for (const [i, node] of nodes.entries()) {
     const all = samples[i]!;
-    const T = loadSeconds;
-    const first = all.filter((s) => s.at >= T * WARM_UP && s.at <= T * (WARM_UP + WINDOW));
-    const end = all.filter((s) => s.at >= T * (1 - WINDOW));
-    const steady = all.filter((s) => s.at >= T * WARM_UP);
+    const first = all.filter((s) => s.at >= steadyFrom && s.at <= steadyFrom + judgedWindow);
+    const end = all.filter((s) => s.at >= loadSeconds - judgedWindow);
+    const steady = all.filter((s) => s.at >= steadyFrom);
     if (first.length < 3 || end.length < 3) {
       failures.push(`${node.name}: too few samples to judge memory (${first.length} at the start of steady state, ${end.length} at the end)`);
       continue;
@@ -419,8 +435,8 @@ try {
   console.log('## Soak result');
   console.log();
   console.log(`${store.description}; ${(loadSeconds / 60).toFixed(1)} min at ${Math.round(load * 100)} % of the measured capacity; samples every ${SAMPLE_SECONDS} s; ` +
-    `steady state from ${(loadSeconds * WARM_UP).toFixed(0)} s, compared as medians of [${(loadSeconds * WARM_UP).toFixed(0)} s, ` +
-    `${(loadSeconds * (WARM_UP + WINDOW)).toFixed(0)} s] and [${(loadSeconds * (1 - WINDOW)).toFixed(0)} s, ${loadSeconds.toFixed(0)} s].`);
+    `steady state from ${steadyFrom.toFixed(0)} s, compared as medians of [${steadyFrom.toFixed(0)} s, ` +
+    `${(steadyFrom + judgedWindow).toFixed(0)} s] and [${(loadSeconds - judgedWindow).toFixed(0)} s, ${loadSeconds.toFixed(0)} s].`);
   console.log();
   console.log('| channel | capacity /s | offered /s | done /s | shed | p50 ms | p99 ms | failed |');
   console.log('|---|---|---|---|---|---|---|---|');
