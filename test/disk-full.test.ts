@@ -100,6 +100,9 @@ describe('the embedded store on a full disk', { skip }, () => {
     }
 
     for (let i = 0; i < 20; i++) assert.equal((await ingest()).status, 202);
+    const created = await request(fleet, 'POST', '/v2/geofences', { key, body: { name: 'Depot', geometry: { type: 'Circle', coordinates: [13.4, 52.5], radius: 500 } } });
+    assert.equal(created.status, 201, await created.clone().text());
+    const geofenceId = ((await created.json()) as Data).id as string;
 
     const ballast = path.join(disk, 'ballast');
     const filled = fillDisk(ballast);
@@ -131,6 +134,16 @@ describe('the embedded store on a full disk', { skip }, () => {
     assert.equal(latest.status, 200);
     await latest.body?.cancel();
     assert.equal((await request(fleet, 'GET', '/readyz')).status, 503, 'not ready while the disk stays full');
+    // A management write of one statement (no transaction of its own) that needs new pages: 503
+    // as well, not a 500.
+    const ring = Array.from({ length: 2000 }, (_, i) => {
+      const a = (2 * Math.PI * i) / 2000;
+      return [13.4 + 0.01 * Math.cos(a), 52.5 + 0.01 * Math.sin(a)];
+    });
+    const replaced = await request(fleet, 'PUT', `/v2/geofences/${geofenceId}`, { key, body: { name: 'Depot', geometry: { type: 'Polygon', coordinates: [[...ring, ring[0]]] } } });
+    assert.equal(replaced.status, 503, await replaced.clone().text());
+    assert.equal(replaced.headers.get('retry-after'), '30');
+    await replaced.body?.cancel();
 
     unlinkSync(ballast);
     const deadline = Date.now() + 15_000;

@@ -2,7 +2,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import type { Protocol } from '../../devices/schema.ts';
 import type { DeviceRecord, DeviceStore } from '../../devices/store.ts';
 import type { Row } from '../rows.ts';
-import { transaction } from './database.ts';
+import { transaction, write } from './database.ts';
 
 const COLUMNS = 'id, organization_id, vehicle_id, protocol, identifier, created_at, last_seen_at';
 
@@ -60,7 +60,7 @@ export function createSqliteDeviceStore(db: DatabaseSync): DeviceStore {
     },
 
     async delete(organizationId, id) {
-      return deleteOne.run(organizationId, id).changes > 0;
+      return write(db, () => deleteOne.run(organizationId, id).changes > 0);
     },
 
     async find(protocol, identifier) {

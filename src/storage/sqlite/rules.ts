@@ -4,7 +4,7 @@ import type { AlertRecord, RuleState } from '../../rules/model.ts';
 import type { EventRecord } from '../../events/types.ts';
 import { type Applied, type AlertChanges, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
 import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, sqliteRuleRows as rows } from '../rule-rows.ts';
-import { transaction } from './database.ts';
+import { transaction, write } from './database.ts';
 import type { AppendEvents } from './events.ts';
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value));
@@ -120,13 +120,13 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
       return allGeofences.all(organizationId).map(rows.geofence);
     },
     async replaceGeofence(g) {
-      return replaceGeofence.run(g.name, JSON.stringify(g.geometry), json(g.vehicleIds), g.updatedAt, g.organizationId, g.id).changes > 0;
+      return write(db, () => replaceGeofence.run(g.name, JSON.stringify(g.geometry), json(g.vehicleIds), g.updatedAt, g.organizationId, g.id).changes > 0);
     },
     async deleteGeofence(organizationId, id) {
-      return deleteGeofence.run(organizationId, id).changes > 0;
+      return write(db, () => deleteGeofence.run(organizationId, id).changes > 0);
     },
     async insertRule(r) {
-      insertRule.run(r.id, r.organizationId, r.name, JSON.stringify(r.condition), json(r.vehicleIds), r.enabled ? 1 : 0, r.createdAt, r.updatedAt, r.condition.kind);
+      write(db, () => insertRule.run(r.id, r.organizationId, r.name, JSON.stringify(r.condition), json(r.vehicleIds), r.enabled ? 1 : 0, r.createdAt, r.updatedAt, r.condition.kind));
     },
     async getRule(organizationId, id) {
       const row = getRule.get(organizationId, id);
@@ -139,10 +139,10 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
       return allRules.all(organizationId).map(rows.rule);
     },
     async replaceRule(r) {
-      return replaceRule.run(r.name, r.condition.kind, JSON.stringify(r.condition), json(r.vehicleIds), r.enabled ? 1 : 0, r.updatedAt, r.organizationId, r.id).changes > 0;
+      return write(db, () => replaceRule.run(r.name, r.condition.kind, JSON.stringify(r.condition), json(r.vehicleIds), r.enabled ? 1 : 0, r.updatedAt, r.organizationId, r.id).changes > 0);
     },
     async deleteRule(organizationId, id) {
-      return deleteRule.run(organizationId, id).changes > 0;
+      return write(db, () => deleteRule.run(organizationId, id).changes > 0);
     },
     async getAlert(organizationId, id) {
       const row = getAlert.get(organizationId, id);

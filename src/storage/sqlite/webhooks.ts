@@ -4,7 +4,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import type { WebhookStore } from '../../webhooks/store.ts';
 import type { Row } from '../rows.ts';
 import { claimedOf, toDelivery, toWebhook } from '../webhook-rows.ts';
-import { transaction } from './database.ts';
+import { transaction, write } from './database.ts';
 import { toLoggedEvent } from './events.ts';
 import type { WalSync } from './wal-sync.ts';
 
@@ -113,11 +113,11 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
       });
     },
     async rotateSecret(organizationId, id, secret, previousUntil, at) {
-      if (rotate.run(previousUntil, secret, at, organizationId, id).changes === 0) return undefined;
+      if (write(db, () => rotate.run(previousUntil, secret, at, organizationId, id).changes) === 0) return undefined;
       return webhookOf(selectOne.get(organizationId, id)!);
     },
     async delete(organizationId, id) {
-      return remove.run(organizationId, id).changes > 0;
+      return write(db, () => remove.run(organizationId, id).changes > 0);
     },
     async deliveries(webhookId, before, limit) {
       return deliveriesPage.all(webhookId, before ?? Number.MAX_SAFE_INTEGER, limit).map(toDelivery);
@@ -127,7 +127,7 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
       return row === undefined ? undefined : toDelivery(row);
     },
     async retryNow(webhookId, id, at) {
-      const row = retry.get(at, webhookId, id);
+      const row = write(db, () => retry.get(at, webhookId, id));
       return row === undefined ? undefined : toDelivery(row);
     },
     async addDelivery(d, at) {
@@ -172,7 +172,7 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
       });
     },
     async prune(before, max) {
-      return Number(prune.run(before, max).changes);
+      return Number(write(db, () => prune.run(before, max).changes));
     },
   };
 }
