@@ -122,3 +122,38 @@ test('the filter is asked before the exact test, and only geofences it accepts a
   assert.equal(index.get('a')?.type, 'Circle');
   assert.equal(index.has('far'), true);
 });
+
+test('small and huge geofences over the whole globe, built into the grid and the tree, agree with testing every one', () => {
+  const random = rng(11);
+  const index = createGeofenceIndex();
+  const all = new Map<string, GeofenceGeometry>();
+  const centers: Array<[number, number]> = [];
+  for (let i = 0; i < 3000; i++) {
+    // Mostly 10 m to 2 km circles and small squares anywhere, a few regions of hundreds of km, a
+    // few near the poles and on the antimeridian.
+    const lng = i % 97 === 0 ? 179.99 : -180 + random() * 360;
+    const lat = i % 89 === 0 ? 88 + random() * 1.9 : -80 + random() * 160;
+    const huge = i % 50 === 0;
+    const size = huge ? 2 + random() * 20 : 0.0001 + random() * 0.02;
+    const g: GeofenceGeometry = random() < 0.5
+      ? { type: 'Circle', coordinates: [lng, lat], radius: huge ? 100_000 + random() * 1_000_000 : 10 + random() * 2000 }
+      : { type: 'Polygon', coordinates: [rect(Math.min(lng, 180 - size), Math.min(lat, 89 - size), Math.min(lng, 180 - size) + size, Math.min(lat, 89 - size) + size)] };
+    index.set(`w${i}`, g);
+    all.set(`w${i}`, g);
+    centers.push([lng, lat]);
+  }
+  let hits = 0;
+  for (let i = 0; i < 3000; i++) {
+    // Half the points near a geofence's center, half anywhere; some exactly on ±180.
+    const [cx, cy] = centers[Math.floor(random() * centers.length)]!;
+    const near = i % 2 === 0;
+    let lng = near ? cx + (random() - 0.5) * 0.01 : -180 + random() * 360;
+    const lat = near ? Math.max(-90, Math.min(90, cy + (random() - 0.5) * 0.01)) : -90 + random() * 180;
+    if (i % 101 === 0) lng = i % 202 === 0 ? 180 : -180;
+    lng = Math.max(-180, Math.min(180, lng));
+    const found = index.containing(lng, lat).sort();
+    assert.deepEqual(found, bruteForce(all, lng, lat), `(${lng}, ${lat})`);
+    hits += found.length;
+  }
+  assert.ok(hits > 1000, `the points hit geofences (${hits} hits)`);
+});
