@@ -100,6 +100,21 @@ test('dropped again and again, several times in a row, it still loses nothing', 
   await stream.close();
 });
 
+test('disconnect() drops the socket but not the stream, which is reattached where it left off', async () => {
+  await ctx.registerVehicle('live-6');
+  const stream = await fleet.openStream({ vehicleId: 'live-6', events: ['battery'], interval: 0 });
+  const reader = collect(stream);
+  await send(ctx, 'live-6', { battery: 1 });
+  await reader.until(() => batteries(reader.messages).length === 1, 'the first message');
+  stream.disconnect();
+  await send(ctx, 'live-6', { battery: 2 });
+  await send(ctx, 'live-6', { battery: 3 });
+  await reader.until(() => batteries(reader.messages).length >= 3, 'three messages');
+  assert.deepEqual(batteries(reader.messages), [1, 2, 3]);
+  assert.equal(stream.reconnects, 1);
+  await stream.close();
+});
+
 test('the service ending the stream (DELETE elsewhere: 1000) ends the iteration without an error', async () => {
   await ctx.registerVehicle('live-3');
   const stream = await fleet.openStream({ vehicleId: 'live-3', events: ['status'] });

@@ -148,7 +148,13 @@ export class LiveStream implements AsyncIterable<StreamMessage> {
       : await client.POST('/v2/telemetry/{vehicleId}/stream', { params: { path: { vehicleId: options.vehicleId } }, body });
     if (!result.response.ok || result.data === undefined) fail(result.response, result.error);
     const stream = new LiveStream(client, result.data, options);
-    await stream.#attach(result.data.url);
+    try {
+      await stream.#attach(result.data.url);
+    } catch (error) {
+      // Not left to expire unattached: it counts against the organization's quota until then.
+      await client.DELETE('/v2/streams/{streamId}', { params: { path: { streamId: stream.streamId } } }).catch(() => undefined);
+      throw error;
+    }
     return stream;
   }
 
