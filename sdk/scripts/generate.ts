@@ -45,7 +45,13 @@ export async function openApiDocument(): Promise<OpenAPI3> {
 
 /** The text of schema.d.ts for the current route schemas. */
 export async function generateSchema(): Promise<string> {
-  const ast = await openapiTS(await openApiDocument(), { alphabetize: true });
+  const ast = await openapiTS(await openApiDocument(), {
+    alphabetize: true,
+    // A property with a default is optional: sent without it, a request gets the default. (The
+    // generator's own default makes it required, wrongly so for a request body, once request and
+    // response share a named schema.)
+    defaultNonNullable: false,
+  });
   return HEADER + astToString(ast);
 }
 
