@@ -7,6 +7,7 @@ import { createFleetClient, ok, parseRetryAfter, type FleetClientOptions } from 
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { freePort } from './helpers/oauth.ts';
 import { databaseProxy, skipUnlessPostgres } from './helpers/postgres.ts';
+import { DEFAULT_RETRY, isRepeatableTelemetry, retryDelay } from '../sdk/src/retry.ts';
 
 const skipPostgres = await skipUnlessPostgres();
 
@@ -39,6 +40,28 @@ test('Retry-After: delay-seconds and HTTP dates', () => {
   assert.equal(parseRetryAfter(null, now), undefined);
   assert.equal(parseRetryAfter('-1', now), undefined);
   assert.equal(parseRetryAfter('soon', now), undefined);
+});
+
+test('the wait: Retry-After plus at most 10 % (1 s at most) of jitter, else exponential with jitter, bounded', () => {
+  const answer = (retryAfter?: string) => new Response(null, { status: 429, headers: retryAfter === undefined ? {} : { 'retry-after': retryAfter } });
+  const settings = { ...DEFAULT_RETRY, baseDelayMs: 100, maxDelayMs: 30_000 };
+  assert.equal(retryDelay(answer('2'), 1, settings, () => 0), 2000, 'never before Retry-After');
+  assert.equal(retryDelay(answer('2'), 1, settings, () => 1), 2200);
+  assert.equal(retryDelay(answer('20'), 1, settings, () => 1), 21_000);
+  assert.equal(retryDelay(answer('31'), 1, settings, () => 0), undefined, 'longer than maxDelayMs: not waited out');
+  assert.deepEqual([1, 2, 3].map((n) => retryDelay(answer(), n, settings, () => 0)), [50, 100, 200]);
+  assert.deepEqual([1, 2, 3].map((n) => retryDelay(answer(), n, settings, () => 1)), [100, 200, 400]);
+});
+
+test('telemetry is safe to repeat only when every record carries its timestamp', () => {
+  const post = (path: string) => new Request(`http://fleet${path}`, { method: 'POST' });
+  const at = '2026-11-25T08:00:00.000Z';
+  assert.equal(isRepeatableTelemetry(post('/v2/telemetry/van-1'), JSON.stringify({ timestamp: at, data: { speed: 1 } })), true);
+  assert.equal(isRepeatableTelemetry(post('/v2/telemetry/van-1'), JSON.stringify({ data: { speed: 1 } })), false);
+  assert.equal(isRepeatableTelemetry(post('/v2/telemetry'), JSON.stringify({ records: [{ vehicleId: 'a', timestamp: at, data: {} }] })), true);
+  assert.equal(isRepeatableTelemetry(post('/v2/telemetry'), JSON.stringify({ records: [{ vehicleId: 'a', timestamp: at, data: {} }, { vehicleId: 'b', data: {} }] })), false);
+  assert.equal(isRepeatableTelemetry(post('/v2/telemetry/stream'), JSON.stringify({ timestamp: at, events: ['location'] })), false, 'creating a stream');
+  assert.equal(isRepeatableTelemetry(post('/v2/fleet/vehicles'), JSON.stringify({ timestamp: at })), false);
 });
 
 describe('429 from the rate limit (2 requests per 2 s: one more each second)', () => {
