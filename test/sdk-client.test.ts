@@ -65,6 +65,27 @@ describe('typed calls', () => {
     assert.throws(() => createFleetClient({ baseUrl: ctx.publicUrl }), TypeError);
   });
 
+  test('an OAuth access token from the client-credentials grant works as the credential', async () => {
+    const oauthClient = ok(await fleet.POST('/v2/oauth-clients', { body: { name: 'sdk test', scopes: ['fleet:read'] } }));
+    let issued = 0;
+    const accessToken = async () => {
+      const res = await fetch(`${ctx.publicUrl}/oauth/token`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${btoa(`${oauthClient.id}:${oauthClient.clientSecret}`)}` },
+        body: new URLSearchParams({ grant_type: 'client_credentials' }),
+      });
+      assert.equal(res.status, 200);
+      issued++;
+      return ((await res.json()) as { access_token: string }).access_token;
+    };
+    const withOAuth = createFleetClient({ baseUrl: ctx.publicUrl, token: await accessToken() });
+    assert.equal((await withOAuth.GET('/v2/fleet/vehicles', {})).response.status, 200);
+    const refused = await withOAuth.POST('/v2/fleet/vehicles', { body: { vehicleId: 'oauth-van', type: 'van' } });
+    assert.equal(refused.response.status, 403, 'the token has fleet:read only');
+    assert.equal(refused.error?.code, 'insufficient-scope');
+    assert.equal(issued, 1);
+  });
+
   test('validation failures come back as problems with their errors', async () => {
     const bad = await fleet.POST('/v2/fleet/vehicles', { body: { vehicleId: 'x', type: 'spaceship' as 'van' } });
     assert.equal(bad.response.status, 400);
