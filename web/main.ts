@@ -1,9 +1,10 @@
 // The dashboard's entry point: sign-in, the page frame, hash routing (`#/` the fleet,
-// `#/vehicles/{id}` one vehicle) and the one live stream every page listens to.
+// `#/vehicles/{id}` one vehicle, the panels of panels.ts) and the one live stream every page listens to.
 import { api, type ApiError, explain, storedKey, storeKey, type VehicleList, whenUnauthorized } from './api.ts';
 import { h, replace } from './dom.ts';
 import { known, remember, renderFleet } from './fleet.ts';
 import { createLive, type LiveState } from './live.ts';
+import { renderNav, renderPanel } from './panels.ts';
 import { renderVehicle } from './vehicle.ts';
 
 interface ClientConfig {
@@ -12,6 +13,7 @@ interface ClientConfig {
 
 const main = document.getElementById('main') as HTMLElement;
 const session = document.getElementById('session') as HTMLElement;
+const nav = document.getElementById('nav') as HTMLElement;
 const live = createLive();
 live.onMessage(remember);
 
@@ -26,6 +28,7 @@ const LIVE_TEXT: Record<LiveState, string> = {
 };
 
 function renderSession() {
+  renderNav(nav, location.hash, storedKey() !== undefined);
   if (storedKey() === undefined) {
     replace(session);
     return;
@@ -122,7 +125,11 @@ function route() {
   const view = h('div', { class: 'view' });
   replace(main, banner, view);
   const match = /^#\/vehicles\/([^/]+)$/.exec(location.hash);
-  if (match !== null) {
+  const panel = match === null ? renderPanel(view, location.hash) : undefined;
+  if (panel !== undefined) {
+    document.title = `${panel.title} · Fleet`;
+    cleanup = panel.cleanup;
+  } else if (match !== null) {
     let id: string;
     try {
       id = decodeURIComponent(match[1]!);
