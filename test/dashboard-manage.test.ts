@@ -63,7 +63,9 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
   });
   t.after(() => ctx.close());
   await ctx.app.listen({ host: '127.0.0.1', port });
-  const receiver = await startReceiver();
+  /** The receiver answers 503 while this is set. */
+  let receiverDown = false;
+  const receiver = await startReceiver(() => ({ status: receiverDown ? 503 : 204 }));
   t.after(() => receiver.close());
   await ctx.registerVehicle('van-1');
   const writer = await ctx.keyWith(['telemetry:write']);
@@ -255,13 +257,23 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     await delivery.getByText('succeeded').waitFor();
     assert.match(await delivery.innerText(), /204/);
     assert.equal(await endpoint.getByRole('button', { name: 'Deliveries' }).getAttribute('aria-expanded'), 'true');
-    await shot('05-webhook-deliveries');
 
-    // Retry: the same event again, with the same webhook-id.
-    await delivery.getByRole('button', { name: 'Retry' }).click();
+    // A receiver that fails: the delivery is pending with the answer it got; Retry sends the same
+    // event again now (same webhook-id), and it succeeds.
+    receiverDown = true;
+    await endpoint.getByRole('button', { name: 'Send test' }).click();
     await receiver.waitFor(() => receiver.received.length === 2);
-    assert.equal(receiver.received[1]!.headers['webhook-id'], receiver.received[0]!.headers['webhook-id']);
-    await delivery.getByRole('cell', { name: '2', exact: true }).waitFor();
+    const failing = deliveries.locator('tbody tr').first();
+    await failing.getByText('pending').waitFor();
+    assert.match(await failing.innerText(), /webhook\.test[\s\S]*503/);
+    assert.notEqual(await failing.getAttribute('data-delivery-id'), await delivery.last().getAttribute('data-delivery-id'));
+    await shot('05-webhook-deliveries');
+    receiverDown = false;
+    await failing.getByRole('button', { name: 'Retry' }).click();
+    await receiver.waitFor(() => receiver.received.length === 3);
+    assert.equal(receiver.received[2]!.headers['webhook-id'], receiver.received[1]!.headers['webhook-id']);
+    await failing.getByText('succeeded').waitFor();
+    await failing.getByRole('cell', { name: '2', exact: true }).waitFor();
 
     // Rotate: a new secret, shown once; deliveries are signed with both for a while.
     await endpoint.getByRole('button', { name: 'Rotate secret' }).click();
@@ -272,8 +284,8 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     assert.notEqual(rotated, secret);
     await rotatedBox.getByRole('button', { name: 'Done' }).click();
     await endpoint.getByRole('button', { name: 'Send test' }).click();
-    await receiver.waitFor(() => receiver.received.length === 3);
-    new Webhook(rotated).verify(receiver.received[2]!.body, receiver.received[2]!.headers as Record<string, string>);
+    await receiver.waitFor(() => receiver.received.length === 4);
+    new Webhook(rotated).verify(receiver.received[3]!.body, receiver.received[3]!.headers as Record<string, string>);
 
     // Disable and enable again.
     await endpoint.getByRole('button', { name: 'Disable' }).click();
@@ -371,6 +383,44 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     await row('Alerts', 'Speeding').getByText('open', { exact: true }).waitFor();
     assert.equal((await ctx.request('POST', '/v2/telemetry/van-1', { key: writer, body: { data: { speed: 30 } } })).statusCode, 202);
     await row('Alerts', 'Speeding').waitFor({ state: 'detached' });
+
+    // The other kinds of rule, and a rule switched off and on, and deleted.
+    const depot = await ctx.request('POST', '/v2/geofences', { body: { name: 'Depot', geometry: { type: 'Circle', coordinates: [13.4, 52.52], radius: 300 } } });
+    assert.equal(depot.statusCode, 201, depot.body);
+    await open('Events', 'Event log');
+    await open('Alerts', 'Alerts');
+    await create.getByLabel('Name').fill('Left the depot');
+    await create.getByLabel('Condition').selectOption('geofence');
+    assert.equal(await create.getByLabel('Field').isVisible(), false);
+    await create.getByLabel('Geofence').selectOption({ label: 'Depot' });
+    await create.getByLabel('When the vehicle is').selectOption('outside');
+    await create.getByLabel('Held for (seconds, optional)').fill('120');
+    await create.getByRole('button', { name: 'Create rule' }).click();
+    await row('Alert rules', 'Left the depot').getByText('outside Depot for 2 min').waitFor();
+    await create.getByLabel('Name').fill('Silent');
+    await create.getByLabel('Condition').selectOption('offline');
+    await create.getByLabel('Silent for (seconds)').fill('30');
+    await create.getByRole('button', { name: 'Create rule' }).click();
+    await create.getByRole('alert').getByText('Request validation failed').waitFor();
+    assert.equal(await create.getByLabel('Silent for (seconds)').getAttribute('aria-invalid'), 'true');
+    await create.getByLabel('Silent for (seconds)').fill('900');
+    await create.getByRole('button', { name: 'Create rule' }).click();
+    await row('Alert rules', 'Silent').getByText('no telemetry for 15 min').waitFor();
+    const conditions = (await get<{ alertRules: Array<{ name: string; condition: unknown }> }>('/v2/alert-rules')).body.alertRules;
+    assert.deepEqual(conditions.map((r) => r.condition), [
+      { kind: 'threshold', field: 'speed', op: '>', value: 80, forSeconds: 0 },
+      { kind: 'geofence', geofenceId: depot.json<{ id: string }>().id, when: 'outside', forSeconds: 120 },
+      { kind: 'offline', afterSeconds: 900 },
+    ]);
+    const silent = row('Alert rules', 'Silent');
+    await silent.getByRole('button', { name: 'Enabled' }).click();
+    await silent.getByRole('button', { name: 'Disabled' }).waitFor();
+    assert.equal(await silent.getByRole('button', { name: 'Disabled' }).getAttribute('aria-pressed'), 'false');
+    assert.deepEqual((await get<{ alertRules: Array<{ enabled: boolean }> }>('/v2/alert-rules')).body.alertRules.map((r) => r.enabled), [true, true, false]);
+    await silent.getByRole('button', { name: 'Delete' }).click();
+    await silent.getByRole('button', { name: 'Confirm delete' }).click();
+    await silent.waitFor({ state: 'detached' });
+    assert.equal((await get<{ alertRules: unknown[] }>('/v2/alert-rules')).body.alertRules.length, 2);
     await shot('07-alerts');
   });
 
@@ -405,6 +455,23 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     await top.filter({ hasText: 'active → inactive: end of shift' }).waitFor();
     assert.match(String(await top.getAttribute('class')), /updated/);
     await shot('08-events');
+  });
+
+  await t.test('a key without a panel\'s scope: each panel says which scope is missing', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').fill(await ctx.keyWith(['fleet:read', 'streams']));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await open('API keys', 'API keys');
+    const keysProblem = page.getByRole('alert').filter({ hasText: 'This API key lacks a permission' });
+    await keysProblem.waitFor();
+    assert.match(await keysProblem.innerText(), /admin/);
+    await open('Alerts', 'Alerts');
+    const alertsProblem = page.getByRole('alert').filter({ hasText: 'This API key lacks a permission' });
+    await alertsProblem.waitFor();
+    assert.match(await alertsProblem.innerText(), /events:read/);
+    await page.getByText(/^Live events are off: .*events:read/).waitFor();
+    // Rules are readable with fleet:read.
+    await row('Alert rules', 'Speeding').waitFor();
   });
 
   assert.deepEqual(pageErrors, [], 'uncaught errors in the page');

@@ -66,7 +66,7 @@ export function renderManageKeys(root: HTMLElement): () => void {
   replace(root, h('section', { class: 'manage', 'aria-labelledby': 'keys-title' },
     ...panelHeader('API keys', 'keys-title',
       'Keys of this organization. A key is shown once, when it is created; the service keeps only its hash. Managing keys needs the admin scope.'),
-    h('div', { class: 'manage-layout' },
+    h('div', { class: 'manage-layout wide-list' },
       h('div', { class: 'manage-forms' }, form),
       h('div', { class: 'manage-list' }, h('h2', {}, 'Keys'), listFeedback, listState, h('div', { class: 'table-wrap' }, table), more))));
 

@@ -68,7 +68,7 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
   replace(root, h('section', { class: 'manage', 'aria-labelledby': 'webhooks-title' },
     ...panelHeader('Webhooks', 'webhooks-title',
       'Endpoints that receive events as signed HTTP POSTs (Standard Webhooks). The signing secret is shown when an endpoint is created and when it is rotated, never again. Needs the webhooks scope.'),
-    h('div', { class: 'manage-layout' },
+    h('div', { class: 'manage-layout wide-list' },
       h('div', { class: 'manage-forms' }, form),
       h('div', { class: 'manage-list' }, h('h2', {}, 'Endpoints'), listFeedback, listState, list))));
 
@@ -174,7 +174,7 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
       h('div', { class: 'card-head' }, h('h4', {}, 'Deliveries'), refresh),
       deliveryFeedback,
       h('div', { class: 'table-wrap' }, h('table', { class: 'manage-table', 'aria-label': `Deliveries to ${webhook.url}` },
-        h('thead', {}, h('tr', {}, ...['Event', 'Attempts', 'Status', 'Response', 'Time', 'Error', 'Last attempt', 'Next attempt', 'Actions']
+        h('thead', {}, h('tr', {}, ...['Event', 'Attempts', 'Status', 'Response', 'Last attempt', 'Error', 'Actions']
           .map((text) => h('th', { scope: 'col' }, text)))),
         tbody)),
       moreButton);
@@ -187,14 +187,13 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
         return 'Sent again.';
       }));
       return h('tr', { 'data-delivery-id': d.id, 'data-status': d.status },
-        h('th', { scope: 'row' }, d.eventType, h('br'), h('code', { class: 'muted' }, d.eventId)),
+        h('th', { scope: 'row' }, d.eventType, h('br'), h('code', { class: 'muted small' }, d.eventId)),
         h('td', { class: 'num' }, d.attempt),
         h('td', {}, h('span', { class: `badge delivery-${d.status}` }, d.status)),
-        h('td', { class: 'num' }, d.responseStatus ?? '—'),
-        h('td', { class: 'num' }, d.durationMs === null ? '—' : `${d.durationMs} ms`),
-        h('td', { class: 'wrap' }, d.error ?? ''),
-        h('td', {}, formatTime(d.at)),
-        h('td', {}, d.status === 'pending' ? formatTime(d.nextAttemptAt) : '—'),
+        h('td', {}, d.responseStatus ?? '—', d.durationMs === null ? null : h('span', { class: 'muted' }, ` in ${d.durationMs} ms`)),
+        h('td', {}, formatTime(d.at), d.status === 'pending' && d.nextAttemptAt !== null ? h('br') : null,
+          d.status === 'pending' && d.nextAttemptAt !== null ? h('span', { class: 'muted' }, `next ${formatTime(d.nextAttemptAt)}`) : null),
+        h('td', { class: 'error-text' }, d.error ?? ''),
         h('td', { class: 'actions' }, retry));
     };
 
