@@ -72,7 +72,8 @@ function showSignIn(problem?: { title: string; detail: string }) {
     h('label', { for: 'api-key' }, 'API key'),
     input,
     h('p', { id: 'key-help', class: 'muted' },
-      'A Fleet API key (fleet_…) with the fleet:read scope; fleet:write, telemetry:read and streams unlock status changes, charts and live updates. ' +
+      'A Fleet API key (fleet_…) with the fleet:read scope; fleet:write, telemetry:read and streams unlock status changes, charts and live updates, ' +
+      'and events:read, rules, webhooks and admin the alerts, the event log, webhooks and API keys. ' +
       'It is kept only in this tab and sent only in the Authorization header.'),
     button,
     feedback);
