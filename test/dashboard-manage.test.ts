@@ -12,16 +12,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
+import { type BrowserContext, chromium, type Locator, type Page, type WebSocketRoute } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { SCOPES as SERVER_SCOPES } from '../src/auth/scopes.ts';
 import { PROTOCOLS as SERVER_PROTOCOLS } from '../src/devices/schema.ts';
 import { THRESHOLD_FIELDS as SERVER_FIELDS } from '../src/rules/model.ts';
 import { SUBSCRIBABLE } from '../src/webhooks/schema.ts';
-import { THRESHOLD_FIELDS } from '../web/alerts.ts';
-import { EVENT_TYPES } from '../web/event-stream.ts';
-import { PROTOCOLS } from '../web/manage-devices.ts';
-import { SCOPES } from '../web/manage-keys.ts';
+import { EVENT_TYPES, PROTOCOLS, SCOPES, THRESHOLD_FIELDS } from '../web/lists.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { skipUnless } from './helpers/skip.ts';
@@ -84,6 +81,8 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
   const pageErrors: string[] = [];
   const cspViolations: string[] = [];
   page.on('pageerror', (error) => pageErrors.push(error.message));
+  const sockets: string[] = [];
+  page.on('websocket', (ws) => sockets.push(ws.url()));
   page.on('console', (message) => {
     if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
   });
@@ -157,7 +156,7 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
 
     // Status: only the changes the table allows are offered.
     const status = form('Change the status of tram-7');
-    const offered = await status.getByLabel('New status').locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
+    const offered = await status.getByLabel('New status').locator('option').evaluateAll((os) => os.map((o) => o.getAttribute('value')));
     assert.deepEqual(offered, ['active', 'inactive', 'maintenance', 'retired']);
     await status.getByLabel('New status').selectOption('maintenance');
     await status.getByLabel('Reason (optional)').fill('depot check');
@@ -198,7 +197,7 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     assert.match(key, /^fleet_[A-Za-z0-9]{32,}/);
     await secret.getByRole('button', { name: 'Copy' }).click();
     await secret.getByText('Copied to the clipboard.').waitFor();
-    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), key);
+    assert.equal(await page.evaluate('navigator.clipboard.readText()'), key);
     // The key works, with exactly its scopes.
     assert.equal((await ctx.request('GET', '/v2/fleet/vehicles', { key })).statusCode, 200);
     assert.equal((await ctx.request('GET', '/v2/api-keys', { key })).statusCode, 403);
@@ -455,6 +454,36 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     await top.filter({ hasText: 'active → inactive: end of shift' }).waitFor();
     assert.match(String(await top.getAttribute('class')), /updated/);
     await shot('08-events');
+
+    // The event stream ends (its socket closed with 1000): the page makes a new stream, and reads
+    // the feed on once it is live, so an event recorded while no socket was attached is shown, once.
+    const streams = [...new Set(sockets.map((url) => /\/v2\/streams\/([^/?]+)/.exec(url)?.[1]).filter((id) => id !== undefined))];
+    const subscribed = await Promise.all(streams.map(async (id) => ({ id, ...(await get<{ status: string; subscriptions: string[] }>(`/v2/streams/${id}`)).body })));
+    const eventStream = subscribed.find((s) => s.status === 'connected' && s.subscriptions.includes('events'));
+    assert.ok(eventStream !== undefined, `an events stream among ${JSON.stringify(subscribed)}`);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const routed: WebSocketRoute[] = [];
+    await page.routeWebSocket(/\/v2\/streams\//, async (ws) => {
+      routed.push(ws);
+      await held;
+      ws.connectToServer();
+    });
+    assert.equal((await ctx.request('DELETE', `/v2/streams/${eventStream.id}`)).statusCode, 204);
+    await page.getByText('Reconnecting to live events…').waitFor();
+    const back = await ctx.request('PUT', '/v2/fleet/vehicles/van-1/status', { body: { status: 'active', reason: 'next shift' } });
+    assert.equal(back.statusCode, 200, back.body);
+    assert.equal(await events.getByRole('row').filter({ hasText: 'next shift' }).count(), 0, 'no socket yet');
+    release();
+    await page.getByText('Live: new events appear as they happen.').waitFor();
+    await events.getByRole('row').filter({ hasText: 'inactive → active: next shift' }).waitFor();
+    assert.equal(routed.length, 1);
+    assert.notEqual(/\/v2\/streams\/([^/?]+)/.exec(routed[0]!.url())?.[1], eventStream.id, 'a new stream');
+    const ids = await events.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')));
+    assert.equal(new Set(ids).size, ids.length, 'an event shown twice');
+    assert.equal(await events.getByRole('row').filter({ hasText: 'next shift' }).count(), 1);
   });
 
   await t.test('a key without a panel\'s scope: each panel says which scope is missing', async () => {

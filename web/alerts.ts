@@ -6,9 +6,8 @@ import { api, encode } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { describeState, type EventEnvelope, listenToEvents } from './event-stream.ts';
 import { act, confirmButton, field, listOf, numberOf, onSubmit, panelHeader, problemBox, select, uid } from './forms.ts';
+import { THRESHOLD_FIELDS } from './lists.ts';
 
-/** The numeric fields of a threshold rule; test/dashboard-manage.test.ts checks them against the server's. */
-export const THRESHOLD_FIELDS = ['speed', 'battery', 'temperature', 'odometer', 'heading'] as const;
 const OPS = ['>', '>=', '<', '<=', '==', '!='] as const;
 const UNITS: Record<string, string> = { speed: ' km/h', battery: ' %', temperature: ' °C', odometer: ' km', heading: '°' };
 

@@ -10,16 +10,6 @@
 // It runs while at least one panel listens, and is ended (DELETE) when the last one leaves.
 import { ApiError, api, type CreatedStream, storedKey, type StreamTicket } from './api.ts';
 
-/**
- * The event types of the feed and of webhook subscriptions (docs/API.md "Events");
- * test/dashboard-manage.test.ts checks them against the server's. `webhook.test` goes only to the
- * endpoint tested and is not among them.
- */
-export const EVENT_TYPES = [
-  'vehicle.registered', 'vehicle.updated', 'vehicle.status_changed', 'vehicle.deleted', 'geofence.entered', 'geofence.exited',
-  'alert.opened', 'alert.acknowledged', 'alert.resolved', 'trip.started', 'trip.ended',
-] as const;
-
 export interface EventEnvelope {
   id: string;
   type: string;
@@ -58,22 +48,28 @@ function setState(next: StreamState, why?: string) {
   for (const listener of listeners) listener.state?.(next, why);
 }
 
-async function newStream(): Promise<string> {
+async function newStream(mine: number): Promise<string> {
+  const key = storedKey();
   const created = await api<CreatedStream>('POST', '/v2/telemetry/stream', { body: { events: ['events'], interval: 0 } });
+  if (mine !== generation) {
+    // Stopped meanwhile: end it now rather than leave it to expire.
+    if (key !== undefined) void api('DELETE', `/v2/streams/${encodeURIComponent(created.streamId)}`, { key }).catch(() => undefined);
+    throw new Error('stopped');
+  }
   streamId = created.streamId;
-  streamKey = storedKey();
+  streamKey = key;
   lastSeq = undefined;
   fresh = true;
   return created.url;
 }
 
-async function attachUrl(): Promise<string> {
-  if (streamId === undefined) return newStream();
+async function attachUrl(mine: number): Promise<string> {
+  if (streamId === undefined) return newStream(mine);
   try {
     const ticket = await api<StreamTicket>('POST', `/v2/streams/${encodeURIComponent(streamId)}/tickets`);
     return lastSeq === undefined ? ticket.url : `${ticket.url}&lastSeq=${lastSeq}`;
   } catch (error) {
-    if (error instanceof ApiError && (error.status === 409 || error.status === 404)) return newStream();
+    if (error instanceof ApiError && (error.status === 409 || error.status === 404)) return newStream(mine);
     throw error;
   }
 }
@@ -83,7 +79,7 @@ async function connect(mine: number) {
   setState(attempt === 0 ? 'connecting' : 'reconnecting');
   let url: string;
   try {
-    url = await attachUrl();
+    url = await attachUrl(mine);
   } catch (error) {
     if (mine !== generation) return;
     if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {

@@ -4,7 +4,8 @@
 // "Events".
 import { ApiError, api, encode } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
-import { describeState, EVENT_TYPES, type EventEnvelope, listenToEvents } from './event-stream.ts';
+import { describeState, type EventEnvelope, listenToEvents } from './event-stream.ts';
+import { EVENT_TYPES } from './lists.ts';
 import { loading, panelHeader, problemBox, select, uid } from './forms.ts';
 
 const PAGE = 1000;

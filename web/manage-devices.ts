@@ -4,9 +4,7 @@
 import { api, encode, type VehicleList } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { confirmButton, field, onSubmit, panelHeader, problemBox, select, uid } from './forms.ts';
-
-/** The protocols of docs/API.md "Devices and protocols"; test/dashboard-manage.test.ts checks them against the server's. */
-export const PROTOCOLS = ['osmand', 'teltonika'] as const;
+import { PROTOCOLS } from './lists.ts';
 
 const PROTOCOL_TEXT: Record<string, string> = {
   osmand: 'OsmAnd / Traccar Client (HTTP)',

@@ -4,11 +4,7 @@
 import { api, encode } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { checkboxGroup, confirmButton, field, onSubmit, panelHeader, problemBox, secretBox } from './forms.ts';
-
-/** The scopes of docs/API.md "Authentication and scopes"; test/dashboard-manage.test.ts checks them against the server's. */
-export const SCOPES = [
-  'fleet:read', 'fleet:write', 'telemetry:read', 'telemetry:write', 'streams', 'admin', 'events:read', 'rules', 'webhooks', 'metrics:read',
-] as const;
+import { SCOPES } from './lists.ts';
 
 const SCOPE_TEXT: Record<string, string> = {
   'fleet:read': 'read vehicles, devices, geofences, alert rules',

@@ -3,7 +3,7 @@
 // it, delete it. Needs a key with `webhooks`. docs/API.md "Webhooks".
 import { api, encode } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
-import { EVENT_TYPES } from './event-stream.ts';
+import { EVENT_TYPES } from './lists.ts';
 import { act, checkboxGroup, confirmButton, field, onSubmit, panelHeader, problemBox, secretBox, uid } from './forms.ts';
 
 interface Webhook {
