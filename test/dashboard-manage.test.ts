@@ -246,6 +246,20 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     const id = list.webhooks[0]!.id;
     assert.deepEqual([list.webhooks[0]!.eventTypes, list.webhooks[0]!.description], [['vehicle.status_changed'], 'dispatch']);
 
+    // Edit: only what changed is sent.
+    await endpoint.getByRole('button', { name: 'Edit' }).click();
+    const edit = page.getByRole('form', { name: `Edit ${receiver.url}` });
+    assert.equal(await edit.getByLabel('URL').inputValue(), receiver.url);
+    assert.equal(await edit.getByRole('checkbox', { name: 'vehicle.status_changed' }).isChecked(), true);
+    await edit.getByLabel('Description').fill('dispatch desk');
+    await edit.getByRole('checkbox', { name: 'vehicle.deleted' }).check();
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await endpoint.getByRole('status').getByText('Saved.').waitFor();
+    await edit.waitFor({ state: 'detached' });
+    await endpoint.getByText('dispatch desk').waitFor();
+    const changed = (await get<{ description: string; eventTypes: string[] }>(`/v2/webhooks/${id}`)).body;
+    assert.deepEqual([changed.description, changed.eventTypes], ['dispatch desk', ['vehicle.status_changed', 'vehicle.deleted']]);
+
     // Test: the receiver gets a signed webhook.test, and the delivery shows up as succeeded.
     await endpoint.getByRole('button', { name: 'Send test' }).click();
     await receiver.waitFor(() => receiver.received.length === 1);

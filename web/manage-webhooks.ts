@@ -35,6 +35,26 @@ const DELIVERY_PAGE = 20;
 /** While a shown delivery is pending, its list is read again this often. */
 const POLL_MS = 1000;
 
+/** The event types an endpoint receives: all of them (`*`, also types added later), or those ticked. */
+function typePicker() {
+  const all = h('input', { type: 'checkbox', id: uid('all-types') });
+  const group = checkboxGroup('Event types', EVENT_TYPES, { path: '/eventTypes' });
+  group.element.querySelector('legend')?.after(h('label', { class: 'check all-types' }, all, ' All event types, also those added later (*)'));
+  const arrange = () => {
+    for (const box of group.boxes) box.disabled = all.checked;
+  };
+  all.addEventListener('change', arrange);
+  return {
+    element: group.element,
+    selected: (): string[] => (all.checked ? ['*'] : group.selected()),
+    set(types: readonly string[]) {
+      all.checked = types.includes('*');
+      group.set(types);
+      arrange();
+    },
+  };
+}
+
 export function renderManageWebhooks(root: HTMLElement): () => void {
   const controller = new AbortController();
   const signal = controller.signal;
@@ -42,12 +62,7 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
 
   const url = h('input', { type: 'url', autocomplete: 'off', spellcheck: 'false', placeholder: 'https://hooks.example.com/fleet' });
   const description = h('input', { type: 'text', autocomplete: 'off', maxlength: 500 });
-  const all = h('input', { type: 'checkbox', id: uid('all-types') });
-  const types = checkboxGroup('Event types', EVENT_TYPES, { path: '/eventTypes' });
-  types.element.prepend(h('label', { class: 'check all-types' }, all, ' All event types, also those added later (*)'));
-  all.addEventListener('change', () => {
-    for (const box of types.boxes) box.disabled = all.checked;
-  });
+  const types = typePicker();
   const enabled = h('input', { type: 'checkbox', checked: true, id: uid('enabled') });
   const feedback = h('div', { class: 'feedback', 'aria-live': 'polite' });
   const secretSlot = h('div');
@@ -74,12 +89,12 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
 
   onSubmit(form, feedback, async () => {
     replace(secretSlot);
-    const body: Record<string, unknown> = { url: url.value.trim(), eventTypes: all.checked ? ['*'] : types.selected(), enabled: enabled.checked };
+    const body: Record<string, unknown> = { url: url.value.trim(), eventTypes: types.selected(), enabled: enabled.checked };
     if (description.value.trim() !== '') body.description = description.value.trim();
     const created = await api<Webhook & { secret: string }>('POST', '/v2/webhooks', { body });
     form.reset();
     enabled.checked = true;
-    for (const box of types.boxes) box.disabled = false;
+    types.set([]);
     replace(secretSlot, secretBox({
       title: `Signing secret of ${created.url}`,
       label: 'Signing secret',
@@ -109,17 +124,24 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
   function endpointOf(initial: Webhook): HTMLElement {
     let webhook = initial;
     const titleId = uid('endpoint');
-    const title = h('h3', { id: titleId, class: 'endpoint-url' }, webhook.url);
+    const title = h('h3', { id: titleId, class: 'endpoint-url' });
+    const descriptionLine = h('p', { class: 'muted' });
+    const typesLine = h('p', { class: 'wrap' });
+    const showInfo = () => {
+      title.textContent = webhook.url;
+      descriptionLine.textContent = webhook.description ?? '';
+      descriptionLine.hidden = webhook.description === null;
+      replace(typesLine, 'Events: ', ...webhook.eventTypes.map((t) => h('span', { class: 'chip' }, t === '*' ? 'all (*)' : t)));
+    };
+    showInfo();
     const state = h('p', {});
+    const editSlot = h('div');
     const actions = h('div', { class: 'actions' });
     const feedback = h('div', { class: 'feedback', 'aria-live': 'polite' });
     const secretSlot = h('div');
     const deliveriesBox = h('div', { class: 'deliveries', hidden: true });
     const article = h('article', { class: 'card endpoint', 'aria-labelledby': titleId, 'data-webhook-id': webhook.id },
-      title,
-      webhook.description === null ? null : h('p', { class: 'muted' }, webhook.description),
-      h('p', { class: 'wrap' }, 'Events: ', ...webhook.eventTypes.map((t) => h('span', { class: 'chip' }, t === '*' ? 'all (*)' : t))),
-      state, actions, feedback, secretSlot, deliveriesBox);
+      title, descriptionLine, typesLine, state, actions, feedback, editSlot, secretSlot, deliveriesBox);
 
     const showState = () => {
       replace(state, h('span', { class: `badge ${webhook.enabled ? 'status-active' : 'status-retired'}` }, webhook.enabled ? 'enabled' : 'disabled'),
@@ -160,7 +182,51 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
       void loadList();
       replace(listFeedback, h('p', { class: 'ok', role: 'status' }, `Deleted the endpoint ${webhook.url}.`));
     });
-    replace(actions, test, showDeliveries, toggle, rotate, remove);
+    const edit = h('button', { type: 'button', 'aria-expanded': 'false' }, 'Edit');
+    const closeEdit = () => {
+      replace(editSlot);
+      edit.setAttribute('aria-expanded', 'false');
+    };
+    edit.addEventListener('click', () => {
+      if (editSlot.childElementCount > 0) {
+        closeEdit();
+        return;
+      }
+      edit.setAttribute('aria-expanded', 'true');
+      const editUrl = h('input', { type: 'url', autocomplete: 'off', spellcheck: 'false' });
+      editUrl.value = webhook.url;
+      const editDescription = h('input', { type: 'text', autocomplete: 'off', maxlength: 500 });
+      editDescription.value = webhook.description ?? '';
+      const editTypes = typePicker();
+      editTypes.set(webhook.eventTypes);
+      const editFeedback = h('div', { class: 'feedback', 'aria-live': 'polite' });
+      const cancel = h('button', { type: 'button' }, 'Cancel');
+      cancel.addEventListener('click', closeEdit);
+      const editForm = h('form', { class: 'form edit-endpoint', 'aria-label': `Edit ${webhook.url}`, novalidate: true },
+        field(editUrl, { label: 'URL', path: '/url' }),
+        field(editDescription, { label: 'Description', path: '/description', help: 'Empty removes it.' }),
+        editTypes.element,
+        h('div', { class: 'form-actions' }, h('button', { type: 'submit', class: 'primary' }, 'Save changes'), cancel),
+        editFeedback);
+      onSubmit(editForm, editFeedback, async () => {
+        // Only what changed.
+        const patch: Record<string, unknown> = {};
+        if (editUrl.value.trim() !== webhook.url) patch.url = editUrl.value.trim();
+        const newDescription = editDescription.value.trim() === '' ? null : editDescription.value.trim();
+        if (newDescription !== webhook.description) patch.description = newDescription;
+        const newTypes = editTypes.selected();
+        if (newTypes.join(',') !== webhook.eventTypes.join(',')) patch.eventTypes = newTypes;
+        if (Object.keys(patch).length === 0) return 'Nothing to change.';
+        webhook = await api<Webhook>('PATCH', `/v2/webhooks/${encode(webhook.id)}`, { body: patch });
+        showInfo();
+        showState();
+        closeEdit();
+        replace(feedback, h('p', { class: 'ok', role: 'status' }, 'Saved.'));
+      });
+      replace(editSlot, editForm);
+      editUrl.focus();
+    });
+    replace(actions, test, showDeliveries, edit, toggle, rotate, remove);
     showState();
 
     // Deliveries, newest first; read again while one of them is pending.
