@@ -228,8 +228,10 @@ export function confirmButton(label: string, feedback: HTMLElement, action: () =
   no.addEventListener('click', reset);
   yes.addEventListener('click', () => {
     no.disabled = true;
-    void act(yes, feedback, action).then((ok) => {
-      if (!ok && wrap.isConnected) reset();
+    void act(yes, feedback, action).then(() => {
+      // Still there (a rotated secret, a refused delete): back to the first button.
+      no.disabled = false;
+      if (wrap.isConnected) reset();
     });
   });
   replace(wrap, start);
