@@ -518,6 +518,10 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     await page.getByText(/^Live events are off: .*events:read/).waitFor();
     // Rules are readable with fleet:read.
     await row('Alert rules', 'Speeding').waitFor();
+    // The event log without live events offers to read on by hand.
+    await open('Events', 'Event log');
+    await page.getByRole('alert').filter({ hasText: 'This API key lacks a permission' }).waitFor();
+    await page.getByRole('button', { name: 'Read newer events' }).waitFor();
   });
 
   assert.deepEqual(pageErrors, [], 'uncaught errors in the page');

@@ -59,7 +59,13 @@ export function renderEvents(root: HTMLElement): () => void {
     h('label', { for: vehicleFilter.id }, 'Vehicle '), vehicleFilter, h('button', { type: 'submit' }, 'Filter'));
   const liveNote = h('p', { class: 'muted live-note', role: 'status' });
   const feedback = h('div', { class: 'feedback', 'aria-live': 'polite' });
+  // Offered when the feed has more than one read takes, or when there are no live events to wait for.
   const readOn = h('button', { type: 'button', hidden: true }, 'Read newer events');
+  let capped = false;
+  let streamOff = false;
+  const offerReadOn = () => {
+    readOn.hidden = !capped && !streamOff;
+  };
   const count = h('p', { class: 'muted', 'aria-live': 'polite' });
   const tbody = h('tbody');
   const table = h('table', { class: 'manage-table events', 'aria-label': 'Events' },
@@ -143,12 +149,14 @@ export function renderEvents(root: HTMLElement): () => void {
           next = page.next;
           add(page.events, false);
           if (page.events.length < PAGE) {
-            readOn.hidden = true;
+            capped = false;
+            offerReadOn();
             replace(feedback, tbody.childElementCount === 0 ? h('p', { class: 'empty' }, 'No events match.') : null);
             return;
           }
         }
-        readOn.hidden = false;
+        capped = true;
+        offerReadOn();
         replace(feedback);
       } catch (error) {
         if (signal.aborted || mine !== token) return;
@@ -185,6 +193,8 @@ export function renderEvents(root: HTMLElement): () => void {
     },
     state(state, why) {
       liveNote.textContent = describeState(state, why);
+      streamOff = state === 'off';
+      offerReadOn();
     },
     // Whatever was recorded before this stream attached is in the feed after `next`.
     restart() {
