@@ -379,8 +379,10 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     alertId = String(await alert.getAttribute('data-alert-id'));
     await shot('06-alert-open');
 
+    await alert.getByLabel('Note').fill('driver called');
     await alert.getByRole('button', { name: 'Acknowledge' }).click();
     await alert.getByText('acknowledged', { exact: true }).waitFor();
+    assert.equal(await alert.getByLabel('Note').inputValue(), '', 'the note went with the acknowledgement');
     const acknowledged = await get<{ status: string; acknowledgedBy: string }>(`/v2/alerts/${alertId}`);
     assert.deepEqual([acknowledged.body.status, acknowledged.body.acknowledgedBy], ['acknowledged', adminId]);
     assert.equal(await alert.getByRole('button', { name: 'Acknowledge' }).count(), 0);
@@ -451,6 +453,7 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
       assert.ok((await types()).includes(type), `${type} is in the log`);
     }
     await events.getByRole('row').filter({ hasText: 'maintenance: depot check' }).waitFor();
+    await events.getByRole('row').filter({ hasText: 'Speeding: acknowledged (driver called)' }).waitFor();
 
     const read = page.locator('table[aria-label="Events"]:not([aria-busy])');
     await page.getByLabel('Type').selectOption('alert.resolved');

@@ -148,17 +148,33 @@ export function renderAlerts(root: HTMLElement): () => void {
   function alertRow(alert: Alert): HTMLTableRowElement {
     const actions = h('td', { class: 'actions' });
     const rowFeedback = h('div', { class: 'feedback' });
-    if (alert.status === 'open') {
-      const ack = h('button', { type: 'button' }, 'Acknowledge');
-      ack.addEventListener('click', () => void act(ack, rowFeedback, async () => {
-        show(await api<Alert>('POST', `/v2/alerts/${encode(alert.id)}/acknowledge`, { body: {} }));
-      }));
-      actions.append(ack);
-    }
     if (alert.status !== 'resolved') {
+      // One optional note, kept in the event of whichever action it goes with.
+      const note = h('input', { type: 'text', class: 'note', id: uid('alert-note'), maxlength: 500, autocomplete: 'off', placeholder: 'Note (optional)' });
+      const body = () => (note.value.trim() === '' ? {} : { note: note.value.trim() });
+      actions.append(h('label', { class: 'visually-hidden', for: note.id }, 'Note'), note);
+      if (alert.status === 'open') {
+        const ack = h('button', { type: 'button' }, 'Acknowledge');
+        ack.addEventListener('click', () => void act(ack, rowFeedback, async () => {
+          // Sent: an update of the row arriving meanwhile does not carry the note over.
+          note.disabled = true;
+          try {
+            show(await api<Alert>('POST', `/v2/alerts/${encode(alert.id)}/acknowledge`, { body: body() }));
+          } finally {
+            note.disabled = false;
+          }
+        }));
+        actions.append(ack);
+      }
       const resolve = h('button', { type: 'button' }, 'Resolve');
       resolve.addEventListener('click', () => void act(resolve, rowFeedback, async () => {
-        show(await api<Alert>('POST', `/v2/alerts/${encode(alert.id)}/resolve`, { body: {} }));
+        // Sent: an update of the row arriving meanwhile does not carry the note over.
+        note.disabled = true;
+        try {
+          show(await api<Alert>('POST', `/v2/alerts/${encode(alert.id)}/resolve`, { body: body() }));
+        } finally {
+          note.disabled = false;
+        }
       }));
       actions.append(resolve);
     }
@@ -197,6 +213,11 @@ export function renderAlerts(root: HTMLElement): () => void {
     }
     const row = alertRow(alert);
     rows.set(alert.id, row);
+    // A note being typed survives the row's update.
+    const before = existing?.querySelector<HTMLInputElement>('input.note');
+    const typed = before === null || before === undefined || before.disabled ? '' : before.value;
+    const note = row.querySelector<HTMLInputElement>('input.note');
+    if (note !== null) note.value = typed;
     if (existing !== undefined) existing.replaceWith(row);
     else {
       tbody.prepend(row);
