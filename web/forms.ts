@@ -213,8 +213,8 @@ export function secretBox(options: { title: string; label: string; secret: strin
  */
 export function confirmButton(label: string, feedback: HTMLElement, action: () => Promise<string | void>): HTMLElement {
   const wrap = h('span', { class: 'confirm' });
-  const start = h('button', { type: 'button', class: 'danger-outline' }, label);
-  const yes = h('button', { type: 'button', class: 'danger' }, `Confirm ${label.toLowerCase()}`);
+  const start = h('button', { type: 'button', class: 'destructive-outline' }, label);
+  const yes = h('button', { type: 'button', class: 'destructive' }, `Confirm ${label.toLowerCase()}`);
   const no = h('button', { type: 'button' }, 'Cancel');
   const ask = () => {
     replace(wrap, yes, no);

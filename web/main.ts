@@ -125,12 +125,16 @@ function route() {
     liveProblem === undefined ? '' : `Live updates are off: ${liveProblem}`);
   const view = h('div', { class: 'view' });
   replace(main, banner, view);
-  const match = /^#\/vehicles\/([^/]+)$/.exec(location.hash);
-  const panel = match === null ? renderPanel(view, location.hash) : undefined;
+  const panel = renderPanel(view, location.hash);
   if (panel !== undefined) {
     document.title = `${panel.title} · Fleet`;
     cleanup = panel.cleanup;
-  } else if (match !== null) {
+    view.querySelector('h1')?.setAttribute('tabindex', '-1');
+    return;
+  }
+
+  const match = /^#\/vehicles\/([^/]+)$/.exec(location.hash);
+  if (match !== null) {
     let id: string;
     try {
       id = decodeURIComponent(match[1]!);

@@ -31,7 +31,13 @@ export function renderPanel(root: HTMLElement, hash: string): { title: string; c
   return { title: panel.title, cleanup: panel.render(root) };
 }
 
-/** The navigation: the fleet first, then each panel; the current one marked. Empty when signed out. */
+/** The navigation's links: the fleet's pages (main.ts routes them), then the panels above. */
+const LINKS: ReadonlyArray<{ hash: string; label: string }> = [
+  { hash: '#/', label: 'Fleet' },
+  ...PANELS,
+];
+
+/** The navigation, the current page marked (a vehicle's page counts as the fleet). Empty when signed out. */
 export function renderNav(nav: HTMLElement, hash: string, signedIn: boolean): void {
   if (!signedIn) {
     replace(nav);
@@ -39,8 +45,7 @@ export function renderNav(nav: HTMLElement, hash: string, signedIn: boolean): vo
     return;
   }
   nav.hidden = false;
-  const current = PANELS.some((p) => p.hash === hash) ? hash : '#/';
-  const link = (href: string, label: string) =>
-    h('li', {}, h('a', { href, ...(href === current ? { 'aria-current': 'page' } : {}) }, label));
-  replace(nav, h('ul', {}, link('#/', 'Fleet'), ...PANELS.map((p) => link(p.hash, p.label))));
+  const current = LINKS.some((l) => l.hash === hash) ? hash : '#/';
+  replace(nav, h('ul', {}, ...LINKS.map(({ hash: href, label }) =>
+    h('li', {}, h('a', { href, ...(href === current ? { 'aria-current': 'page' } : {}) }, label)))));
 }
