@@ -508,6 +508,8 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
 
   await t.test('a key without a panel\'s scope: each panel says which scope is missing', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    assert.equal(await nav.isVisible(), false, 'no navigation while signed out');
     await page.getByLabel('API key').fill(await ctx.keyWith(['fleet:read', 'streams']));
     await page.getByRole('button', { name: 'Sign in' }).click();
     await open('API keys', 'API keys');

@@ -13,7 +13,7 @@ interface ClientConfig {
 
 const main = document.getElementById('main') as HTMLElement;
 const session = document.getElementById('session') as HTMLElement;
-const nav = document.getElementById('nav') as HTMLElement;
+const nav = document.querySelector('header nav') as HTMLElement;
 const live = createLive();
 live.onMessage(remember);
 

@@ -31,21 +31,26 @@ export function renderPanel(root: HTMLElement, hash: string): { title: string; c
   return { title: panel.title, cleanup: panel.render(root) };
 }
 
-/** The navigation's links: the fleet's pages (main.ts routes them), then the panels above. */
-const LINKS: ReadonlyArray<{ hash: string; label: string }> = [
-  { hash: '#/', label: 'Fleet' },
-  ...PANELS,
-];
+/**
+ * The navigation's links: those index.html lists (the fleet's own pages, which main.ts routes),
+ * read once, then the panels above.
+ */
+let pageLinks: Array<{ hash: string; label: string }> | undefined;
 
-/** The navigation, the current page marked (a vehicle's page counts as the fleet). Empty when signed out. */
+/** The navigation, the current page marked (a vehicle's page counts as the fleet). Hidden when signed out. */
 export function renderNav(nav: HTMLElement, hash: string, signedIn: boolean): void {
+  pageLinks ??= [...nav.querySelectorAll('a')]
+    .map((a) => ({ hash: a.getAttribute('href') ?? '', label: a.textContent?.trim() ?? '' }))
+    .filter((l) => l.hash.startsWith('#') && l.label !== '' && !PANELS.some((p) => p.hash === l.hash));
+  if (pageLinks.length === 0) pageLinks.push({ hash: '#/', label: 'Fleet' });
   if (!signedIn) {
     replace(nav);
     nav.hidden = true;
     return;
   }
   nav.hidden = false;
-  const current = LINKS.some((l) => l.hash === hash) ? hash : '#/';
-  replace(nav, h('ul', {}, ...LINKS.map(({ hash: href, label }) =>
+  const links = [...pageLinks, ...PANELS];
+  const current = links.some((l) => l.hash === hash) ? hash : '#/';
+  replace(nav, h('ul', {}, ...links.map(({ hash: href, label }) =>
     h('li', {}, h('a', { href, ...(href === current ? { 'aria-current': 'page' } : {}) }, label)))));
 }
