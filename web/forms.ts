@@ -174,7 +174,7 @@ export async function act(button: HTMLButtonElement, feedback: HTMLElement, acti
  * A secret the service shows once (an API key, a webhook signing secret): in a read-only field
  * with a copy button, until the user says they have it. Nothing keeps it after that.
  */
-export function secretBox(options: { title: string; label: string; secret: string; note: string; onDone?: () => void }): HTMLElement {
+export function secretBox(options: { title: string; label: string; secret: string; note: string }): HTMLElement {
   const input = h('input', { type: 'text', readonly: true, id: uid('secret'), class: 'secret-value', spellcheck: 'false', autocomplete: 'off' });
   input.value = options.secret;
   const copy = h('button', { type: 'button' }, 'Copy');
@@ -201,7 +201,6 @@ export function secretBox(options: { title: string; label: string; secret: strin
   done.addEventListener('click', () => {
     input.value = '';
     box.remove();
-    options.onDone?.();
   });
   input.addEventListener('focus', () => input.select());
   return box;
