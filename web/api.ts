@@ -74,21 +74,41 @@ export interface StreamTicket {
   url: string;
 }
 
+/** One problem in a request, as the service names it: a JSON Pointer (`/configuration/capacity`) and a message. */
+export interface FieldError {
+  in?: string;
+  path: string;
+  message: string;
+}
+
 /** An RFC 9457 problem, or a failure to reach the service at all (status 0). */
 export class ApiError extends Error {
   readonly status: number;
   readonly title: string;
   readonly detail: string | undefined;
   readonly code: string | undefined;
+  /** The per-field `errors` of a validation problem; empty otherwise. */
+  readonly errors: readonly FieldError[];
 
-  constructor(status: number, title: string, detail?: string, code?: string) {
+  constructor(status: number, title: string, detail?: string, code?: string, errors: readonly FieldError[] = []) {
     super(detail === undefined ? title : `${title}: ${detail}`);
     this.name = 'ApiError';
     this.status = status;
     this.title = title;
     this.detail = detail;
     this.code = code;
+    this.errors = errors;
   }
+}
+
+function fieldErrorsOf(value: unknown): FieldError[] {
+  if (!Array.isArray(value)) return [];
+  return value.flatMap((entry: unknown) => {
+    if (typeof entry !== 'object' || entry === null) return [];
+    const { in: where, path, message } = entry as { in?: unknown; path?: unknown; message?: unknown };
+    if (typeof path !== 'string' || typeof message !== 'string') return [];
+    return [{ ...(typeof where === 'string' ? { in: where } : {}), path, message }];
+  });
 }
 
 export function storedKey(): string | undefined {
@@ -113,11 +133,11 @@ async function problemOf(res: Response): Promise<ApiError> {
   } catch {
     body = undefined;
   }
-  const problem = (typeof body === 'object' && body !== null ? body : {}) as { title?: unknown; detail?: unknown; code?: unknown };
+  const problem = (typeof body === 'object' && body !== null ? body : {}) as { title?: unknown; detail?: unknown; code?: unknown; errors?: unknown };
   const title = typeof problem.title === 'string' ? problem.title : `${res.status} ${res.statusText || 'Error'}`;
   const detail = typeof problem.detail === 'string' ? problem.detail : undefined;
   const code = typeof problem.code === 'string' ? problem.code : undefined;
-  return new ApiError(res.status, title, detail, code);
+  return new ApiError(res.status, title, detail, code, fieldErrorsOf(problem.errors));
 }
 
 export interface RequestOptions {
@@ -126,6 +146,8 @@ export interface RequestOptions {
   /** A key to try instead of the stored one (signing in). */
   key?: string;
   signal?: AbortSignal;
+  /** The body's media type; `application/json` unless said (a merge patch says `application/merge-patch+json`). */
+  contentType?: string;
 }
 
 export async function api<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
@@ -144,7 +166,7 @@ export async function api<T>(method: string, path: string, options: RequestOptio
   const init: RequestInit = { method, headers, cache: 'no-store', credentials: 'omit' };
   if (options.signal !== undefined) init.signal = options.signal;
   if (options.body !== undefined) {
-    headers['content-type'] = 'application/json';
+    headers['content-type'] = options.contentType ?? 'application/json';
     init.body = JSON.stringify(options.body);
   }
   let res: Response;

@@ -1,9 +1,10 @@
 // The dashboard's entry point: sign-in, the page frame, hash routing (`#/` the fleet,
-// `#/vehicles/{id}` one vehicle) and the one live stream every page listens to.
+// `#/vehicles/{id}` one vehicle, the panels of panels.ts) and the one live stream every page listens to.
 import { api, type ApiError, explain, storedKey, storeKey, type VehicleList, whenUnauthorized } from './api.ts';
 import { h, replace } from './dom.ts';
 import { known, remember, renderFleet } from './fleet.ts';
 import { createLive, type LiveState } from './live.ts';
+import { renderNav, renderPanel } from './panels.ts';
 import { renderVehicle } from './vehicle.ts';
 
 interface ClientConfig {
@@ -12,6 +13,7 @@ interface ClientConfig {
 
 const main = document.getElementById('main') as HTMLElement;
 const session = document.getElementById('session') as HTMLElement;
+const nav = document.querySelector('header nav') as HTMLElement;
 const live = createLive();
 live.onMessage(remember);
 
@@ -26,6 +28,7 @@ const LIVE_TEXT: Record<LiveState, string> = {
 };
 
 function renderSession() {
+  renderNav(nav, location.hash, storedKey() !== undefined);
   if (storedKey() === undefined) {
     replace(session);
     return;
@@ -69,7 +72,8 @@ function showSignIn(problem?: { title: string; detail: string }) {
     h('label', { for: 'api-key' }, 'API key'),
     input,
     h('p', { id: 'key-help', class: 'muted' },
-      'A Fleet API key (fleet_…) with the fleet:read scope; fleet:write, telemetry:read and streams unlock status changes, charts and live updates. ' +
+      'A Fleet API key (fleet_…) with the fleet:read scope; fleet:write, telemetry:read and streams unlock status changes, charts and live updates, ' +
+      'and events:read, rules, webhooks and admin the alerts, the event log, webhooks and API keys. ' +
       'It is kept only in this tab and sent only in the Authorization header.'),
     button,
     feedback);
@@ -121,6 +125,14 @@ function route() {
     liveProblem === undefined ? '' : `Live updates are off: ${liveProblem}`);
   const view = h('div', { class: 'view' });
   replace(main, banner, view);
+  const panel = renderPanel(view, location.hash);
+  if (panel !== undefined) {
+    document.title = `${panel.title} · Fleet`;
+    cleanup = panel.cleanup;
+    view.querySelector('h1')?.setAttribute('tabindex', '-1');
+    return;
+  }
+
   const match = /^#\/vehicles\/([^/]+)$/.exec(location.hash);
   if (match !== null) {
     let id: string;
