@@ -1,7 +1,7 @@
 // API key management for an organization's admins: create (secret shown once), list, read, revoke.
 import type { FastifyInstance } from 'fastify';
 import { iso } from '../clock.ts';
-import { NoContent, pageOf, responses } from '../http/schema.ts';
+import { NoContent, pageOf, responses } from '../schema/common.ts';
 import { ApiKeyList, ApiKeyView, CreateApiKeyBody, CreatedApiKey, IdParams, PageQuery } from './keys-schema.ts';
 import type { AuthService } from './service.ts';
 import type { ApiKeyRecord } from './store.ts';

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, Paging, PlainText } from '../http/schema.ts';
+import { IsoTimestamp, Paging, PlainText } from '../schema/common.ts';
 import { SCOPES } from './scopes.ts';
 
 export const ScopeSchema = Type.Enum(SCOPES, { description: 'A permission a credential holds.' });

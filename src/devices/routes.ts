@@ -1,6 +1,6 @@
 // /v2/devices: the trackers and apps that send telemetry for a vehicle in a protocol of their own.
 import type { FastifyInstance } from 'fastify';
-import { NoContent, pageOf, responses } from '../http/schema.ts';
+import { NoContent, pageOf, responses } from '../schema/common.ts';
 import { Device, DeviceIdParams, DeviceList, DeviceListQuery, RegisterDeviceBody } from './schema.ts';
 import type { DeviceService } from './service.ts';
 import { toDevice } from './view.ts';

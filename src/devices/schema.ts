@@ -1,6 +1,6 @@
 // Device schemas: they validate requests, serialize responses and make the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, Paging } from '../http/schema.ts';
+import { IsoTimestamp, Paging } from '../schema/common.ts';
 import { VehicleId } from '../vehicles/schema.ts';
 
 export const PROTOCOLS = ['osmand', 'teltonika'] as const;

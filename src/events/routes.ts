@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { responses } from '../http/schema.ts';
+import { responses } from '../schema/common.ts';
 import type { FeedService } from './feed.ts';
 import { FeedPage, FeedQuery } from './schema.ts';
 

@@ -1,6 +1,6 @@
 // Event schemas: the envelope, the feed's query and page.
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, commaListPattern } from '../http/schema.ts';
+import { IsoTimestamp, commaListPattern } from '../schema/common.ts';
 import { VehicleId } from '../vehicles/schema.ts';
 import { EVENT_TYPES } from './types.ts';
 

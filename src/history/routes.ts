@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { iso } from '../clock.ts';
-import { responses } from '../http/schema.ts';
+import { responses } from '../schema/common.ts';
 import { VehicleId, VehicleIdParams } from '../vehicles/schema.ts';
 import { FORMATS } from './formats.ts';
 import {

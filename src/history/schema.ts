@@ -1,6 +1,6 @@
 // Schemas of the history reports (docs/API.md "History: trips, stops, aggregates, exports").
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp } from '../http/schema.ts';
+import { IsoTimestamp } from '../schema/common.ts';
 import { NUMERIC_FIELDS } from '../telemetry/schema.ts';
 import { Location, VehicleId } from '../vehicles/schema.ts';
 import { DEFAULT_TRIP_SETTINGS } from './trips.ts';

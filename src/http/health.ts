@@ -2,15 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { AppError } from '../errors.ts';
-import { responses } from './schema.ts';
-
-/**
- * What a readiness check found: `up` (resolving with nothing means up too), `disabled` (turned off
- * by configuration), or `{ degraded: detail }`: the part is impaired but the service still serves,
- * so readiness stays 200 and says what is wrong. A check that throws is down: 503.
- */
-export type CheckState = 'up' | 'disabled' | { degraded: string };
-export type ReadinessCheck = () => Promise<CheckState | void>;
+import type { ReadinessCheck } from '../readiness.ts';
+import { responses } from '../schema/common.ts';
 
 const Health = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
 const CheckValue = Type.Union([

@@ -6,7 +6,7 @@ import { getHeapStatistics } from 'node:v8';
 import fp from 'fastify-plugin';
 import { Gauge, type Metric, Registry, collectDefaultMetrics } from 'prom-client';
 import { Type } from 'typebox';
-import { responses } from './schema.ts';
+import { responses } from '../schema/common.ts';
 
 /**
  * prom-client's defaults export three gauges whose names end in `_total`, which Prometheus keeps for

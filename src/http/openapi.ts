@@ -6,7 +6,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Type } from 'typebox';
-import { responses } from './schema.ts';
+import { responses } from '../schema/common.ts';
 
 /**
  * The Content-Security-Policy of /docs, as tight as swagger-ui allows: its page, scripts and

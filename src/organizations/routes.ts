@@ -7,7 +7,7 @@ import { CreatedApiKey, IdParams, PageQuery } from '../auth/keys-schema.ts';
 import type { AuthService } from '../auth/service.ts';
 import type { OrganizationRecord } from '../auth/store.ts';
 import { iso } from '../clock.ts';
-import { IsoTimestamp, PlainText, pageOf, responses } from '../http/schema.ts';
+import { IsoTimestamp, PlainText, pageOf, responses } from '../schema/common.ts';
 
 const OrganizationView = Type.Object(
   {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { iso } from '../clock.ts';
-import { NoContent, pageOf, responses } from '../http/schema.ts';
+import { NoContent, pageOf, responses } from '../schema/common.ts';
 import { VehicleIdParams } from '../vehicles/schema.ts';
 import type { VehicleService } from '../vehicles/service.ts';
 import { alertView } from './engine.ts';

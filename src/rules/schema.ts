@@ -3,7 +3,7 @@
 // geofences/validation.ts after this structural check.
 import { Type, type Static } from 'typebox';
 import { GeofenceGeometry } from '../geofences/schema.ts';
-import { IsoTimestamp, Paging, PlainText, commaListPattern } from '../http/schema.ts';
+import { IsoTimestamp, Paging, PlainText, commaListPattern } from '../schema/common.ts';
 import { Location, VehicleId } from '../vehicles/schema.ts';
 import { THRESHOLD_FIELDS } from './model.ts';
 

@@ -14,7 +14,7 @@ import type { Principal } from '../auth/scopes.ts';
 import { iso } from '../clock.ts';
 import { AppError } from '../errors.ts';
 import { REALM } from '../http/auth.ts';
-import { NoContent, responses } from '../http/schema.ts';
+import { NoContent, responses } from '../schema/common.ts';
 import { VehicleId } from '../vehicles/schema.ts';
 import { eventsOf } from './messages.ts';
 import {

@@ -1,7 +1,7 @@
 // Live stream schemas (docs/API.md "Telemetry", "Live streams"): they validate requests, serialize responses and make
 // the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp } from '../http/schema.ts';
+import { IsoTimestamp } from '../schema/common.ts';
 import { VehicleId } from '../vehicles/schema.ts';
 import { EVENT_TYPES } from './messages.ts';
 

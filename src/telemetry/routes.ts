@@ -2,8 +2,8 @@
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import { Type } from 'typebox';
 import { iso } from '../clock.ts';
-import { responses } from '../http/schema.ts';
-import { validatorCompiler } from '../http/validation.ts';
+import { responses } from '../schema/common.ts';
+import { validatorCompiler } from '../schema/validation.ts';
 import { VehicleId } from '../vehicles/schema.ts';
 import {
   FleetRecordsInput,

@@ -1,7 +1,7 @@
 // Telemetry schemas (docs/API.md "Telemetry"). The record schema is the single definition of a valid
 // record: the ingest function validates every record with it, whatever path it came by.
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp } from '../http/schema.ts';
+import { IsoTimestamp } from '../schema/common.ts';
 import { Location, VehicleId } from '../vehicles/schema.ts';
 
 export const TELEMETRY_FIELDS = ['location', 'speed', 'heading', 'battery', 'temperature', 'odometer', 'diagnostics'] as const;

@@ -2,7 +2,7 @@
 // mount them at their paths, so both families are the same code and the same representations.
 import type { FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import { AppError } from '../errors.ts';
-import { NoContent, pageOf, responses } from '../http/schema.ts';
+import { NoContent, pageOf, responses } from '../schema/common.ts';
 import {
   PatchVehicleBody,
   RegisterVehicleBody,

@@ -1,6 +1,6 @@
 // Vehicle schemas: they validate requests, serialize responses and make the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, Paging, PlainText, commaListPattern } from '../http/schema.ts';
+import { IsoTimestamp, Paging, PlainText, commaListPattern } from '../schema/common.ts';
 
 export const VEHICLE_STATUSES = ['registered', 'active', 'inactive', 'maintenance', 'retired'] as const;
 export type VehicleStatus = (typeof VEHICLE_STATUSES)[number];

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { NoContent, pageOf, responses } from '../http/schema.ts';
+import { NoContent, pageOf, responses } from '../schema/common.ts';
 import {
   CreateWebhookBody, Delivery, DeliveryList, DeliveryListQuery, DeliveryParams, PatchWebhookBody, Secret, Webhook, WebhookIdParams,
   WebhookList, WebhookListQuery, WebhookWithSecret,

@@ -1,7 +1,7 @@
 // Webhook schemas: they validate requests, serialize responses and make the OpenAPI document.
 import { Type, type Static } from 'typebox';
 import { EVENT_TYPES } from '../events/types.ts';
-import { IsoTimestamp, Paging, PlainText } from '../http/schema.ts';
+import { IsoTimestamp, Paging, PlainText } from '../schema/common.ts';
 
 /** The types an endpoint can subscribe to: every recorded type (`webhook.test` goes to whoever is tested). */
 export const SUBSCRIBABLE = EVENT_TYPES.filter((t) => t !== 'webhook.test');

@@ -4,8 +4,8 @@
 // body still answers 415) and renders errors as RFC 6749 JSON instead of problem+json.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { REALM } from '../../http/auth.ts';
-import { responses } from '../../http/schema.ts';
-import { toFieldErrors } from '../../http/validation.ts';
+import { responses } from '../../schema/common.ts';
+import { toFieldErrors } from '../../schema/validation.ts';
 import { SCOPES } from '../scopes.ts';
 import type { OAuthService } from './clients.ts';
 import { OAuthError } from './errors.ts';

@@ -2,7 +2,7 @@
 // endpoints (endpoints.ts). `oauthRoutes` is the one plugin app.ts registers.
 import type { FastifyInstance } from 'fastify';
 import { iso } from '../../clock.ts';
-import { NoContent, responses } from '../../http/schema.ts';
+import { NoContent, responses } from '../../schema/common.ts';
 import type { OAuthService } from './clients.ts';
 import { type OAuthEndpointOptions, oauthEndpoints } from './endpoints.ts';
 import {

@@ -1,6 +1,6 @@
 // OAuth schemas: management (JSON, /v2) and the OAuth endpoints (form bodies in, RFC-shaped JSON out).
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, PlainText } from '../../http/schema.ts';
+import { IsoTimestamp, PlainText } from '../../schema/common.ts';
 import { SCOPES } from '../scopes.ts';
 import { OAUTH_ERRORS } from './errors.ts';
 

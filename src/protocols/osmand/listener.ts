@@ -1,9 +1,9 @@
 // The OsmAnd port: the same route as /osmand of the main port, on the root path, where the apps
 // send by default (`http://host:5055`). Its own small Fastify instance: no API, no credentials.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { CheckState } from '../../http/health.ts';
-import { problemsPlugin } from '../../http/problems.ts';
-import { validatorCompiler } from '../../http/validation.ts';
+import type { CheckState } from '../../readiness.ts';
+import { problemsPlugin } from '../../schema/problems.ts';
+import { validatorCompiler } from '../../schema/validation.ts';
 import type { ProtocolIngest } from '../ingest.ts';
 import { osmandRoutes } from './routes.ts';
 

@@ -7,8 +7,8 @@
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import { Type } from 'typebox';
 import { AppError } from '../../errors.ts';
-import { responses } from '../../http/schema.ts';
-import { validatorCompiler } from '../../http/validation.ts';
+import { responses } from '../../schema/common.ts';
+import { validatorCompiler } from '../../schema/validation.ts';
 import { IngestResult } from '../../telemetry/schema.ts';
 import type { ProtocolIngest } from '../ingest.ts';
 import { decodeJson, decodeParameters, type OsmandReport } from './decode.ts';

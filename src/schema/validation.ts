@@ -10,7 +10,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../errors.ts';
 import { isDateTime } from './date-time.ts';
-import { MULTILINE_PATTERN, NAME_PATTERN } from './schema.ts';
+import { MULTILINE_PATTERN, NAME_PATTERN } from './common.ts';
 
 // `strict` includes strictNumbers: NaN and Infinity (JSON's 1e309) are not numbers.
 const ajv = new Ajv({
