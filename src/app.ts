@@ -41,6 +41,7 @@ import { osmandRoutes } from './protocols/osmand/routes.ts';
 import { createTeltonikaListener } from './protocols/teltonika/listener.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
 import type { CheckState } from './readiness.ts';
+import { addNamedSchemas } from './schema/named.ts';
 import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './schema/problems.ts';
 import { validatorCompiler } from './schema/validation.ts';
 import type { Stores } from './storage/stores.ts';
@@ -142,6 +143,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   app.setValidatorCompiler(validatorCompiler);
+  // Every named schema once, for the serializer and the OpenAPI document (named.ts).
+  addNamedSchemas(app);
   // Only JSON bodies are accepted; anything else is answered 415.
   app.removeContentTypeParser('text/plain');
   // Hooks on every request are written callback-style: an async hook costs a promise per request.
@@ -342,7 +345,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       });
     }
   });
-  await app.register(openapiPlugin, { version: pkg.version });
+  await app.register(openapiPlugin, { version: pkg.version, publicUrl: deps.config.publicUrl });
   await app.register(metricsPlugin, { registry: metrics });
   // MQTT ingestion (own listener, existing broker, or off) over the same ingest function as HTTP.
   const mqtt = createMqttIngestion({ config: deps.config.mqtt, telemetry, auth, registry: metrics, log: app.log });

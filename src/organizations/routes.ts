@@ -3,34 +3,39 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { toApiKeyView } from '../auth/keys-routes.ts';
-import { CreatedApiKey, IdParams, PageQuery } from '../auth/keys-schema.ts';
+import { CreatedApiKey, PageQuery } from '../auth/keys-schema.ts';
 import type { AuthService } from '../auth/service.ts';
 import type { OrganizationRecord } from '../auth/store.ts';
 import { iso } from '../clock.ts';
 import { IsoTimestamp, PlainText, pageOf, responses } from '../schema/common.ts';
+import { named } from '../schema/named.ts';
 
-const OrganizationView = Type.Object(
-  {
-    id: Type.String({ examples: ['org_Qm2k9XrB7tLw0aZc'] }),
-    name: Type.String(),
-    platform: Type.Boolean({ description: 'True for the organization that operates this service.' }),
-    createdAt: IsoTimestamp,
-  },
-  { additionalProperties: false },
-);
+const organizationProperties = {
+  id: Type.String({ examples: ['org_Qm2k9XrB7tLw0aZc'] }),
+  name: Type.String(),
+  platform: Type.Boolean({ description: 'True for the organization that operates this service.' }),
+  createdAt: IsoTimestamp,
+};
 
-const CreateOrganizationBody = Type.Object(
+const OrganizationView = named('Organization', Type.Object(organizationProperties, { additionalProperties: false }), 'An organization.');
+
+const CreateOrganizationBody = named('OrganizationCreation', Type.Object(
   { name: PlainText({ minLength: 1, maxLength: 200 }) },
   { additionalProperties: false, examples: [{ name: 'Northside Deliveries' }] },
-);
+), 'An organization to create.');
 
-const CreatedOrganization = Type.Object(
-  { ...OrganizationView.properties, adminKey: CreatedApiKey },
+const CreatedOrganization = named('CreatedOrganization', Type.Object(
+  { ...organizationProperties, adminKey: CreatedApiKey },
   { additionalProperties: false },
-);
+), 'A new organization, with its first admin key (shown this once).');
 
-const OrganizationList = Type.Object(
+const OrganizationList = named('OrganizationList', Type.Object(
   { organizations: Type.Array(OrganizationView), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() },
+  { additionalProperties: false },
+), 'A page of organizations.');
+
+const IdParams = Type.Object(
+  { id: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'The organization id (`org_…`).', examples: ['org_Qm2k9XrB7tLw0aZc'] }) },
   { additionalProperties: false },
 );
 
@@ -47,7 +52,7 @@ export async function organizationRoutes(app: FastifyInstance, opts: { auth: Aut
       operationId: 'createOrganization', tags, summary: 'Create an organization with its first admin key',
       description: 'Platform organization only. The admin key\'s secret is in this response only.',
       body: CreateOrganizationBody,
-      response: responses({ 201: CreatedOrganization }, { body: true }),
+      response: responses({ 201: CreatedOrganization }, { body: true, location: true }),
     },
   }, async (request, reply) => {
     const { name } = request.body as Static<typeof CreateOrganizationBody>;

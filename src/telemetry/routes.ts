@@ -14,7 +14,7 @@ import {
   IngestResult,
   type LatestQuery,
   LatestQuery as LatestQuerySchema,
-  TelemetryRecord,
+  LatestState,
 } from './schema.ts';
 import type { TelemetryService } from './service.ts';
 
@@ -76,7 +76,7 @@ export async function telemetryRoutes(app: FastifyInstance, opts: { service: Tel
         '`fields` keeps only the named ones; a field never reported is left out. 404 `no-telemetry` for a vehicle that has sent none.',
       params: Params,
       querystring: LatestQuerySchema,
-      response: responses({ 200: TelemetryRecord }, { errors: [404] }),
+      response: responses({ 200: LatestState }, { errors: [404] }),
     },
   }, async (request) => {
     const { vehicleId } = request.params as Params;
