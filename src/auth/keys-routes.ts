@@ -28,7 +28,7 @@ export async function apiKeyRoutes(app: FastifyInstance, opts: { auth: AuthServi
       operationId: 'createApiKey', tags, summary: 'Create an API key',
       description: 'The secret is in this response only. Scopes must be a subset of the caller\'s (403 otherwise).',
       body: CreateApiKeyBody,
-      response: responses({ 201: CreatedApiKey }, { body: true }),
+      response: responses({ 201: CreatedApiKey }, { body: true, location: true }),
     },
   }, async (request, reply) => {
     const body = request.body as CreateApiKeyBody;

@@ -20,7 +20,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { service: Device
         'The identifier is unique per protocol across the whole service: a taken one answers 409, whoever holds it. ' +
         '`teltonika` identifiers are 15-digit IMEIs. An unknown `vehicleId` answers 404. Deleting the vehicle deletes its devices.',
       body: RegisterDeviceBody,
-      response: responses({ 201: Device }, { body: true, errors: [404, 409] }),
+      response: responses({ 201: Device }, { body: true, location: true, errors: [404, 409] }),
     },
   }, async (request, reply) => {
     const device = await service.register(request.principal, request.body as RegisterDeviceBody);

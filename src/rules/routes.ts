@@ -28,7 +28,7 @@ export async function rulesRoutes(app: FastifyInstance, opts: { service: RulesSe
     schema: {
       ...geofences, operationId: 'createGeofence', summary: 'Create a geofence',
       description: 'A GeoJSON Polygon or MultiPolygon ([longitude, latitude] positions, closed rings) or a circle. Invalid geometry answers 400 naming the problem.',
-      body: GeofenceBody, response: responses({ 201: Geofence }, { body: true }),
+      body: GeofenceBody, response: responses({ 201: Geofence }, { body: true, location: true }),
     },
   }, async (request, reply) => {
     const g = await service.createGeofence(request.principal, request.body as GeofenceBody);
@@ -85,7 +85,7 @@ export async function rulesRoutes(app: FastifyInstance, opts: { service: RulesSe
     schema: {
       ...rules, operationId: 'createAlertRule', summary: 'Create an alert rule',
       description: 'A threshold on a field, no telemetry for a while (offline), or inside/outside a geofence; `forSeconds` in record time.',
-      body: RuleBody, response: responses({ 201: Rule }, { body: true }),
+      body: RuleBody, response: responses({ 201: Rule }, { body: true, location: true }),
     },
   }, async (request, reply) => {
     const r = await service.createRule(request.principal, request.body as RuleBody);

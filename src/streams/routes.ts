@@ -153,7 +153,7 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
       description: createDescription + 'Another organization\'s vehicle answers 404, as a missing one does.',
       params: VehicleParams,
       body: VehicleStreamBody,
-      response: responses({ 201: CreatedStream }, { body: true, errors: [404] }),
+      response: responses({ 201: CreatedStream }, { body: true, location: true, errors: [404] }),
     },
   }, async (request, reply) => {
     const { vehicleId } = request.params as { vehicleId: string };
@@ -170,7 +170,7 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
         'with it, exactly those (404 naming any that does not exist). A vehicle whose id is `stream` sends telemetry with `POST /v2/telemetry`: ' +
         'this path is the stream\'s.',
       body: FleetStreamBody,
-      response: responses({ 201: CreatedStream }, { body: true, errors: [404] }),
+      response: responses({ 201: CreatedStream }, { body: true, location: true, errors: [404] }),
     },
   }, async (request, reply) => {
     const input = request.body as FleetStreamBody;

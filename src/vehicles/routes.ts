@@ -62,7 +62,7 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
       schema: {
         summary: 'Register a vehicle',
         body: RegisterVehicleBody,
-        response: responses({ 201: VehicleDetails }, { body: true, errors: [409] }),
+        response: responses({ 201: VehicleDetails }, { body: true, location: true, errors: [409] }),
         description: 'The vehicle starts as `registered`; its first telemetry makes it `active`. ' +
           'Answers 403 `quota-exceeded` when the organization has reached its vehicle quota.',
       },

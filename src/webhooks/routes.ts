@@ -23,7 +23,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: { service: Webho
       description: 'Events of the listed types are POSTed to `url`, signed per the Standard Webhooks specification. ' +
         'The `secret` is shown only in this response and when rotated.',
       body: CreateWebhookBody,
-      response: responses({ 201: WebhookWithSecret }, { body: true }),
+      response: responses({ 201: WebhookWithSecret }, { body: true, location: true }),
     },
   }, async (request, reply) => {
     const webhook = await service.create(request.principal, request.body as CreateWebhookBody);

@@ -206,6 +206,7 @@ async function wellKnownRoutes(app: FastifyInstance, opts: OAuthEndpointOptions)
     config: { public: true },
     schema: {
       tags: TAGS, operationId: 'getOAuthServerMetadata', summary: 'OAuth 2.0 authorization server metadata (RFC 8414)',
+      description: 'Where the token, revocation, introspection and key-set endpoints are, and what they support, for OAuth client libraries to discover.',
       response: responses({ 200: ServerMetadata }, { authenticated: false, errors: [500] }),
     },
   }, async () => metadata);

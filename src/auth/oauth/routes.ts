@@ -36,7 +36,7 @@ async function managementRoutes(app: FastifyInstance, opts: { oauth: OAuthServic
         'The client belongs to the caller\'s organization; its `scopes` must be a subset of the caller\'s. ' +
         '`clientSecret` appears in this response only. Past `FLEET_QUOTA_OAUTH_CLIENTS` answers `403 quota-exceeded`.',
       body: CreateOAuthClientBody,
-      response: responses({ 201: CreatedOAuthClient }, { body: true }),
+      response: responses({ 201: CreatedOAuthClient }, { body: true, location: true }),
     },
   }, async (request, reply) => {
     const { client, secret } = await oauth.createClient(request.principal, request.body as CreateOAuthClientBody);
