@@ -43,6 +43,7 @@ import type { RateLimitStore } from './ratelimit/store.ts';
 import type { CheckState } from './readiness.ts';
 import { addNamedSchemas } from './schema/named.ts';
 import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './schema/problems.ts';
+import { serializerCompiler } from './schema/serializer.ts';
 import { validatorCompiler } from './schema/validation.ts';
 import type { Stores } from './storage/stores.ts';
 import type { StreamDirectory } from './streams/directory.ts';
@@ -143,7 +144,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   app.setValidatorCompiler(validatorCompiler);
-  // Every named schema once, for the serializer and the OpenAPI document (named.ts).
+  app.setSerializerCompiler(serializerCompiler);
+  // Every named schema once, for the OpenAPI document (named.ts).
   addNamedSchemas(app);
   // Only JSON bodies are accepted; anything else is answered 415.
   app.removeContentTypeParser('text/plain');

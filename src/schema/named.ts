@@ -30,3 +30,20 @@ export function namedSchemas(): ReadonlyArray<Record<string, unknown> & { $id: s
 export function addNamedSchemas(app: { addSchema(schema: unknown): unknown; getSchema(id: string): unknown }): void {
   for (const schema of namedSchemas()) if (app.getSchema(schema.$id) === undefined) app.addSchema(schema);
 }
+
+/**
+ * `schema` with every reference to a named schema replaced by the schema itself (named schemas
+ * never refer to themselves, so this ends). What the response serializer compiles.
+ */
+export function inlineNamed(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(inlineNamed);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const { $ref, ...siblings } = schema as Record<string, unknown>;
+  const definition = typeof $ref === 'string' ? definitions.get($ref) : undefined;
+  if (definition !== undefined) {
+    const body: Record<string, unknown> = { ...definition, ...siblings };
+    delete body.$id;
+    return inlineNamed(body);
+  }
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, inlineNamed(value)]));
+}

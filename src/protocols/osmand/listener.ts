@@ -2,8 +2,8 @@
 // send by default (`http://host:5055`). Its own small Fastify instance: no API, no credentials.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { CheckState } from '../../readiness.ts';
-import { addNamedSchemas } from '../../schema/named.ts';
 import { problemsPlugin } from '../../schema/problems.ts';
+import { serializerCompiler } from '../../schema/serializer.ts';
 import { validatorCompiler } from '../../schema/validation.ts';
 import type { ProtocolIngest } from '../ingest.ts';
 import { osmandRoutes } from './routes.ts';
@@ -29,7 +29,7 @@ export function createOsmandListener(deps: { host: string; port: number; ingest:
   async function start() {
     const app = Fastify({ loggerInstance: log, bodyLimit: 1024 * 1024 });
     app.setValidatorCompiler(validatorCompiler);
-    addNamedSchemas(app);
+    app.setSerializerCompiler(serializerCompiler);
     app.removeContentTypeParser('text/plain');
     await app.register(problemsPlugin);
     await app.register(osmandRoutes, { path: '/', ingest: deps.ingest });
