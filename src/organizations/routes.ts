@@ -1,7 +1,7 @@
 // Organizations are created by the platform organization (the one made on first start); each
 // new one comes with its first admin key. Nobody else sees that other organizations exist.
 import type { FastifyInstance } from 'fastify';
-import { Type, type Static } from 'typebox';
+import { Type } from 'typebox';
 import { toApiKeyView } from '../auth/keys-routes.ts';
 import { CreatedApiKey, PageQuery } from '../auth/keys-schema.ts';
 import type { AuthService } from '../auth/service.ts';
@@ -9,6 +9,7 @@ import type { OrganizationRecord } from '../auth/store.ts';
 import { iso } from '../clock.ts';
 import { IsoTimestamp, PlainText, pageOf, responses } from '../schema/common.ts';
 import { named } from '../schema/named.ts';
+import { typed } from '../http/typed.ts';
 
 const organizationProperties = {
   id: Type.String({ examples: ['org_Qm2k9XrB7tLw0aZc'] }),
@@ -43,7 +44,8 @@ function toView(org: OrganizationRecord) {
   return { id: org.id, name: org.name, platform: org.platform, createdAt: iso(org.createdAt) };
 }
 
-export async function organizationRoutes(app: FastifyInstance, opts: { auth: AuthService }) {
+export async function organizationRoutes(instance: FastifyInstance, opts: { auth: AuthService }) {
+  const app = typed(instance);
   const tags = ['organizations'];
 
   app.post('/v2/organizations', {
@@ -55,7 +57,7 @@ export async function organizationRoutes(app: FastifyInstance, opts: { auth: Aut
       response: responses({ 201: CreatedOrganization }, { body: true, location: true }),
     },
   }, async (request, reply) => {
-    const { name } = request.body as Static<typeof CreateOrganizationBody>;
+    const { name } = request.body;
     const { organization, key, secret } = await opts.auth.createOrganization({ name });
     return reply
       .code(201)
@@ -71,7 +73,7 @@ export async function organizationRoutes(app: FastifyInstance, opts: { auth: Aut
       params: IdParams,
       response: responses({ 200: OrganizationView }, { errors: [404] }),
     },
-  }, async (request) => toView(await opts.auth.getOrganization((request.params as { id: string }).id)));
+  }, async (request) => toView(await opts.auth.getOrganization(request.params.id)));
 
   app.get('/v2/organizations', {
     config: { scope: 'admin', platform: true },
@@ -82,7 +84,7 @@ export async function organizationRoutes(app: FastifyInstance, opts: { auth: Aut
       response: responses({ 200: OrganizationList }),
     },
   }, async (request) => {
-    const page = pageOf(request.query as PageQuery);
+    const page = pageOf(request.query);
     const { organizations, total } = await opts.auth.listOrganizations(page);
     return { organizations: organizations.map(toView), total, ...page };
   });
