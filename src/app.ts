@@ -26,22 +26,25 @@ import { authPlugin } from './http/auth.ts';
 import { historyRoutes } from './history/routes.ts';
 import { createHistoryService } from './history/service.ts';
 import { corsPlugin } from './http/cors.ts';
-import { type CheckState, healthRoutes } from './http/health.ts';
+import { healthRoutes } from './http/health.ts';
 import { createMetricsRegistry, metricsPlugin, registerReading } from './http/metrics.ts';
 import { openapiPlugin } from './http/openapi.ts';
 import { overloadPlugin } from './http/overload.ts';
-import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './http/problems.ts';
 import { rateLimitPlugin } from './http/rate-limit.ts';
 import { secretResponsesPlugin } from './http/secrets.ts';
 import { RequestLogController, lazyChildLogger, serializeRequest } from './http/request-logger.ts';
 import { shutdownArrivalsPlugin, timeoutOptions } from './http/timeouts.ts';
-import { validatorCompiler } from './http/validation.ts';
 import { organizationRoutes } from './organizations/routes.ts';
 import { createProtocolIngest } from './protocols/ingest.ts';
 import { createOsmandListener } from './protocols/osmand/listener.ts';
 import { osmandRoutes } from './protocols/osmand/routes.ts';
 import { createTeltonikaListener } from './protocols/teltonika/listener.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
+import type { CheckState } from './readiness.ts';
+import { addNamedSchemas } from './schema/named.ts';
+import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from './schema/problems.ts';
+import { serializerCompiler } from './schema/serializer.ts';
+import { validatorCompiler } from './schema/validation.ts';
 import type { Stores } from './storage/stores.ts';
 import type { StreamDirectory } from './streams/directory.ts';
 import { streamRoutes } from './streams/routes.ts';
@@ -141,6 +144,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  // Every named schema once, for the OpenAPI document (named.ts).
+  addNamedSchemas(app);
   // Only JSON bodies are accepted; anything else is answered 415.
   app.removeContentTypeParser('text/plain');
   // Hooks on every request are written callback-style: an async hook costs a promise per request.
@@ -341,7 +347,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       });
     }
   });
-  await app.register(openapiPlugin, { version: pkg.version });
+  await app.register(openapiPlugin, { version: pkg.version, publicUrl: deps.config.publicUrl });
   await app.register(metricsPlugin, { registry: metrics });
   // MQTT ingestion (own listener, existing broker, or off) over the same ingest function as HTTP.
   const mqtt = createMqttIngestion({ config: deps.config.mqtt, telemetry, auth, registry: metrics, log: app.log });

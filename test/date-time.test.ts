@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isDateTime } from '../src/http/date-time.ts';
+import { isDateTime } from '../src/schema/date-time.ts';
 
 describe('date-time format', () => {
   it('accepts RFC 3339 times with a zone, each of which Date.parse reads', () => {

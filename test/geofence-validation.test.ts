@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { performance } from 'node:perf_hooks';
-import { compileDataValidator } from '../src/http/validation.ts';
+import { compileDataValidator } from '../src/schema/validation.ts';
 import { GeofenceGeometry } from '../src/geofences/schema.ts';
 import { validateGeometry } from '../src/geofences/validation.ts';
 

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Fastify from 'fastify';
-import { problemsPlugin } from '../src/http/problems.ts';
+import { problemsPlugin } from '../src/schema/problems.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { captureLogs } from './helpers/logs.ts';
 import { listeningPort, type RawResponse, rawRequest } from './helpers/raw-http.ts';

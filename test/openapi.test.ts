@@ -6,16 +6,25 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import type { RouteEntry } from '../src/app.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 
+interface Response {
+  $ref?: string;
+  description?: string;
+  content?: Record<string, { schema?: { $ref?: string } }>;
+}
 interface Operation {
   operationId?: string;
   deprecated?: boolean;
   security?: Array<Record<string, string[]>>;
-  responses?: Record<string, { content?: Record<string, unknown> }>;
+  responses?: Record<string, Response>;
 }
 interface Document {
   openapi: string;
   paths: Record<string, Record<string, Operation>>;
-  components?: { securitySchemes?: Record<string, unknown> };
+  components?: {
+    securitySchemes?: Record<string, unknown>;
+    responses?: Record<string, Response>;
+    schemas?: Record<string, { properties?: Record<string, unknown> }>;
+  };
 }
 
 type ApiDocument = Exclude<Parameters<typeof SwaggerParser.validate>[1], string>;
@@ -50,6 +59,15 @@ function servedOperations(): Map<string, RouteEntry> {
     out.set(`${route.method} ${toOpenApiPath(route.url)}`, route);
   }
   return out;
+}
+
+/** A response, its `$ref` to `components.responses` followed. */
+function resolved(response: Response): Response {
+  if (response.$ref === undefined) return response;
+  const name = response.$ref.replace('#/components/responses/', '');
+  const target = doc.components?.responses?.[name];
+  assert.ok(target !== undefined, `${response.$ref} is not in components.responses`);
+  return target;
 }
 
 function documentedOperations(): Array<{ key: string; path: string; method: string; op: Operation }> {
@@ -116,9 +134,11 @@ test('security requirements name exactly the scope each route checks', () => {
       assert.ok(names.length > 0, `${key}: empty security requirement (would make it anonymous)`);
       for (const name of names) {
         assert.ok(name in schemes, `${key}: security scheme ${name} is not in components.securitySchemes`);
-        assert.deepEqual(requirement[name], [route.scope], `${key}: ${name} scopes`);
+        // Scopes belong to the OAuth scheme; the bearer and ticket schemes take none.
+        assert.deepEqual(requirement[name], name === 'oauth2' ? [route.scope] : [], `${key}: ${name} scopes`);
       }
     }
+    assert.ok(op.security.some((requirement) => 'oauth2' in requirement), `${key}: no oauth2 requirement naming its scope`);
     const statuses = Object.keys(op.responses ?? {});
     for (const status of ['401', '403']) {
       assert.ok(statuses.includes(status), `${key}: a protected operation must document ${status}`);
@@ -142,18 +162,22 @@ const OAUTH_ENDPOINTS = new Set(['/oauth/token', '/oauth/revoke', '/oauth/intros
 test('every 4xx and 5xx response is documented as application/problem+json', () => {
   let errors = 0;
   for (const { key, path, op } of documentedOperations()) {
-    for (const [status, response] of Object.entries(op.responses ?? {})) {
+    for (const [status, given] of Object.entries(op.responses ?? {})) {
       if (!/^[45]/.test(status)) continue;
       errors++;
+      const response = resolved(given);
       if (OAUTH_ENDPOINTS.has(path) && (status === '400' || status === '401')) {
-        const content = response.content as Record<string, { schema?: { properties?: Record<string, unknown> } }> | undefined;
-        assert.ok(content?.['application/json']?.schema?.properties?.error !== undefined, `${key} ${status}: an OAuth error`);
+        const ref = response.content?.['application/json']?.schema?.$ref;
+        assert.equal(ref, '#/components/schemas/OAuthError', `${key} ${status}: an OAuth error`);
+        assert.ok(doc.components?.schemas?.OAuthError?.properties?.error !== undefined, 'OAuthError has `error`');
         continue;
       }
       assert.ok(
         response.content !== undefined && 'application/problem+json' in response.content,
         `${key} ${status}: content types ${Object.keys(response.content ?? {}).join(', ') || 'none'}`,
       );
+      // One problem schema, named once and referenced by every error response.
+      assert.equal(response.content['application/problem+json'].schema?.$ref, '#/components/schemas/Problem', `${key} ${status}: the Problem schema`);
     }
     if (path.includes('{id}')) {
       assert.ok(Object.keys(op.responses ?? {}).includes('404'), `${key}: an operation on one vehicle must document 404`);

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify';
 import type { Clock } from '../src/clock.ts';
 import { authPlugin } from '../src/http/auth.ts';
-import { problemsPlugin } from '../src/http/problems.ts';
+import { problemsPlugin } from '../src/schema/problems.ts';
 import { addressKey, rateLimitPlugin } from '../src/http/rate-limit.ts';
 import { createTestApp, testConfig, type TestApp } from './helpers/app.ts';
 

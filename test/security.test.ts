@@ -337,7 +337,9 @@ describe('scope matrix', () => {
     const doc = (await ctx.request('GET', '/openapi.json', { key: null })).json();
     for (const url of STREAM_CREATION) {
       const path = url.replace(':vehicleId', '{vehicleId}');
-      const schema = doc.paths[path].post.requestBody.content['application/json'].schema;
+      // The body is a named schema: follow its reference into components.schemas.
+      const ref: string = doc.paths[path].post.requestBody.content['application/json'].schema.$ref;
+      const schema = doc.components.schemas[ref.replace('#/components/schemas/', '')];
       const types: string[] = schema.properties.events.items.enum;
       assert.deepEqual([...types].sort(), Object.keys(STREAM_TYPE_SCOPES).sort(), `${path}: the event types the contract lists`);
       const route = { method: 'POST', url, public: false, scope: 'streams' } as RouteEntry;

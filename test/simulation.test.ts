@@ -22,7 +22,7 @@ import {
 import { contains } from '../src/geofences/geometry.ts';
 import type { GeofenceGeometry } from '../src/geofences/schema.ts';
 import { validateGeometry } from '../src/geofences/validation.ts';
-import { compileDataValidator } from '../src/http/validation.ts';
+import { compileDataValidator } from '../src/schema/validation.ts';
 import { TelemetryData } from '../src/telemetry/schema.ts';
 
 const validData = compileDataValidator<TelemetryData>(TelemetryData);

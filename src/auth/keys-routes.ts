@@ -1,10 +1,11 @@
 // API key management for an organization's admins: create (secret shown once), list, read, revoke.
 import type { FastifyInstance } from 'fastify';
 import { iso } from '../clock.ts';
-import { NoContent, pageOf, responses } from '../http/schema.ts';
+import { NoContent, pageOf, responses } from '../schema/common.ts';
 import { ApiKeyList, ApiKeyView, CreateApiKeyBody, CreatedApiKey, IdParams, PageQuery } from './keys-schema.ts';
 import type { AuthService } from './service.ts';
 import type { ApiKeyRecord } from './store.ts';
+import { typed } from '../http/typed.ts';
 
 export function toApiKeyView(key: ApiKeyRecord) {
   return {
@@ -18,7 +19,8 @@ export function toApiKeyView(key: ApiKeyRecord) {
   };
 }
 
-export async function apiKeyRoutes(app: FastifyInstance, opts: { auth: AuthService }) {
+export async function apiKeyRoutes(instance: FastifyInstance, opts: { auth: AuthService }) {
+  const app = typed(instance);
   const { auth } = opts;
   const tags = ['credentials'];
 
@@ -28,10 +30,10 @@ export async function apiKeyRoutes(app: FastifyInstance, opts: { auth: AuthServi
       operationId: 'createApiKey', tags, summary: 'Create an API key',
       description: 'The secret is in this response only. Scopes must be a subset of the caller\'s (403 otherwise).',
       body: CreateApiKeyBody,
-      response: responses({ 201: CreatedApiKey }, { body: true }),
+      response: responses({ 201: CreatedApiKey }, { body: true, location: true }),
     },
   }, async (request, reply) => {
-    const body = request.body as CreateApiKeyBody;
+    const body = request.body;
     const { key, secret } = await auth.issueKey(request.principal, {
       name: body.name,
       scopes: body.scopes,
@@ -49,7 +51,7 @@ export async function apiKeyRoutes(app: FastifyInstance, opts: { auth: AuthServi
       response: responses({ 200: ApiKeyList }),
     },
   }, async (request) => {
-    const page = pageOf(request.query as PageQuery);
+    const page = pageOf(request.query);
     const { keys, total } = await auth.listKeys(request.principal, page);
     return { apiKeys: keys.map(toApiKeyView), total, ...page };
   });
@@ -61,7 +63,7 @@ export async function apiKeyRoutes(app: FastifyInstance, opts: { auth: AuthServi
       params: IdParams,
       response: responses({ 200: ApiKeyView }, { errors: [404] }),
     },
-  }, async (request) => toApiKeyView(await auth.getKey(request.principal, (request.params as { id: string }).id)));
+  }, async (request) => toApiKeyView(await auth.getKey(request.principal, request.params.id)));
 
   app.delete('/v2/api-keys/:id', {
     config: { scope: 'admin' },
@@ -72,7 +74,7 @@ export async function apiKeyRoutes(app: FastifyInstance, opts: { auth: AuthServi
       response: responses({ 204: NoContent }, { errors: [404] }),
     },
   }, async (request, reply) => {
-    await auth.revokeKey(request.principal, (request.params as { id: string }).id);
+    await auth.revokeKey(request.principal, request.params.id);
     return reply.code(204).send();
   });
 }

@@ -1,8 +1,9 @@
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, Paging, PlainText } from '../http/schema.ts';
+import { IsoTimestamp, Paging, PlainText } from '../schema/common.ts';
 import { SCOPES } from './scopes.ts';
+import { named } from '../schema/named.ts';
 
-export const ScopeSchema = Type.Enum(SCOPES, { description: 'A permission a credential holds.' });
+export const ScopeSchema = named('Scope', Type.Enum(SCOPES, { description: 'A permission a credential holds.' }));
 
 export const ScopeList = Type.Array(ScopeSchema, {
   minItems: 1,
@@ -10,46 +11,45 @@ export const ScopeList = Type.Array(ScopeSchema, {
   description: 'Scopes; never more than the creator holds.',
 });
 
-export const ApiKeyView = Type.Object(
-  {
-    id: Type.String({ examples: ['key_3x9Zb0qLrT2wYp1m'] }),
-    name: Type.String(),
-    prefix: Type.String({ description: 'The first characters of the key, to tell keys apart.', examples: ['fleet_Ab12Cd34'] }),
-    scopes: Type.Array(ScopeSchema),
-    createdAt: IsoTimestamp,
-    lastUsedAt: Type.Union([IsoTimestamp, Type.Null()], { description: 'Updated at most once a minute.' }),
-    expiresAt: Type.Union([IsoTimestamp, Type.Null()]),
-  },
-  { additionalProperties: false },
-);
+const apiKeyProperties = {
+  id: Type.String({ examples: ['key_3x9Zb0qLrT2wYp1m'] }),
+  name: Type.String(),
+  prefix: Type.String({ description: 'The first characters of the key, to tell keys apart.', examples: ['fleet_Ab12Cd34'] }),
+  scopes: Type.Array(ScopeSchema),
+  createdAt: IsoTimestamp,
+  lastUsedAt: Type.Union([IsoTimestamp, Type.Null()], { description: 'Updated at most once a minute.' }),
+  expiresAt: Type.Union([IsoTimestamp, Type.Null()]),
+};
 
-export const CreatedApiKey = Type.Object(
+export const ApiKeyView = named('ApiKey', Type.Object(apiKeyProperties, { additionalProperties: false }), 'An API key, without its secret.');
+
+export const CreatedApiKey = named('CreatedApiKey', Type.Object(
   {
-    ...ApiKeyView.properties,
+    ...apiKeyProperties,
     key: Type.String({ description: 'The secret. Shown in this response only; store it now.' }),
   },
   { additionalProperties: false },
-);
+), 'A new API key, with its secret (shown this once).');
 
-export const CreateApiKeyBody = Type.Object(
+export const CreateApiKeyBody = named('ApiKeyCreation', Type.Object(
   {
     name: PlainText({ minLength: 1, maxLength: 100 }),
     scopes: ScopeList,
     expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working; in the future.' })),
   },
   { additionalProperties: false, examples: [{ name: 'telematics gateway', scopes: ['telemetry:write'], expiresAt: '2027-06-30T00:00:00.000Z' }] },
-);
+), 'An API key to create.');
 export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
 
-export const ApiKeyList = Type.Object(
+export const ApiKeyList = named('ApiKeyList', Type.Object(
   { apiKeys: Type.Array(ApiKeyView), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() },
   { additionalProperties: false },
-);
+), 'A page of API keys.');
 
 export const PageQuery = Type.Object(Paging, { additionalProperties: false });
 export type PageQuery = Static<typeof PageQuery>;
 
 export const IdParams = Type.Object(
-  { id: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) },
+  { id: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'The key id (`key_…`).', examples: ['key_3x9Zb0qLrT2wYp1m'] }) },
   { additionalProperties: false },
 );

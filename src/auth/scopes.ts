@@ -13,6 +13,20 @@ export const SCOPES = [
 
 export type Scope = (typeof SCOPES)[number];
 
+/** What each scope allows, as the OpenAPI document and the OAuth metadata describe it. */
+export const SCOPE_DESCRIPTIONS: Record<Scope, string> = {
+  'fleet:read': 'Read vehicles, their status history, devices, geofences and alert rules.',
+  'fleet:write': 'Register, change and delete vehicles and devices.',
+  'telemetry:read': 'Read the latest telemetry, its history and the reports computed from it (trips, stops, aggregates, exports).',
+  'telemetry:write': 'Send telemetry.',
+  streams: 'Create, read, attach to and end live streams (each event type also needs its own read scope).',
+  admin: 'Manage the organization\'s API keys and OAuth clients; for the platform organization also organizations and signing keys. Includes `metrics:read`.',
+  'events:read': 'Read the event feed and alerts.',
+  rules: 'Create, change and delete geofences and alert rules; acknowledge and resolve alerts.',
+  webhooks: 'Manage webhook endpoints and their deliveries.',
+  'metrics:read': 'Read the Prometheus metrics (platform organization only).',
+};
+
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
 }

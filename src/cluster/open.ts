@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Bus } from '../bus/bus.ts';
 import { createRedisBus } from '../bus/redis.ts';
-import type { CheckState } from '../http/health.ts';
+import type { CheckState } from '../readiness.ts';
 import { type FallbackRateLimitStore, createFallbackRateLimitStore } from '../ratelimit/fallback.ts';
 import { createRedisRateLimitStore } from '../ratelimit/redis.ts';
 import type { StreamDirectory } from '../streams/directory.ts';

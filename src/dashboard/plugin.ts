@@ -142,8 +142,8 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardOptio
   // What the browser needs to know that only the server's configuration says.
   app.get(`${ASSET_PREFIX}config.json`, route, async (_request, reply) => send(reply, 'application/json; charset=utf-8', clientConfig));
 
-  app.get(`${ASSET_PREFIX}*`, route, async (request, reply) => {
-    const name = (request.params as { '*': string })['*'];
+  app.get<{ Params: { '*': string } }>(`${ASSET_PREFIX}*`, route, async (request, reply) => {
+    const name = request.params['*'];
     const asset = name === 'index.html' ? undefined : assets.get(name);
     if (asset === undefined) {
       throw new AppError('route-not-found', `No dashboard asset "${name.slice(0, 100)}".`);

@@ -1,14 +1,15 @@
 // /v2/devices: the trackers and apps that send telemetry for a vehicle in a protocol of their own.
 import type { FastifyInstance } from 'fastify';
-import { NoContent, pageOf, responses } from '../http/schema.ts';
+import { NoContent, pageOf, responses } from '../schema/common.ts';
 import { Device, DeviceIdParams, DeviceList, DeviceListQuery, RegisterDeviceBody } from './schema.ts';
 import type { DeviceService } from './service.ts';
 import { toDevice } from './view.ts';
+import { typed } from '../http/typed.ts';
 
 const base = '/v2/devices';
-type Params = { id: string };
 
-export async function deviceRoutes(app: FastifyInstance, opts: { service: DeviceService }) {
+export async function deviceRoutes(instance: FastifyInstance, opts: { service: DeviceService }) {
+  const app = typed(instance);
   const { service } = opts;
   const tags = ['devices'];
 
@@ -20,10 +21,10 @@ export async function deviceRoutes(app: FastifyInstance, opts: { service: Device
         'The identifier is unique per protocol across the whole service: a taken one answers 409, whoever holds it. ' +
         '`teltonika` identifiers are 15-digit IMEIs. An unknown `vehicleId` answers 404. Deleting the vehicle deletes its devices.',
       body: RegisterDeviceBody,
-      response: responses({ 201: Device }, { body: true, errors: [404, 409] }),
+      response: responses({ 201: Device }, { body: true, location: true, errors: [404, 409] }),
     },
   }, async (request, reply) => {
-    const device = await service.register(request.principal, request.body as RegisterDeviceBody);
+    const device = await service.register(request.principal, request.body);
     return reply.code(201).header('location', `${base}/${device.id}`).send(toDevice(device));
   });
 
@@ -36,7 +37,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { service: Device
       response: responses({ 200: DeviceList }),
     },
   }, async (request) => {
-    const query = request.query as DeviceListQuery;
+    const query = request.query;
     const { limit, offset } = pageOf(query);
     const filter = { limit, offset, ...(query.vehicleId === undefined ? {} : { vehicleId: query.vehicleId }) };
     const { devices, total } = await service.list(request.principal, filter);
@@ -50,7 +51,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { service: Device
       params: DeviceIdParams,
       response: responses({ 200: Device }, { errors: [404] }),
     },
-  }, async (request) => toDevice(await service.get(request.principal, (request.params as Params).id)));
+  }, async (request) => toDevice(await service.get(request.principal, request.params.id)));
 
   app.delete(`${base}/:id`, {
     config: { scope: 'fleet:write' },
@@ -61,7 +62,7 @@ export async function deviceRoutes(app: FastifyInstance, opts: { service: Device
       response: responses({ 204: NoContent }, { errors: [404] }),
     },
   }, async (request, reply) => {
-    await service.remove(request.principal, (request.params as Params).id);
+    await service.remove(request.principal, request.params.id);
     return reply.code(204).send();
   });
 }

@@ -1,7 +1,8 @@
 // Device schemas: they validate requests, serialize responses and make the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, Paging } from '../http/schema.ts';
+import { IsoTimestamp, Paging } from '../schema/common.ts';
 import { VehicleId } from '../vehicles/schema.ts';
+import { named } from '../schema/named.ts';
 
 export const PROTOCOLS = ['osmand', 'teltonika'] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
@@ -26,13 +27,13 @@ export const DeviceId = Type.String({ pattern: '^dev_[A-Za-z0-9_-]{16}$', descri
 
 export const DeviceIdParams = Type.Object({ id: DeviceId }, { additionalProperties: false });
 
-export const RegisterDeviceBody = Type.Object(
+export const RegisterDeviceBody = named('DeviceRegistration', Type.Object(
   { protocol: ProtocolSchema, identifier: DeviceIdentifier, vehicleId: VehicleId },
   { additionalProperties: false, examples: [{ protocol: 'teltonika', identifier: '356307042441013', vehicleId: 'van-042' }] },
-);
+), 'A device to register for a vehicle.');
 export type RegisterDeviceBody = Static<typeof RegisterDeviceBody>;
 
-export const Device = Type.Object(
+export const Device = named('Device', Type.Object(
   {
     id: DeviceId,
     protocol: ProtocolSchema,
@@ -50,7 +51,7 @@ export const Device = Type.Object(
       createdAt: '2026-11-22T08:30:00.000Z', lastSeenAt: null,
     }],
   },
-);
+), 'A tracker registered for a vehicle.');
 
 export const DeviceListQuery = Type.Object(
   { vehicleId: Type.Optional(VehicleId), ...Paging },
@@ -58,7 +59,7 @@ export const DeviceListQuery = Type.Object(
 );
 export type DeviceListQuery = Static<typeof DeviceListQuery>;
 
-export const DeviceList = Type.Object(
+export const DeviceList = named('DeviceList', Type.Object(
   {
     devices: Type.Array(Device),
     total: Type.Integer({ description: 'Devices matching the query, on all pages.' }),
@@ -66,4 +67,4 @@ export const DeviceList = Type.Object(
     offset: Type.Integer(),
   },
   { additionalProperties: false },
-);
+), 'A page of devices.');

@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { responses } from '../http/schema.ts';
+import { responses } from '../schema/common.ts';
 import type { FeedService } from './feed.ts';
 import { FeedPage, FeedQuery } from './schema.ts';
+import { typed } from '../http/typed.ts';
 
-export async function eventRoutes(app: FastifyInstance, opts: { feed: FeedService }) {
+export async function eventRoutes(instance: FastifyInstance, opts: { feed: FeedService }) {
+  const app = typed(instance);
   app.get('/v2/events', {
     config: { scope: 'events:read' },
     schema: {
@@ -16,5 +18,5 @@ export async function eventRoutes(app: FastifyInstance, opts: { feed: FeedServic
       querystring: FeedQuery,
       response: responses({ 200: FeedPage }, { errors: [410] }),
     },
-  }, async (request, reply) => reply.type('application/json; charset=utf-8').send(await opts.feed.read(request.principal.organizationId, request.query as FeedQuery)));
+  }, async (request, reply) => reply.type('application/json; charset=utf-8').send(await opts.feed.read(request.principal.organizationId, request.query)));
 }

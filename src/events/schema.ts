@@ -1,15 +1,16 @@
 // Event schemas: the envelope, the feed's query and page.
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, commaListPattern } from '../http/schema.ts';
+import { IsoTimestamp, commaListPattern } from '../schema/common.ts';
 import { VehicleId } from '../vehicles/schema.ts';
 import { EVENT_TYPES } from './types.ts';
+import { named } from '../schema/named.ts';
 
 export const FEED_LIMIT_DEFAULT = 100;
 export const FEED_LIMIT_MAX = 1000;
 
-export const EventTypeSchema = Type.Enum(EVENT_TYPES, { description: 'Event type. Receivers must ignore types they do not know.' });
+export const EventTypeSchema = named('EventType', Type.Enum(EVENT_TYPES, { description: 'Event type. Receivers must ignore types they do not know.' }));
 
-export const EventEnvelope = Type.Object(
+export const EventEnvelope = named('Event', Type.Object(
   {
     id: Type.String({ description: 'Unique and stable: the same in the feed, every webhook attempt and streams.' }),
     type: EventTypeSchema,
@@ -24,7 +25,7 @@ export const EventEnvelope = Type.Object(
       data: { from: 'active', to: 'maintenance', reason: 'Brake inspection', by: 'key_8Hq2' },
     }],
   },
-);
+), 'An event, as the feed, webhooks and streams carry it.');
 
 export const FeedQuery = Type.Object(
   {
@@ -41,10 +42,10 @@ export const FeedQuery = Type.Object(
 );
 export type FeedQuery = Static<typeof FeedQuery>;
 
-export const FeedPage = Type.Object(
+export const FeedPage = named('EventPage', Type.Object(
   {
     events: Type.Array(EventEnvelope, { description: 'Oldest first, in the order the service recorded them.' }),
     next: Type.String({ description: 'Never null: pass it as `after` to continue. An empty page means nothing new yet.' }),
   },
   { additionalProperties: false },
-);
+), 'A page of the event feed.');

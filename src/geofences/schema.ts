@@ -3,6 +3,7 @@
 // validateGeometry, which names the offending position in its message, something a JSON Schema
 // keyword cannot do well for a ring of thousands of positions.
 import { Type, type Static } from 'typebox';
+import { named } from '../schema/named.ts';
 
 export const MAX_POSITIONS = 10_000;
 export const MIN_RADIUS_M = 1;
@@ -24,32 +25,32 @@ const PolygonCoordinates = Type.Array(Ring, {
   description: 'The outer ring, then any holes.',
 });
 
-export const PolygonGeometry = Type.Object(
+export const PolygonGeometry = named('PolygonGeometry', Type.Object(
   { type: Type.Literal('Polygon'), coordinates: PolygonCoordinates },
   { additionalProperties: false },
-);
+), 'A GeoJSON Polygon.');
 export type PolygonGeometry = Static<typeof PolygonGeometry>;
 
-export const MultiPolygonGeometry = Type.Object(
+export const MultiPolygonGeometry = named('MultiPolygonGeometry', Type.Object(
   { type: Type.Literal('MultiPolygon'), coordinates: Type.Array(PolygonCoordinates, { minItems: 1 }) },
   { additionalProperties: false },
-);
+), 'A GeoJSON MultiPolygon.');
 export type MultiPolygonGeometry = Static<typeof MultiPolygonGeometry>;
 
-export const CircleGeometry = Type.Object(
+export const CircleGeometry = named('CircleGeometry', Type.Object(
   {
     type: Type.Literal('Circle'),
     coordinates: Position,
     radius: Type.Number({ description: `Meters, ${MIN_RADIUS_M} to ${MAX_RADIUS_M}; distance along the Earth's surface.` }),
   },
   { additionalProperties: false, examples: [{ type: 'Circle', coordinates: [13.405, 52.52], radius: 250 }] },
-);
+), 'A circle around a position.');
 export type CircleGeometry = Static<typeof CircleGeometry>;
 
-export const GeofenceGeometry = Type.Union([PolygonGeometry, MultiPolygonGeometry, CircleGeometry], {
+export const GeofenceGeometry = named('GeofenceGeometry', Type.Union([PolygonGeometry, MultiPolygonGeometry, CircleGeometry], {
   description:
     'A GeoJSON (RFC 7946) Polygon or MultiPolygon, or a circle. At most 10,000 positions in all. ' +
     'A point on the boundary is inside. A ring may span at most 180 degrees of longitude: a shape ' +
     'crossing the antimeridian is a MultiPolygon split at ±180.',
-});
+}));
 export type GeofenceGeometry = Static<typeof GeofenceGeometry>;

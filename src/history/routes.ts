@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { iso } from '../clock.ts';
-import { responses } from '../http/schema.ts';
+import { responses } from '../schema/common.ts';
 import { VehicleId, VehicleIdParams } from '../vehicles/schema.ts';
 import { FORMATS } from './formats.ts';
 import {
@@ -12,6 +12,7 @@ import {
 } from './schema.ts';
 import type { HistoryService } from './service.ts';
 import type { Stop, Trip } from './trips.ts';
+import { typed } from '../http/typed.ts';
 
 const TelemetryParams = Type.Object({ vehicleId: VehicleId }, { additionalProperties: false });
 
@@ -20,7 +21,8 @@ const stopView = (stop: Stop) => ({ ...stop, startedAt: iso(stop.startedAt), end
 
 const MOVING = 'A record is moving when its speed is at least 3 km/h or, without speed, when it is more than 50 m from the last known location.';
 
-export async function historyRoutes(app: FastifyInstance, opts: { service: HistoryService }) {
+export async function historyRoutes(instance: FastifyInstance, opts: { service: HistoryService }) {
+  const app = typed(instance);
   const { service } = opts;
 
   app.get('/v2/fleet/vehicles/:id/trips', {
@@ -35,8 +37,8 @@ export async function historyRoutes(app: FastifyInstance, opts: { service: Histo
       response: responses({ 200: Trips }, { errors: [404, 503] }),
     },
   }, async (request) => {
-    const { id } = request.params as { id: string };
-    const report = await service.trips(request.principal.organizationId, id, request.query as TripQuery);
+    const { id } = request.params;
+    const report = await service.trips(request.principal.organizationId, id, request.query);
     return { vehicleId: report.vehicleId, trips: report.trips.map(tripView) };
   });
 
@@ -51,8 +53,8 @@ export async function historyRoutes(app: FastifyInstance, opts: { service: Histo
       response: responses({ 200: Stops }, { errors: [404, 503] }),
     },
   }, async (request) => {
-    const { id } = request.params as { id: string };
-    const report = await service.stops(request.principal.organizationId, id, request.query as TripQuery);
+    const { id } = request.params;
+    const report = await service.stops(request.principal.organizationId, id, request.query);
     return { vehicleId: report.vehicleId, stops: report.stops.map(stopView) };
   });
 
@@ -67,8 +69,8 @@ export async function historyRoutes(app: FastifyInstance, opts: { service: Histo
       response: responses({ 200: Aggregates }, { errors: [404, 503] }),
     },
   }, async (request) => {
-    const { vehicleId } = request.params as { vehicleId: string };
-    const report = await service.aggregates(request.principal.organizationId, vehicleId, request.query as AggregateQuery);
+    const { vehicleId } = request.params;
+    const report = await service.aggregates(request.principal.organizationId, vehicleId, request.query);
     return {
       ...report,
       buckets: report.buckets.map((b) => ({ start: iso(b.start), count: b.count, ...b.fields })),
@@ -96,8 +98,8 @@ export async function historyRoutes(app: FastifyInstance, opts: { service: Histo
       }, { errors: [404, 503] }),
     },
   }, async (request, reply) => {
-    const { vehicleId } = request.params as { vehicleId: string };
-    const file = await service.exportRange(request.principal.organizationId, vehicleId, request.query as ExportQuery);
+    const { vehicleId } = request.params;
+    const file = await service.exportRange(request.principal.organizationId, vehicleId, request.query);
     // Readable.from pulls the next piece only when the socket has taken the last (backpressure),
     // and Fastify destroys it when the connection closes, which ends the generator and its scan.
     return reply

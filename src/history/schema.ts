@@ -1,9 +1,10 @@
 // Schemas of the history reports (docs/API.md "History: trips, stops, aggregates, exports").
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp } from '../http/schema.ts';
+import { IsoTimestamp } from '../schema/common.ts';
 import { NUMERIC_FIELDS } from '../telemetry/schema.ts';
 import { Location, VehicleId } from '../vehicles/schema.ts';
 import { DEFAULT_TRIP_SETTINGS } from './trips.ts';
+import { named } from '../schema/named.ts';
 
 export const MAX_TRIP_RANGE_DAYS = 31;
 export const MAX_BUCKETS = 10_000;
@@ -39,7 +40,7 @@ export type TripQuery = Static<typeof TripQuery>;
 
 const Place = Type.Union([Location, Type.Null()], { description: 'Null when no record up to then had a location.' });
 
-export const Trip = Type.Object(
+export const Trip = named('Trip', Type.Object(
   {
     startedAt: IsoTimestamp,
     endedAt: IsoTimestamp,
@@ -52,16 +53,16 @@ export const Trip = Type.Object(
     records: Type.Integer({ description: 'Records from the first to the last moving one.' }),
   },
   { additionalProperties: false },
-);
+), 'A trip: the vehicle moving from one stop to the next.');
 
-export const Trips = Type.Object({ vehicleId: VehicleId, trips: Type.Array(Trip) }, { additionalProperties: false });
+export const Trips = named('TripList', Type.Object({ vehicleId: VehicleId, trips: Type.Array(Trip) }, { additionalProperties: false }), 'A vehicle\'s trips in a time range.');
 
-export const Stop = Type.Object(
+export const Stop = named('Stop', Type.Object(
   { startedAt: IsoTimestamp, endedAt: IsoTimestamp, durationSeconds: Type.Number(), location: Place },
   { additionalProperties: false },
-);
+), 'A stop: the vehicle not moving for at least the minimum stop time.');
 
-export const Stops = Type.Object({ vehicleId: VehicleId, stops: Type.Array(Stop) }, { additionalProperties: false });
+export const Stops = named('StopList', Type.Object({ vehicleId: VehicleId, stops: Type.Array(Stop) }, { additionalProperties: false }), 'A vehicle\'s stops in a time range.');
 
 export const AggregateQuery = Type.Object(
   {
@@ -85,7 +86,7 @@ const Stats = Type.Object(
   { additionalProperties: false },
 );
 
-export const Aggregates = Type.Object(
+export const Aggregates = named('Aggregates', Type.Object(
   {
     vehicleId: VehicleId,
     bucket: Type.Integer({ description: 'Seconds.' }),
@@ -102,7 +103,7 @@ export const Aggregates = Type.Object(
     ),
   },
   { additionalProperties: false },
-);
+), 'Statistics of a vehicle\'s numeric telemetry, per time bucket.');
 
 export const ExportQuery = Type.Object(
   { ...range, format: Type.Optional(Type.Enum(EXPORT_FORMATS, { default: 'csv' })) },

@@ -2,23 +2,17 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { AppError } from '../errors.ts';
-import { responses } from './schema.ts';
+import type { ReadinessCheck } from '../readiness.ts';
+import { responses } from '../schema/common.ts';
+import { named } from '../schema/named.ts';
 
-/**
- * What a readiness check found: `up` (resolving with nothing means up too), `disabled` (turned off
- * by configuration), or `{ degraded: detail }`: the part is impaired but the service still serves,
- * so readiness stays 200 and says what is wrong. A check that throws is down: 503.
- */
-export type CheckState = 'up' | 'disabled' | { degraded: string };
-export type ReadinessCheck = () => Promise<CheckState | void>;
-
-const Health = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
+const Health = named('Health', Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false }), 'The process answers.');
 const CheckValue = Type.Union([
   Type.Literal('up'),
   Type.Literal('disabled'),
   Type.String({ pattern: '^degraded: ', description: '`degraded: <what is wrong>`' }),
 ]);
-const Ready = Type.Object(
+const Ready = named('Readiness', Type.Object(
   { status: Type.Union([Type.Literal('ready'), Type.Literal('degraded')]), checks: Type.Record(Type.String(), CheckValue) },
   {
     additionalProperties: false,
@@ -30,13 +24,14 @@ const Ready = Type.Object(
       },
     ],
   },
-);
+), 'What each backing part reports; `degraded` while a part is impaired but the service still serves.');
 
 export async function healthRoutes(app: FastifyInstance, opts: { checks: Record<string, ReadinessCheck> }) {
   app.get('/healthz', {
     config: { public: true, overloadExempt: true, quietRequestLog: true },
     schema: {
       tags: ['operations'], operationId: 'getHealth', summary: 'Liveness', security: [],
+      description: 'Answers 200 while the process serves requests; it asks no backing part (that is `/readyz`).',
       response: responses({ 200: Health }, { authenticated: false }),
     },
   }, async () => ({ status: 'ok' as const }));

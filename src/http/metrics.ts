@@ -6,7 +6,7 @@ import { getHeapStatistics } from 'node:v8';
 import fp from 'fastify-plugin';
 import { Gauge, type Metric, Registry, collectDefaultMetrics } from 'prom-client';
 import { Type } from 'typebox';
-import { responses } from './schema.ts';
+import { responses } from '../schema/common.ts';
 
 /**
  * prom-client's defaults export three gauges whose names end in `_total`, which Prometheus keeps for
@@ -130,7 +130,8 @@ export const metricsPlugin = fp(async function metrics(app: FastifyInstance, opt
       tags: ['operations'],
       operationId: 'getMetrics',
       summary: 'Prometheus metrics',
-      description: 'Text exposition format. Needs a credential of the platform organization with `metrics:read` (or `admin`, which includes it).',
+      description: 'Prometheus text exposition format. `admin` includes `metrics:read`.',
+      produces: ['text/plain'],
       response: responses({ 200: Type.String({ description: 'Prometheus text format.' }) }),
     },
   }, async (_request, reply) => {

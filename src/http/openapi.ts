@@ -6,7 +6,9 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Type } from 'typebox';
-import { responses } from './schema.ts';
+import { SCOPES, SCOPE_DESCRIPTIONS } from '../auth/scopes.ts';
+import { DECLARED_HEADERS, responses } from '../schema/common.ts';
+import { V1_DEPRECATED_AT, V1_SUNSET_AT } from './versioning.ts';
 
 /**
  * The Content-Security-Policy of /docs, as tight as swagger-ui allows: its page, scripts and
@@ -31,7 +33,127 @@ export const DOCS_CSP = [
   "object-src 'none'",
 ].join('; ');
 
-export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opts: { version: string }) {
+/** Response headers, each described once under `components.headers`. */
+const HEADERS: Record<string, { description: string; schema: Record<string, unknown>; example: unknown }> = {
+  'X-Request-Id': {
+    description: 'The request\'s id: the caller\'s own `X-Request-Id` when it is a sane token, else a new UUID. Quote it when reporting a problem.',
+    schema: { type: 'string' }, example: '3f1c2b7e-9a4d-4c1e-8f0a-2b6d5e7c9a10',
+  },
+  Location: {
+    description: 'The path of the created resource.', schema: { type: 'string', format: 'uri-reference' }, example: '/v2/fleet/vehicles/van-042',
+  },
+  RateLimit: {
+    description: 'The budget left (IETF draft-ietf-httpapi-ratelimit-headers): per policy that counted the request, `r` requests remaining and `t` seconds until the budget is whole again.',
+    schema: { type: 'string' }, example: '"default";r=1187;t=1',
+  },
+  'RateLimit-Policy': {
+    description: 'The policies that counted the request: `q` requests per window of `w` seconds; `default` per credential, `ip` per client address.',
+    schema: { type: 'string' }, example: '"default";q=1200;w=60',
+  },
+  'Retry-After': {
+    description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 0 }, example: 3,
+  },
+  Deprecation: {
+    description: 'RFC 9745: this API family is deprecated, since the given time (`@` Unix seconds).',
+    schema: { type: 'string' }, example: `@${Math.floor(V1_DEPRECATED_AT.getTime() / 1000)}`,
+  },
+  Sunset: {
+    description: 'RFC 8594: when this API family stops being served.', schema: { type: 'string' }, example: V1_SUNSET_AT.toUTCString(),
+  },
+  'Content-Disposition': {
+    description: 'RFC 6266: the response is a file to save, and its name.', schema: { type: 'string' }, example: 'attachment; filename="van-042.csv"',
+  },
+  Link: {
+    description: 'RFC 8288: the `/v2` successor of this operation, `rel="successor-version"`.',
+    schema: { type: 'string' }, example: '</v2/fleet/vehicles/van-042>; rel="successor-version"',
+  },
+};
+
+/** The names of the problem responses under `components.responses`, by status. */
+const PROBLEM_RESPONSE_NAMES: Record<string, string> = {
+  400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 410: 'Gone',
+  413: 'PayloadTooLarge', 415: 'UnsupportedMediaType', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable',
+};
+
+/** Headers of the problem responses beyond `X-Request-Id`. */
+const PROBLEM_HEADERS: Record<string, string[]> = {
+  429: ['RateLimit', 'RateLimit-Policy', 'Retry-After'],
+  503: ['Retry-After'],
+};
+
+const DEPRECATION_HEADERS = ['Deprecation', 'Sunset', 'Link'];
+
+interface Response {
+  description?: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, { schema?: { $ref?: string } }>;
+  $ref?: string;
+}
+interface Operation {
+  responses?: Record<string, Response>;
+  parameters?: unknown[];
+  'x-rate-limited'?: boolean;
+  'x-declared-headers'?: Record<string, string[]>;
+}
+
+const headerRefs = (names: string[]) => Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+
+const isProblem = (response: Response) =>
+  response.content?.['application/problem+json']?.schema?.$ref === '#/components/schemas/Problem';
+
+/** Headers a route's response schema describes itself, as references to the named ones. */
+function declaredInline(headers: Record<string, unknown> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of Object.keys(headers ?? {})) {
+    const known = Object.keys(HEADERS).find((header) => header.toLowerCase() === name.toLowerCase());
+    if (known === undefined) throw new Error(`response header ${name} is not among the named headers (http/openapi.ts)`);
+    out[known] = { $ref: `#/components/headers/${known}` };
+  }
+  return out;
+}
+
+/**
+ * The finishing of the document: each problem response is described once under
+ * `components.responses` and referenced, every response declares the headers it carries (by
+ * reference to `components.headers`), and the /api/v1 family declares its deprecation headers.
+ */
+function finish(document: Record<string, unknown>): Record<string, unknown> {
+  const components = document.components as Record<string, Record<string, unknown>>;
+  const problems: Record<string, Response> = {};
+  const paths = document.paths as Record<string, Record<string, Operation>>;
+  for (const [path, item] of Object.entries(paths)) {
+    const deprecated = path.startsWith('/api/v1/');
+    for (const operation of Object.values(item)) {
+      const declared = operation['x-declared-headers'] ?? {};
+      const rateLimited = operation['x-rate-limited'] === true;
+      delete operation['x-declared-headers'];
+      delete operation['x-rate-limited'];
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        const name = PROBLEM_RESPONSE_NAMES[status];
+        const names = [
+          'X-Request-Id',
+          ...(declared[status] ?? []),
+          ...(isProblem(response) ? PROBLEM_HEADERS[status] ?? [] : rateLimited && /^2/.test(status) ? ['RateLimit', 'RateLimit-Policy'] : []),
+        ];
+        const described = { ...response, headers: { ...declaredInline(response.headers), ...headerRefs(names) } };
+        if (isProblem(response) && name !== undefined && !deprecated) {
+          const known = problems[name];
+          if (known === undefined) problems[name] = described;
+          if (known === undefined || known.description === response.description) {
+            operation.responses![status] = { $ref: `#/components/responses/${name}` };
+            continue;
+          }
+        }
+        operation.responses![status] = deprecated ? { ...described, headers: { ...described.headers, ...headerRefs(DEPRECATION_HEADERS) } } : described;
+      }
+    }
+  }
+  components.responses = problems;
+  components.headers = HEADERS;
+  return document;
+}
+
+export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opts: { version: string; publicUrl: string }) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -43,6 +165,7 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
           '`/api/v1` is deprecated in favour of `/v2`: its responses carry `Deprecation`, `Sunset` and a successor `Link`.',
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
+      servers: [{ url: opts.publicUrl, description: 'This service (FLEET_PUBLIC_URL).' }],
       components: {
         securitySchemes: {
           bearer: {
@@ -50,7 +173,19 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
             scheme: 'bearer',
             description:
               'An API key (`fleet_…`) or an OAuth 2.0 access token (JWT from `/oauth/token` or the configured identity provider). ' +
-              'The route\'s required scope is listed in its security requirement.',
+              'The scope each operation needs is named in its `oauth2` security requirement and its description; an API key needs that scope too.',
+          },
+          oauth2: {
+            type: 'oauth2',
+            description:
+              'OAuth 2.0 client credentials: an OAuth client of the organization (`POST /v2/oauth-clients`) gets an access token from the token endpoint, ' +
+              'sent as `Authorization: Bearer`. A token holds the scopes asked for, at most the client\'s.',
+            flows: {
+              clientCredentials: {
+                tokenUrl: new URL('/oauth/token', opts.publicUrl).href,
+                scopes: Object.fromEntries(SCOPES.map((scope) => [scope, SCOPE_DESCRIPTIONS[scope]])),
+              },
+            },
           },
           ticket: {
             type: 'apiKey',
@@ -69,17 +204,43 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
         { name: 'oauth', description: 'OAuth 2.0: clients, the token endpoint, revocation, introspection, signing keys.' },
         { name: 'telemetry', description: 'Send telemetry; read the latest state and history.' },
         { name: 'streams', description: 'Live telemetry and status over WebSocket: create a stream, attach to it, read and end it.' },
+        { name: 'devices', description: 'Trackers (OsmAnd, Teltonika) registered for vehicles, and the OsmAnd endpoint they send to.' },
+        { name: 'events', description: 'The event feed: everything that happened, in order.' },
+        { name: 'webhooks', description: 'Webhook endpoints that receive events (Standard Webhooks), and their deliveries.' },
+        { name: 'geofences', description: 'Areas vehicles enter and leave.' },
+        { name: 'alerts', description: 'Alert rules, and the alerts they open.' },
         { name: 'v1', description: 'Deprecated /api/v1 family, same representations as /v2.' },
         { name: 'operations', description: 'Health, readiness, metrics and this document.' },
       ],
     },
+    // A named schema (schema/named.ts) appears under its own name: `#/components/schemas/Problem`.
+    refResolver: {
+      buildLocalReference: (json: { $id?: unknown }, _baseUri: unknown, _fragment: unknown, i: number) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
+    },
+    // Security comes from the route's own auth config, the one the checks read. The scope is a
+    // scope of the OAuth scheme; a bearer API key needs the same scope, which the description says.
     transform: ({ schema, url, route }) => {
       const config = route.config ?? {};
+      const authenticated = config.public !== true;
       const scopes = config.scope === undefined ? [] : [config.scope];
-      const security: Array<Record<string, string[]>> = config.public === true ? [] : [{ bearer: scopes }];
-      if (config.public !== true && config.alternativeCredential !== undefined) security.push({ ticket: scopes });
-      return { schema: { ...schema, security }, url };
+      const security: Array<Record<string, string[]>> = authenticated ? [{ bearer: [] }, { oauth2: scopes }] : [];
+      if (authenticated && config.alternativeCredential !== undefined) security.push({ ticket: [] });
+      const declared = (schema?.response as { [DECLARED_HEADERS]?: Record<number, string[]> } | undefined)?.[DECLARED_HEADERS];
+      const needs = scopes.length === 0 ? '' : `Needs scope \`${scopes[0]}\`${config.platform === true ? ' of the platform organization' : ''}.`;
+      const description = [schema?.description, needs].filter((part) => typeof part === 'string' && part !== '').join('\n\n');
+      return {
+        schema: {
+          ...schema,
+          ...(description === '' ? {} : { description }),
+          security,
+          'x-rate-limited': authenticated || config.rateLimit === 'ip',
+          ...(declared === undefined ? {} : { 'x-declared-headers': declared }),
+        },
+        url,
+      };
     },
+    transformObject: (documentObject) => finish((documentObject as { openapiObject: Record<string, unknown> }).openapiObject),
   });
 
   await app.register(swaggerUi, {
@@ -94,7 +255,8 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
       tags: ['operations'],
       operationId: 'getOpenApi',
       summary: 'This OpenAPI 3.1 document',
-      response: responses({ 200: Type.Object({}, { additionalProperties: true }) }, { authenticated: false }),
+      description: 'Generated from the schemas that validate requests and serialize responses; for client generators and the interactive docs at `/docs`.',
+      response: responses({ 200: Type.Object({}, { additionalProperties: true, description: 'The OpenAPI 3.1 document.' }) }, { authenticated: false }),
     },
   }, async () => app.swagger());
 }, { name: 'openapi' });

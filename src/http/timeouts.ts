@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Socket } from 'node:net';
 import type { HttpTimeoutConfig } from '../config.ts';
-import { answerOnSocket, responseOn } from './problems.ts';
+import { answerOnSocket, responseOn } from '../schema/problems.ts';
 
 /** How often Node looks for requests past their headers or request timeout (its default: 30 s). */
 const CHECK_INTERVAL_MS = 1_000;

@@ -3,9 +3,10 @@
 // geofences/validation.ts after this structural check.
 import { Type, type Static } from 'typebox';
 import { GeofenceGeometry } from '../geofences/schema.ts';
-import { IsoTimestamp, Paging, PlainText, commaListPattern } from '../http/schema.ts';
+import { IsoTimestamp, Paging, PlainText, commaListPattern } from '../schema/common.ts';
 import { Location, VehicleId } from '../vehicles/schema.ts';
 import { THRESHOLD_FIELDS } from './model.ts';
+import { named } from '../schema/named.ts';
 
 const Name = PlainText({ minLength: 1, maxLength: 200, description: 'A name people read.' });
 const VehicleIds = Type.Union([Type.Array(VehicleId, { maxItems: 1000, uniqueItems: true }), Type.Null()], {
@@ -19,30 +20,30 @@ export const GeofenceIdParams = Type.Object({ id: GeofenceIdSchema }, { addition
 export const RuleIdParams = Type.Object({ id: RuleIdSchema }, { additionalProperties: false });
 export const AlertIdParams = Type.Object({ id: AlertIdSchema }, { additionalProperties: false });
 
-export const GeofenceBody = Type.Object(
+export const GeofenceBody = named('GeofenceInput', Type.Object(
   { name: Name, geometry: GeofenceGeometry, vehicleIds: Type.Optional(VehicleIds) },
   {
     additionalProperties: false,
     examples: [{ name: 'Depot', geometry: { type: 'Circle', coordinates: [13.405, 52.52], radius: 250 } }],
   },
-);
+), 'A geofence to create, or its new definition.');
 export type GeofenceBody = Static<typeof GeofenceBody>;
 
-export const Geofence = Type.Object(
+export const Geofence = named('Geofence', Type.Object(
   { id: GeofenceIdSchema, name: Type.String(), geometry: GeofenceGeometry, vehicleIds: Type.Union([Type.Array(Type.String()), Type.Null()]), createdAt: IsoTimestamp, updatedAt: IsoTimestamp },
   { additionalProperties: false },
-);
-export const GeofenceList = Type.Object(
+), 'A geofence.');
+export const GeofenceList = named('GeofenceList', Type.Object(
   { geofences: Type.Array(Geofence), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() },
   { additionalProperties: false },
-);
+), 'A page of geofences.');
 export const PageQuery = Type.Object(Paging, { additionalProperties: false });
 export type PageQuery = Static<typeof PageQuery>;
-export const VehiclesInside = Type.Object({ vehicleIds: Type.Array(Type.String()) }, { additionalProperties: false });
-export const GeofencesOfVehicle = Type.Object(
+export const VehiclesInside = named('VehiclesInsideGeofence', Type.Object({ vehicleIds: Type.Array(Type.String()) }, { additionalProperties: false }), 'The vehicles inside a geofence now.');
+export const GeofencesOfVehicle = named('GeofencesOfVehicle', Type.Object(
   { geofences: Type.Array(Type.Object({ id: Type.String(), name: Type.String() }, { additionalProperties: false })) },
   { additionalProperties: false },
-);
+), 'The geofences a vehicle is inside now.');
 
 const Field = Type.Union([
   Type.Enum(THRESHOLD_FIELDS),
@@ -50,7 +51,7 @@ const Field = Type.Union([
 ]);
 const ForSeconds = Type.Integer({ minimum: 0, maximum: 604_800, description: 'How long the condition must hold, in record time, before the alert opens (default 0).' });
 
-export const Condition = Type.Union([
+export const Condition = named('AlertCondition', Type.Union([
   Type.Object({
     kind: Type.Literal('threshold'),
     field: Field,
@@ -68,28 +69,28 @@ export const Condition = Type.Union([
     when: Type.Enum(['inside', 'outside']),
     forSeconds: Type.Optional(ForSeconds),
   }, { additionalProperties: false }),
-], { examples: [{ kind: 'threshold', field: 'speed', op: '>', value: 90, forSeconds: 30 }] });
+], { examples: [{ kind: 'threshold', field: 'speed', op: '>', value: 90, forSeconds: 30 }] }), 'When an alert opens.');
 
-export const RuleBody = Type.Object(
+export const RuleBody = named('AlertRuleInput', Type.Object(
   { name: Name, condition: Condition, vehicleIds: Type.Optional(VehicleIds), enabled: Type.Optional(Type.Boolean({ default: true })) },
   { additionalProperties: false, examples: [{ name: 'Speeding', condition: { kind: 'threshold', field: 'speed', op: '>', value: 90, forSeconds: 30 } }] },
-);
+), 'An alert rule to create, or its new definition.');
 export type RuleBody = Static<typeof RuleBody>;
 
-export const Rule = Type.Object(
+export const Rule = named('AlertRule', Type.Object(
   {
     id: RuleIdSchema, name: Type.String(), condition: Condition, vehicleIds: Type.Union([Type.Array(Type.String()), Type.Null()]),
     enabled: Type.Boolean(), createdAt: IsoTimestamp, updatedAt: IsoTimestamp,
   },
   { additionalProperties: false },
-);
-export const RuleList = Type.Object(
+), 'An alert rule.');
+export const RuleList = named('AlertRuleList', Type.Object(
   { alertRules: Type.Array(Rule), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() },
   { additionalProperties: false },
-);
+), 'A page of alert rules.');
 
 const AlertStatus = Type.Enum(['open', 'acknowledged', 'resolved']);
-export const Alert = Type.Object(
+export const Alert = named('Alert', Type.Object(
   {
     id: AlertIdSchema, ruleId: Type.String(), ruleName: Type.String(), vehicleId: Type.String(), status: AlertStatus,
     openedAt: IsoTimestamp,
@@ -99,7 +100,7 @@ export const Alert = Type.Object(
     trigger: Type.Object({ timestamp: IsoTimestamp, value: Type.Union([Type.Number(), Type.String(), Type.Boolean(), Location, Type.Null()]) }, { additionalProperties: false }),
   },
   { additionalProperties: false },
-);
+), 'An alert: a rule\'s condition holding for one vehicle.');
 export const AlertListQuery = Type.Object(
   {
     status: Type.Optional(Type.String({ pattern: commaListPattern(['open', 'acknowledged', 'resolved']), description: 'One status or several, comma-separated.' })),
@@ -111,12 +112,12 @@ export const AlertListQuery = Type.Object(
   { additionalProperties: false },
 );
 export type AlertListQuery = Static<typeof AlertListQuery>;
-export const AlertList = Type.Object(
+export const AlertList = named('AlertList', Type.Object(
   { alerts: Type.Array(Alert, { description: 'Newest first.' }), nextCursor: Type.Union([Type.String(), Type.Null()]) },
   { additionalProperties: false },
-);
-export const AlertActionBody = Type.Union([
+), 'A page of alerts.');
+export const AlertActionBody = named('AlertAction', Type.Union([
   Type.Object({ note: Type.Optional(PlainText({ maxLength: 500, multiline: true })) }, { additionalProperties: false }),
   Type.Null(),
-], { description: 'Optional; `{note}` is kept in the alert\'s event.' });
+], { description: 'Optional; `{note}` is kept in the alert\'s event.' }));
 export type AlertActionBody = Static<typeof AlertActionBody>;

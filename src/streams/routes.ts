@@ -14,7 +14,7 @@ import type { Principal } from '../auth/scopes.ts';
 import { iso } from '../clock.ts';
 import { AppError } from '../errors.ts';
 import { REALM } from '../http/auth.ts';
-import { NoContent, responses } from '../http/schema.ts';
+import { NoContent, responses } from '../schema/common.ts';
 import { VehicleId } from '../vehicles/schema.ts';
 import { eventsOf } from './messages.ts';
 import {
@@ -28,6 +28,7 @@ import {
   VehicleStreamBody,
 } from './schema.ts';
 import type { StreamService, StreamView } from './service.ts';
+import { typed } from '../http/typed.ts';
 
 export interface StreamRoutesOptions {
   service: StreamService;
@@ -88,7 +89,8 @@ export function isSameOrigin(origin: string, host: string | undefined): boolean 
   return url.port === '' && sent === `${url.hostname}:${url.protocol === 'https:' ? '443' : '80'}`;
 }
 
-export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptions) {
+export async function streamRoutes(instance: FastifyInstance, opts: StreamRoutesOptions) {
+  const app = typed(instance);
   const { service } = opts;
   const tags = ['streams'];
   const wsBase = opts.publicUrl.replace(/^http/, 'ws');
@@ -100,6 +102,7 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
   const isUpgrade = (request: FastifyRequest) => (request.raw as { upgrade?: boolean }).upgrade === true;
 
   /** The ticket of a WebSocket upgrade (after the Origin check), or undefined: use the bearer token. */
+  // Called by the auth hook, before validation: the query and path are whatever was sent.
   async function ticketCredential(request: FastifyRequest): Promise<Principal | undefined> {
     if (!isUpgrade(request)) return undefined;
     // Cross-site WebSocket hijacking: a browser page from another origin cannot attach, unless
@@ -108,9 +111,11 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
     if (origin !== undefined && !anyOrigin && !origins.has(origin.toLowerCase()) && !isSameOrigin(origin, request.headers.host)) {
       throw new AppError('origin-not-allowed', `WebSocket connections from origin "${origin.slice(0, 200)}" are not allowed.`);
     }
-    const ticket = (request.query as { ticket?: unknown }).ticket;
-    if (typeof ticket !== 'string' || ticket === '') return undefined;
-    const principal = await service.redeemTicket((request.params as StreamIdParams).streamId, ticket);
+    const { query, params } = request;
+    const ticket = typeof query === 'object' && query !== null && 'ticket' in query ? query.ticket : undefined;
+    const streamId = typeof params === 'object' && params !== null && 'streamId' in params ? params.streamId : undefined;
+    if (typeof ticket !== 'string' || ticket === '' || typeof streamId !== 'string') return undefined;
+    const principal = await service.redeemTicket(streamId, ticket);
     if (principal === undefined) {
       throw new AppError('invalid-token', 'The ticket is unknown, expired, already used or for another stream; ask for a new one.', {
         headers: { 'www-authenticate': `Bearer realm="${REALM}", error="invalid_token"` },
@@ -118,8 +123,6 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
     }
     return principal;
   }
-
-  const paramsOf = (request: FastifyRequest) => request.params as StreamIdParams;
 
   const vehicleFields = (stream: Pick<StreamView, 'vehicleId' | 'vehicleIds'>) =>
     stream.vehicleId !== undefined ? { vehicleId: stream.vehicleId } : { vehicleIds: stream.vehicleIds === null ? null : [...stream.vehicleIds] };
@@ -153,11 +156,11 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
       description: createDescription + 'Another organization\'s vehicle answers 404, as a missing one does.',
       params: VehicleParams,
       body: VehicleStreamBody,
-      response: responses({ 201: CreatedStream }, { body: true, errors: [404] }),
+      response: responses({ 201: CreatedStream }, { body: true, location: true, errors: [404] }),
     },
   }, async (request, reply) => {
-    const { vehicleId } = request.params as { vehicleId: string };
-    const { stream, body } = await created(request, request.body as VehicleStreamBody, { vehicleId });
+    const { vehicleId } = request.params;
+    const { stream, body } = await created(request, request.body, { vehicleId });
     return reply.code(201).header('location', `/v2/streams/${stream.id}`).send(body);
   });
 
@@ -170,10 +173,10 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
         'with it, exactly those (404 naming any that does not exist). A vehicle whose id is `stream` sends telemetry with `POST /v2/telemetry`: ' +
         'this path is the stream\'s.',
       body: FleetStreamBody,
-      response: responses({ 201: CreatedStream }, { body: true, errors: [404] }),
+      response: responses({ 201: CreatedStream }, { body: true, location: true, errors: [404] }),
     },
   }, async (request, reply) => {
-    const input = request.body as FleetStreamBody;
+    const input = request.body;
     const { stream, body } = await created(request, input, { vehicleIds: input.vehicleIds ?? null });
     return reply.code(201).header('location', `/v2/streams/${stream.id}`).send(body);
   });
@@ -197,12 +200,12 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
     },
     preHandler: async (request) => {
       // Checked before the upgrade; a stream held by another node (cluster mode) is taken over here.
-      if (isUpgrade(request)) await service.prepareAttach(request.principal, paramsOf(request).streamId);
+      if (isUpgrade(request)) await service.prepareAttach(request.principal, request.params.streamId);
     },
-    handler: async (request) => details(await service.read(request.principal.organizationId, paramsOf(request).streamId)),
+    handler: async (request) => details(await service.read(request.principal.organizationId, request.params.streamId)),
     wsHandler: (socket, request) => {
       releaseUpgradeRequest(request, socket);
-      service.attach(request.principal, paramsOf(request).streamId, socket, (request.query as AttachQuery).lastSeq);
+      service.attach(request.principal, request.params.streamId, socket, request.query.lastSeq);
     },
   });
 
@@ -215,7 +218,7 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
       response: responses({ 204: NoContent }, { errors: [404] }),
     },
   }, async (request, reply) => {
-    await service.end(request.principal.organizationId, paramsOf(request).streamId);
+    await service.end(request.principal.organizationId, request.params.streamId);
     return reply.code(204).send();
   });
 
@@ -230,7 +233,7 @@ export async function streamRoutes(app: FastifyInstance, opts: StreamRoutesOptio
       response: responses({ 200: StreamTicket }, { errors: [404, 409] }),
     },
   }, async (request) => {
-    const { streamId, ticket, expiresAt } = await service.issueTicket(request.principal.organizationId, paramsOf(request).streamId);
+    const { streamId, ticket, expiresAt } = await service.issueTicket(request.principal.organizationId, request.params.streamId);
     return { streamId, url: attachUrl({ id: streamId }, ticket), expiresAt: iso(expiresAt) };
   });
 

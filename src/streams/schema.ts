@@ -1,9 +1,10 @@
 // Live stream schemas (docs/API.md "Telemetry", "Live streams"): they validate requests, serialize responses and make
 // the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp } from '../http/schema.ts';
+import { IsoTimestamp } from '../schema/common.ts';
 import { VehicleId } from '../vehicles/schema.ts';
 import { EVENT_TYPES } from './messages.ts';
+import { named } from '../schema/named.ts';
 
 export const INTERVAL_MAX = 3_600_000;
 export const INTERVAL_DEFAULT = 1000;
@@ -27,13 +28,13 @@ const Interval = Type.Integer({
   description: 'Throttle, ms: at most one message per vehicle and event type per interval, carrying the newest values. 0 sends every update.',
 });
 
-export const VehicleStreamBody = Type.Object(
+export const VehicleStreamBody = named('VehicleStreamRequest', Type.Object(
   { events: Events, interval: Type.Optional(Interval) },
   { additionalProperties: false, examples: [{ events: ['location', 'status'], interval: 1000 }] },
-);
+), 'A live stream of one vehicle to create.');
 export type VehicleStreamBody = Static<typeof VehicleStreamBody>;
 
-export const FleetStreamBody = Type.Object(
+export const FleetStreamBody = named('FleetStreamRequest', Type.Object(
   {
     events: Events,
     interval: Type.Optional(Interval),
@@ -47,11 +48,11 @@ export const FleetStreamBody = Type.Object(
     ),
   },
   { additionalProperties: false, examples: [{ events: ['location'], interval: 500, vehicleIds: ['van-042', 'bus-7'] }] },
-);
+), 'A live stream of the fleet to create.');
 export type FleetStreamBody = Static<typeof FleetStreamBody>;
 
 export const StreamIdParams = Type.Object(
-  { streamId: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'The stream id (`str_…`).' }) },
+  { streamId: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'The stream id (`str_…`).', examples: ['str_3kTq9v0bWm1xYp2Z'] }) },
   { additionalProperties: false },
 );
 export type StreamIdParams = Static<typeof StreamIdParams>;
@@ -75,7 +76,7 @@ const VehicleIdsField = Type.Optional(
   Type.Union([Type.Array(VehicleId), Type.Null()], { description: 'Fleet streams: the vehicles listed, or null for every vehicle of the organization.' }),
 );
 
-export const CreatedStream = Type.Object(
+export const CreatedStream = named('CreatedStream', Type.Object(
   {
     streamId: Type.String(),
     status: Type.Literal('connected'),
@@ -98,9 +99,9 @@ export const CreatedStream = Type.Object(
       url: 'wss://fleet.example.com/v2/streams/str_3kTq9v0bWm1xYp2Z?ticket=…', expiresAt: '2026-11-22T08:31:00.000Z',
     }],
   },
-);
+), 'A new live stream, with the WebSocket address to attach to.');
 
-export const StreamDetails = Type.Object(
+export const StreamDetails = named('Stream', Type.Object(
   {
     streamId: Type.String(),
     status: Type.Enum(['connected', 'closed'], { description: '`connected` while live or waiting for a socket; `closed` once ended or expired.' }),
@@ -119,13 +120,13 @@ export const StreamDetails = Type.Object(
     }),
   },
   { additionalProperties: false },
-);
+), 'A live stream.');
 
-export const StreamTicket = Type.Object(
+export const StreamTicket = named('StreamTicket', Type.Object(
   {
     streamId: Type.String(),
     url: Type.String({ description: 'The WebSocket address with a new single-use ticket; add `&lastSeq=N` to resume.' }),
     expiresAt: IsoTimestamp,
   },
   { additionalProperties: false },
-);
+), 'A new ticket to attach to a stream.');

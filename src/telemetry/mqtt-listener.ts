@@ -17,7 +17,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AuthService } from '../auth/service.ts';
 import type { Principal } from '../auth/scopes.ts';
 import { isAppError } from '../errors.ts';
-import type { CheckState } from '../http/health.ts';
+import type { CheckState } from '../readiness.ts';
 import { PacketTooLarge, limitPacketSize } from './mqtt-packet-limit.ts';
 import type { MqttIngest, MqttIngestion } from './mqtt.ts';
 

@@ -28,7 +28,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type IClientOptions, type MqttClient, connect } from 'mqtt';
 import type { AuthService } from '../auth/service.ts';
 import type { MqttConfig } from '../config.ts';
-import type { CheckState } from '../http/health.ts';
+import type { CheckState } from '../readiness.ts';
 import type { MqttIngest, MqttIngestion, MqttOutcome } from './mqtt.ts';
 
 /** How long the broker keeps this node's session (its subscription and unacknowledged messages) while it is away. */

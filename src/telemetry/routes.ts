@@ -2,33 +2,33 @@
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import { Type } from 'typebox';
 import { iso } from '../clock.ts';
-import { responses } from '../http/schema.ts';
-import { validatorCompiler } from '../http/validation.ts';
+import { responses } from '../schema/common.ts';
+import { validatorCompiler } from '../schema/validation.ts';
 import { VehicleId } from '../vehicles/schema.ts';
 import {
   FleetRecordsInput,
   History,
-  type HistoryQuery,
-  HistoryQuery as HistoryQuerySchema,
+  HistoryQuery,
   IngestBody,
   IngestResult,
-  type LatestQuery,
-  LatestQuery as LatestQuerySchema,
-  TelemetryRecord,
+  LatestQuery,
+  LatestState,
 } from './schema.ts';
 import type { TelemetryService } from './service.ts';
+import { typed } from '../http/typed.ts';
 
 const Params = Type.Object({ vehicleId: VehicleId }, { additionalProperties: false });
-type Params = { vehicleId: string };
 
 /**
  * Ingestion bodies are validated by the ingest function itself (one place for HTTP and MQTT,
- * errors named by record index and path); the route's body schema documents them.
+ * errors named by record index and path); the route's body schema documents them. The handlers
+ * pass the body on as it came: the ingest function takes `unknown`.
  */
 const bodyCheckedByIngest: FastifySchemaCompiler<unknown> = (context) =>
   context.httpPart === 'body' ? () => true : validatorCompiler(context);
 
-export async function telemetryRoutes(app: FastifyInstance, opts: { service: TelemetryService }) {
+export async function telemetryRoutes(instance: FastifyInstance, opts: { service: TelemetryService }) {
+  const app = typed(instance);
   const { service } = opts;
   const tags = ['telemetry'];
 
@@ -48,7 +48,7 @@ export async function telemetryRoutes(app: FastifyInstance, opts: { service: Tel
       response: responses({ 202: IngestResult }, { body: true, errors: [404, 409, 503] }),
     },
   }, async (request, reply) => {
-    const { vehicleId } = request.params as Params;
+    const { vehicleId } = request.params;
     const result = await service.ingestForVehicle(request.principal.organizationId, vehicleId, request.body);
     return reply.code(202).send(result);
   });
@@ -75,12 +75,12 @@ export async function telemetryRoutes(app: FastifyInstance, opts: { service: Tel
         '`timestamp` is the time of the newest record; `data` holds the last known value of each field, merged across records. ' +
         '`fields` keeps only the named ones; a field never reported is left out. 404 `no-telemetry` for a vehicle that has sent none.',
       params: Params,
-      querystring: LatestQuerySchema,
-      response: responses({ 200: TelemetryRecord }, { errors: [404] }),
+      querystring: LatestQuery,
+      response: responses({ 200: LatestState }, { errors: [404] }),
     },
   }, async (request) => {
-    const { vehicleId } = request.params as Params;
-    const latest = await service.latestFor(request.principal.organizationId, vehicleId, (request.query as LatestQuery).fields);
+    const { vehicleId } = request.params;
+    const latest = await service.latestFor(request.principal.organizationId, vehicleId, request.query.fields);
     return { vehicleId, timestamp: iso(latest.timestamp), data: latest.data };
   });
 
@@ -90,12 +90,12 @@ export async function telemetryRoutes(app: FastifyInstance, opts: { service: Tel
       operationId: 'getTelemetryHistory', tags, summary: 'A vehicle\'s telemetry history',
       description: 'Records in time order, `from` inclusive and `to` exclusive; follow `nextCursor` for the next page.',
       params: Params,
-      querystring: HistoryQuerySchema,
+      querystring: HistoryQuery,
       response: responses({ 200: History }, { errors: [404] }),
     },
   }, async (request) => {
-    const { vehicleId } = request.params as Params;
-    const page = await service.history(request.principal.organizationId, vehicleId, request.query as HistoryQuery);
+    const { vehicleId } = request.params;
+    const page = await service.history(request.principal.organizationId, vehicleId, request.query);
     return { ...page, records: page.records.map((r) => ({ ...r, timestamp: iso(r.timestamp) })) };
   });
 }

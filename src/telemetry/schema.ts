@@ -1,8 +1,9 @@
 // Telemetry schemas (docs/API.md "Telemetry"). The record schema is the single definition of a valid
 // record: the ingest function validates every record with it, whatever path it came by.
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp } from '../http/schema.ts';
+import { IsoTimestamp } from '../schema/common.ts';
 import { Location, VehicleId } from '../vehicles/schema.ts';
+import { named } from '../schema/named.ts';
 
 export const TELEMETRY_FIELDS = ['location', 'speed', 'heading', 'battery', 'temperature', 'odometer', 'diagnostics'] as const;
 export type TelemetryField = (typeof TELEMETRY_FIELDS)[number];
@@ -25,7 +26,7 @@ const Diagnostics = Type.Object(
   },
 );
 
-export const TelemetryData = Type.Object(
+export const TelemetryData = named('TelemetryData', Type.Object(
   {
     location: Type.Optional(Location),
     speed: Type.Optional(Type.Number({ minimum: 0, maximum: 1000, description: 'km/h' })),
@@ -40,7 +41,7 @@ export const TelemetryData = Type.Object(
     minProperties: 1,
     examples: [{ location: { lat: 52.52, lng: 13.405 }, speed: 42.5, heading: 87, battery: 76.5, temperature: 21.3 }],
   },
-);
+), 'The values of one record: at least one field.');
 export type TelemetryData = Static<typeof TelemetryData>;
 
 const InputTimestamp = Type.String({
@@ -52,28 +53,28 @@ const InputTimestamp = Type.String({
 });
 
 /** One record for a vehicle named by the path (HTTP) or the topic (MQTT). */
-export const VehicleRecordInput = Type.Object(
+export const VehicleRecordInput = named('TelemetryRecordInput', Type.Object(
   { timestamp: Type.Optional(InputTimestamp), data: TelemetryData },
   { additionalProperties: false },
-);
+), 'One record for the vehicle the path or topic names.');
 export type VehicleRecordInput = Static<typeof VehicleRecordInput>;
 
-export const VehicleRecordsInput = Type.Object(
+export const VehicleRecordsInput = named('TelemetryBatchInput', Type.Object(
   { records: Type.Array(VehicleRecordInput, { minItems: 1, maxItems: MAX_BATCH }) },
   { additionalProperties: false },
-);
+), 'Up to 1000 records for the vehicle the path or topic names.');
 
 /** One record of a batch for many vehicles. */
-export const FleetRecordInput = Type.Object(
+export const FleetRecordInput = named('FleetTelemetryRecordInput', Type.Object(
   { vehicleId: VehicleId, timestamp: Type.Optional(InputTimestamp), data: TelemetryData },
   { additionalProperties: false },
-);
+), 'One record of a batch for many vehicles.');
 export type FleetRecordInput = Static<typeof FleetRecordInput>;
 
-export const FleetRecordsInput = Type.Object(
+export const FleetRecordsInput = named('FleetTelemetryBatchInput', Type.Object(
   { records: Type.Array(FleetRecordInput, { minItems: 1, maxItems: MAX_BATCH }) },
   { additionalProperties: false, examples: [{ records: [{ vehicleId: 'van-042', timestamp: '2026-11-22T08:30:00.000Z', data: { speed: 40 } }] }] },
-);
+), 'Up to 1000 records for any vehicles of the organization.');
 export type FleetRecordsInput = Static<typeof FleetRecordsInput>;
 
 export const IngestBody = Type.Union([VehicleRecordInput, VehicleRecordsInput], {
@@ -81,18 +82,27 @@ export const IngestBody = Type.Union([VehicleRecordInput, VehicleRecordsInput], 
   examples: [{ timestamp: '2026-11-22T08:30:00.000Z', data: { location: { lat: 52.52, lng: 13.405 }, speed: 42.5, battery: 76.5 } }],
 });
 
-export const IngestResult = Type.Object(
+export const IngestResult = named('IngestResult', Type.Object(
   {
     accepted: Type.Integer({ description: 'Records stored by this request.' }),
     duplicates: Type.Integer({ description: 'Records already stored (same vehicle and timestamp); not stored twice.' }),
   },
   { additionalProperties: false, examples: [{ accepted: 1, duplicates: 0 }] },
-);
+), 'What a request stored.');
 
-export const TelemetryRecord = Type.Object(
+export const TelemetryRecord = named('TelemetryRecord', Type.Object(
   { vehicleId: VehicleId, timestamp: IsoTimestamp, data: TelemetryData },
   { additionalProperties: false },
-);
+), 'One stored telemetry record.');
+
+export const LatestState = named('LatestState', Type.Object(
+  {
+    vehicleId: VehicleId,
+    timestamp: { ...IsoTimestamp, description: 'The time of the newest record.' },
+    data: TelemetryData,
+  },
+  { additionalProperties: false },
+), 'A vehicle\'s latest state: the last known value of each field, merged across its records.');
 
 export const Fields = Type.String({
   pattern: '^[a-z]+(,[a-z]+)*$',
@@ -118,11 +128,11 @@ export const HistoryQuery = Type.Object(
 );
 export type HistoryQuery = Static<typeof HistoryQuery>;
 
-export const History = Type.Object(
+export const History = named('TelemetryHistory', Type.Object(
   {
     vehicleId: VehicleId,
     records: Type.Array(TelemetryRecord, { description: 'In time order.' }),
     nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'Null on the last page.' }),
   },
   { additionalProperties: false },
-);
+), 'A page of a vehicle\'s stored telemetry.');

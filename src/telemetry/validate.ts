@@ -1,7 +1,7 @@
 // The one place a telemetry record is judged valid, whatever path it came by (HTTP, MQTT).
 // A batch is all-or-nothing: every bad record is named by its index and JSON Pointer path.
 import { AppError, type FieldError } from '../errors.ts';
-import { compileDataValidator, toFieldErrors } from '../http/validation.ts';
+import { compileDataValidator, toFieldErrors } from '../schema/validation.ts';
 import {
   type FleetRecordInput,
   FleetRecordsInput,

@@ -1,8 +1,9 @@
 // The vehicle operations, each once: schema, scope and handler. routes.v2.ts and routes.v1.ts
 // mount them at their paths, so both families are the same code and the same representations.
-import type { FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import type { FastifySchema } from 'fastify';
 import { AppError } from '../errors.ts';
-import { NoContent, pageOf, responses } from '../http/schema.ts';
+import { operation, type TypedOperation } from '../http/typed.ts';
+import { NoContent, pageOf, responses } from '../schema/common.ts';
 import {
   PatchVehicleBody,
   RegisterVehicleBody,
@@ -19,12 +20,6 @@ import {
 import type { VehicleService } from './service.ts';
 import { type LatestLookup, toDetails, toHistoryEntry, toListItem } from './view.ts';
 
-type Params = { id: string };
-type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-export interface Operation {
-  options: RouteShorthandOptions & { schema: Record<string, unknown> };
-  handler: Handler;
-}
 
 const splitList = <T extends string>(value: string | undefined): T[] | undefined =>
   value === undefined ? undefined : [...new Set(value.split(','))] as T[];
@@ -33,7 +28,7 @@ const splitList = <T extends string>(value: string | undefined): T[] | undefined
 export function vehicleOperations(service: VehicleService, latestOf: LatestLookup, detailsPath: (id: string) => string) {
   const latest = (v: { organizationId: string; id: string }) => latestOf(v.organizationId, v.id);
 
-  const list: Operation = {
+  const list = operation({
     options: {
       config: { scope: 'fleet:read' },
       schema: {
@@ -44,7 +39,7 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
       },
     },
     async handler(request) {
-      const query = request.query as VehicleListQuery;
+      const query = request.query;
       const { limit, offset } = pageOf(query);
       const { vehicles, total } = await service.list(request.principal, {
         statuses: splitList<VehicleStatus>(query.status),
@@ -54,26 +49,26 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
       });
       return { vehicles: vehicles.map((v) => toListItem(v, latest(v))), total, limit, offset };
     },
-  };
+  });
 
-  const register: Operation = {
+  const register = operation({
     options: {
       config: { scope: 'fleet:write' },
       schema: {
         summary: 'Register a vehicle',
         body: RegisterVehicleBody,
-        response: responses({ 201: VehicleDetails }, { body: true, errors: [409] }),
+        response: responses({ 201: VehicleDetails }, { body: true, location: true, errors: [409] }),
         description: 'The vehicle starts as `registered`; its first telemetry makes it `active`. ' +
           'Answers 403 `quota-exceeded` when the organization has reached its vehicle quota.',
       },
     },
     async handler(request, reply) {
-      const vehicle = await service.register(request.principal, request.body as RegisterVehicleBody);
+      const vehicle = await service.register(request.principal, request.body);
       return reply.code(201).header('location', detailsPath(vehicle.id)).send(toDetails(vehicle));
     },
-  };
+  });
 
-  const get: Operation = {
+  const get = operation({
     options: {
       config: { scope: 'fleet:read' },
       schema: {
@@ -83,12 +78,12 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
       },
     },
     async handler(request) {
-      const vehicle = await service.get(request.principal, (request.params as Params).id);
+      const vehicle = await service.get(request.principal, request.params.id);
       return toDetails(vehicle, latest(vehicle));
     },
-  };
+  });
 
-  const changeStatus: Operation = {
+  const changeStatus = operation({
     options: {
       config: { scope: 'fleet:write' },
       schema: {
@@ -103,13 +98,13 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
       },
     },
     async handler(request) {
-      const { id } = request.params as Params;
-      const vehicle = await service.changeStatus(request.principal, id, request.body as StatusChangeBody);
+      const { id } = request.params;
+      const vehicle = await service.changeStatus(request.principal, id, request.body);
       return toDetails(vehicle, latest(vehicle));
     },
-  };
+  });
 
-  const update: Operation = {
+  const update = operation({
     options: {
       config: { scope: 'fleet:write' },
       // `status` is refused with 409 before validation, which would call it an unknown field (400).
@@ -130,12 +125,12 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
       },
     },
     async handler(request) {
-      const vehicle = await service.update(request.principal, (request.params as Params).id, request.body as PatchVehicleBody);
+      const vehicle = await service.update(request.principal, request.params.id, request.body);
       return toDetails(vehicle, latest(vehicle));
     },
-  };
+  });
 
-  const remove: Operation = {
+  const remove = operation({
     options: {
       config: { scope: 'fleet:write' },
       schema: {
@@ -146,12 +141,12 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
       },
     },
     async handler(request, reply) {
-      await service.remove(request.principal, (request.params as Params).id);
+      await service.remove(request.principal, request.params.id);
       return reply.code(204).send();
     },
-  };
+  });
 
-  const statusHistory: Operation = {
+  const statusHistory = operation({
     options: {
       config: { scope: 'fleet:read' },
       schema: {
@@ -163,18 +158,18 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
       },
     },
     async handler(request) {
-      const { id } = request.params as Params;
-      const { limit, offset } = pageOf(request.query as StatusHistoryQuery);
+      const { id } = request.params;
+      const { limit, offset } = pageOf(request.query);
       const { entries, total } = await service.statusHistory(request.principal, id, { limit, offset });
       return { vehicleId: id, history: entries.map(toHistoryEntry), total, limit, offset };
     },
-  };
+  });
 
   return { list, register, get, update, changeStatus, remove, statusHistory };
 }
 
 /** Mounts one operation, adding the family's own OpenAPI metadata. */
-export function withMeta(op: Operation, meta: { operationId: string; tags: string[]; deprecated?: boolean; successor?: string }) {
+export function withMeta<S extends FastifySchema>(op: TypedOperation<S>, meta: { operationId: string; tags: string[]; deprecated?: boolean; successor?: string }) {
   return {
     ...op.options,
     config: { ...op.options.config, ...(meta.successor === undefined ? {} : { successor: meta.successor }) },

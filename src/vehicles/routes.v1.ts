@@ -2,11 +2,13 @@
 // carries Deprecation, Sunset and a Link to its successor (see http/versioning.ts).
 import type { FastifyInstance } from 'fastify';
 import { deprecationHeaders } from '../http/versioning.ts';
+import { typed } from '../http/typed.ts';
 import { vehicleOperations, withMeta } from './routes.ts';
 import type { VehicleService } from './service.ts';
 import type { LatestLookup } from './view.ts';
 
-export async function vehicleRoutesV1(app: FastifyInstance, opts: { service: VehicleService; latest: LatestLookup }) {
+export async function vehicleRoutesV1(instance: FastifyInstance, opts: { service: VehicleService; latest: LatestLookup }) {
+  const app = typed(instance);
   app.addHook('onSend', deprecationHeaders);
   const ops = vehicleOperations(opts.service, opts.latest, (id) => `/api/v1/vehicles/${encodeURIComponent(id)}`);
   const meta = (operationId: string, successor: string) => ({ operationId, successor, tags: ['v1'], deprecated: true });

@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../http/typed.ts';
 import { vehicleOperations, withMeta } from './routes.ts';
 import type { VehicleService } from './service.ts';
 import type { LatestLookup } from './view.ts';
 
 const base = '/v2/fleet/vehicles';
 
-export async function vehicleRoutesV2(app: FastifyInstance, opts: { service: VehicleService; latest: LatestLookup }) {
+export async function vehicleRoutesV2(instance: FastifyInstance, opts: { service: VehicleService; latest: LatestLookup }) {
+  const app = typed(instance);
   const ops = vehicleOperations(opts.service, opts.latest, (id) => `${base}/${encodeURIComponent(id)}`);
   const tags = ['vehicles'];
   // PATCH takes RFC 7396 merge patches, which are JSON under their own media type.

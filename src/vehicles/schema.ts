@@ -1,6 +1,7 @@
 // Vehicle schemas: they validate requests, serialize responses and make the OpenAPI document.
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, Paging, PlainText, commaListPattern } from '../http/schema.ts';
+import { IsoTimestamp, Paging, PlainText, commaListPattern } from '../schema/common.ts';
+import { named } from '../schema/named.ts';
 
 export const VEHICLE_STATUSES = ['registered', 'active', 'inactive', 'maintenance', 'retired'] as const;
 export type VehicleStatus = (typeof VEHICLE_STATUSES)[number];
@@ -18,18 +19,18 @@ export const VehicleId = Type.String({
 
 export const VehicleIdParams = Type.Object({ id: VehicleId }, { additionalProperties: false });
 
-export const Location = Type.Object(
+export const Location = named('Location', Type.Object(
   {
     lat: Type.Number({ minimum: -90, maximum: 90, description: 'WGS 84 latitude, decimal degrees.' }),
     lng: Type.Number({ minimum: -180, maximum: 180, description: 'WGS 84 longitude, decimal degrees.' }),
   },
-  { additionalProperties: false, examples: [{ lat: 52.5200, lng: 13.4050 }] },
-);
+  { additionalProperties: false, description: 'A position.', examples: [{ lat: 52.5200, lng: 13.4050 }] },
+));
 
-const Status = Type.Enum(VEHICLE_STATUSES, { description: 'Vehicle status.' });
-const VehicleTypeSchema = Type.Enum(VEHICLE_TYPES, { description: 'Vehicle type.' });
+const Status = named('VehicleStatus', Type.Enum(VEHICLE_STATUSES, { description: 'Vehicle status.' }));
+const VehicleTypeSchema = named('VehicleType', Type.Enum(VEHICLE_TYPES, { description: 'Vehicle type.' }));
 
-export const Configuration = Type.Object(
+const configuration = Type.Object(
   {
     sensors: Type.Optional(
       Type.Array(Type.String({ pattern: '^[a-z][a-z0-9_-]{0,31}$' }), {
@@ -43,19 +44,21 @@ export const Configuration = Type.Object(
     ),
     autonomyLevel: Type.Optional(Type.Integer({ minimum: 0, maximum: 5, description: 'SAE J3016 level.' })),
   },
-  { additionalProperties: false, examples: [{ sensors: ['gps', 'lidar'], capacity: 8, autonomyLevel: 4 }] },
+  { additionalProperties: false, description: 'What the vehicle carries and can do.', examples: [{ sensors: ['gps', 'lidar'], capacity: 8, autonomyLevel: 4 }] },
 );
+export const Configuration = named('VehicleConfiguration', configuration);
 export type Configuration = Static<typeof Configuration>;
 
 const VehicleName = PlainText({ minLength: 1, maxLength: 200, description: 'A person\'s name for the vehicle (optional).' });
 
-export const RegisterVehicleBody = Type.Object(
+export const RegisterVehicleBody = named('VehicleRegistration', Type.Object(
   { vehicleId: VehicleId, type: VehicleTypeSchema, name: Type.Optional(VehicleName), configuration: Type.Optional(Configuration) },
   {
     additionalProperties: false,
+    description: 'A vehicle to register.',
     examples: [{ vehicleId: 'van-042', type: 'van', configuration: { sensors: ['gps'], capacity: 12, autonomyLevel: 0 } }],
   },
-);
+));
 export type RegisterVehicleBody = Static<typeof RegisterVehicleBody>;
 
 const listItemProperties = {
@@ -68,10 +71,12 @@ const listItemProperties = {
   lastUpdate: Type.Union([IsoTimestamp, Type.Null()], { description: 'Time of the newest telemetry.' }),
 };
 
-export const VehicleListItem = Type.Object(listItemProperties, { additionalProperties: false });
+export const VehicleListItem = named('VehicleSummary', Type.Object(listItemProperties, {
+  additionalProperties: false, description: 'A vehicle as lists show it: identity, status and last known state.',
+}));
 export type VehicleListItem = Static<typeof VehicleListItem>;
 
-export const VehicleDetails = Type.Object(
+export const VehicleDetails = named('Vehicle', Type.Object(
   {
     ...listItemProperties,
     configuration: Configuration,
@@ -81,6 +86,7 @@ export const VehicleDetails = Type.Object(
   },
   {
     additionalProperties: false,
+    description: 'A vehicle: identity, status, configuration and last known state.',
     examples: [
       {
         id: 'van-042', type: 'van', name: 'Van 42', status: 'registered', location: null, battery: null, lastUpdate: null,
@@ -89,20 +95,20 @@ export const VehicleDetails = Type.Object(
       },
     ],
   },
-);
+));
 export type VehicleDetails = Static<typeof VehicleDetails>;
 
 /** A configuration patch: each field may be null, which removes it (RFC 7396). */
 const ConfigurationPatch = Type.Object(
   {
-    sensors: Type.Optional(Type.Union([Configuration.properties.sensors, Type.Null()])),
-    capacity: Type.Optional(Type.Union([Configuration.properties.capacity, Type.Null()])),
-    autonomyLevel: Type.Optional(Type.Union([Configuration.properties.autonomyLevel, Type.Null()])),
+    sensors: Type.Optional(Type.Union([configuration.properties.sensors, Type.Null()])),
+    capacity: Type.Optional(Type.Union([configuration.properties.capacity, Type.Null()])),
+    autonomyLevel: Type.Optional(Type.Union([configuration.properties.autonomyLevel, Type.Null()])),
   },
   { additionalProperties: false },
 );
 
-export const PatchVehicleBody = Type.Object(
+export const PatchVehicleBody = named('VehiclePatch', Type.Object(
   {
     type: Type.Optional(VehicleTypeSchema),
     name: Type.Optional(Type.Union([VehicleName, Type.Null()], { description: 'null removes the name.' })),
@@ -113,7 +119,7 @@ export const PatchVehicleBody = Type.Object(
     description: 'An RFC 7396 merge patch. `status` is changed with PUT .../status; `id` and `createdAt` cannot change.',
     examples: [{ name: 'Van 42', configuration: { capacity: 10, sensors: null } }],
   },
-);
+));
 export type PatchVehicleBody = Static<typeof PatchVehicleBody>;
 
 export const VehicleListQuery = Type.Object(
@@ -134,23 +140,23 @@ export const VehicleListQuery = Type.Object(
 );
 export type VehicleListQuery = Static<typeof VehicleListQuery>;
 
-export const VehicleList = Type.Object(
+export const VehicleList = named('VehicleList', Type.Object(
   {
     vehicles: Type.Array(VehicleListItem),
     total: Type.Integer({ description: 'Vehicles matching the filters, on all pages.' }),
     limit: Type.Integer(),
     offset: Type.Integer(),
   },
-  { additionalProperties: false },
-);
+  { additionalProperties: false, description: 'A page of vehicles.' },
+));
 
-export const StatusChangeBody = Type.Object(
+export const StatusChangeBody = named('VehicleStatusChange', Type.Object(
   { status: Status, reason: Type.Optional(PlainText({ maxLength: 500, multiline: true })) },
-  { additionalProperties: false, examples: [{ status: 'maintenance', reason: 'Brake inspection' }] },
-);
+  { additionalProperties: false, description: 'The status to move to, and why.', examples: [{ status: 'maintenance', reason: 'Brake inspection' }] },
+));
 export type StatusChangeBody = Static<typeof StatusChangeBody>;
 
-export const StatusHistoryEntry = Type.Object(
+export const StatusHistoryEntry = named('VehicleStatusHistoryEntry', Type.Object(
   {
     from: Type.Union([Status, Type.Null()], { description: 'Null for the registration itself.' }),
     to: Status,
@@ -158,13 +164,13 @@ export const StatusHistoryEntry = Type.Object(
     at: IsoTimestamp,
     by: Type.String({ description: 'Id of the credential that made the change, or `system`.' }),
   },
-  { additionalProperties: false },
-);
+  { additionalProperties: false, description: 'One change of a vehicle\'s status.' },
+));
 
 export const StatusHistoryQuery = Type.Object(Paging, { additionalProperties: false });
 export type StatusHistoryQuery = Static<typeof StatusHistoryQuery>;
 
-export const StatusHistory = Type.Object(
+export const StatusHistory = named('VehicleStatusHistory', Type.Object(
   {
     vehicleId: VehicleId,
     history: Type.Array(StatusHistoryEntry, { description: 'Newest first.' }),
@@ -172,5 +178,5 @@ export const StatusHistory = Type.Object(
     limit: Type.Integer(),
     offset: Type.Integer(),
   },
-  { additionalProperties: false },
-);
+  { additionalProperties: false, description: 'A page of a vehicle\'s status changes.' },
+));

@@ -1,19 +1,20 @@
 import type { FastifyInstance } from 'fastify';
-import { NoContent, pageOf, responses } from '../http/schema.ts';
+import { NoContent, pageOf, responses } from '../schema/common.ts';
 import {
   CreateWebhookBody, Delivery, DeliveryList, DeliveryListQuery, DeliveryParams, PatchWebhookBody, Secret, Webhook, WebhookIdParams,
   WebhookList, WebhookListQuery, WebhookWithSecret,
 } from './schema.ts';
 import { type WebhookService, toDeliveryView, toWebhookView } from './service.ts';
+import { typed } from '../http/typed.ts';
 
-type Params = { id: string };
 const base = '/v2/webhooks';
 const tags = ['webhooks'];
 const config = { scope: 'webhooks' } as const;
 // Responses that carry a secret are never kept by a cache on the way (http/secrets.ts).
 const withSecret = { scope: 'webhooks', secret: true } as const;
 
-export async function webhookRoutes(app: FastifyInstance, opts: { service: WebhookService }) {
+export async function webhookRoutes(instance: FastifyInstance, opts: { service: WebhookService }) {
+  const app = typed(instance);
   const { service } = opts;
 
   app.post(base, {
@@ -23,10 +24,10 @@ export async function webhookRoutes(app: FastifyInstance, opts: { service: Webho
       description: 'Events of the listed types are POSTed to `url`, signed per the Standard Webhooks specification. ' +
         'The `secret` is shown only in this response and when rotated.',
       body: CreateWebhookBody,
-      response: responses({ 201: WebhookWithSecret }, { body: true }),
+      response: responses({ 201: WebhookWithSecret }, { body: true, location: true }),
     },
   }, async (request, reply) => {
-    const webhook = await service.create(request.principal, request.body as CreateWebhookBody);
+    const webhook = await service.create(request.principal, request.body);
     return reply.code(201).header('location', `${base}/${webhook.id}`).send({ ...toWebhookView(webhook), secret: webhook.secret });
   });
 
@@ -34,7 +35,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: { service: Webho
     config,
     schema: { operationId: 'listWebhooks', tags, summary: 'List webhook endpoints', querystring: WebhookListQuery, response: responses({ 200: WebhookList }) },
   }, async (request) => {
-    const page = pageOf(request.query as WebhookListQuery);
+    const page = pageOf(request.query);
     const { webhooks, total } = await service.list(request.principal, page);
     return { webhooks: webhooks.map(toWebhookView), total, ...page };
   });
@@ -42,7 +43,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: { service: Webho
   app.get(`${base}/:id`, {
     config,
     schema: { operationId: 'getWebhook', tags, summary: 'Read a webhook endpoint', params: WebhookIdParams, response: responses({ 200: Webhook }, { errors: [404] }) },
-  }, async (request) => toWebhookView(await service.get(request.principal, (request.params as Params).id)));
+  }, async (request) => toWebhookView(await service.get(request.principal, request.params.id)));
 
   app.patch(`${base}/:id`, {
     config,
@@ -51,13 +52,13 @@ export async function webhookRoutes(app: FastifyInstance, opts: { service: Webho
       description: '`enabled: true` enables an endpoint again, also one the service disabled after 5 days of failures.',
       params: WebhookIdParams, body: PatchWebhookBody, response: responses({ 200: Webhook }, { body: true, errors: [404] }),
     },
-  }, async (request) => toWebhookView(await service.update(request.principal, (request.params as Params).id, request.body as PatchWebhookBody)));
+  }, async (request) => toWebhookView(await service.update(request.principal, request.params.id, request.body)));
 
   app.delete(`${base}/:id`, {
     config,
     schema: { operationId: 'deleteWebhook', tags, summary: 'Delete a webhook endpoint', params: WebhookIdParams, response: responses({ 204: NoContent }, { errors: [404] }) },
   }, async (request, reply) => {
-    await service.remove(request.principal, (request.params as Params).id);
+    await service.remove(request.principal, request.params.id);
     return reply.code(204).send();
   });
 
@@ -68,7 +69,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: { service: Webho
       description: 'For 24 hours every delivery carries a signature with the old secret and one with the new.',
       params: WebhookIdParams, response: responses({ 200: Secret }, { errors: [404] }),
     },
-  }, async (request) => ({ secret: await service.rotateSecret(request.principal, (request.params as Params).id) }));
+  }, async (request) => ({ secret: await service.rotateSecret(request.principal, request.params.id) }));
 
   app.post(`${base}/:id/test`, {
     config,
@@ -77,7 +78,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: { service: Webho
       description: 'Sends a `webhook.test` event (data `{}`, no vehicleId) to this endpoint only; answers the pending delivery.',
       params: WebhookIdParams, response: responses({ 202: Delivery }, { errors: [404] }),
     },
-  }, async (request, reply) => reply.code(202).send(toDeliveryView(await service.test(request.principal, (request.params as Params).id))));
+  }, async (request, reply) => reply.code(202).send(toDeliveryView(await service.test(request.principal, request.params.id))));
 
   app.get(`${base}/:id/deliveries`, {
     config,
@@ -86,8 +87,8 @@ export async function webhookRoutes(app: FastifyInstance, opts: { service: Webho
       params: WebhookIdParams, querystring: DeliveryListQuery, response: responses({ 200: DeliveryList }, { errors: [404] }),
     },
   }, async (request) => {
-    const query = request.query as DeliveryListQuery;
-    const page = await service.deliveries(request.principal, (request.params as Params).id, query.after, query.limit ?? 50);
+    const query = request.query;
+    const page = await service.deliveries(request.principal, request.params.id, query.after, query.limit ?? 50);
     return { deliveries: page.deliveries.map(toDeliveryView), nextCursor: page.nextCursor };
   });
 
@@ -98,7 +99,7 @@ export async function webhookRoutes(app: FastifyInstance, opts: { service: Webho
       params: DeliveryParams, response: responses({ 202: Delivery }, { errors: [404] }),
     },
   }, async (request, reply) => {
-    const { id, deliveryId } = request.params as { id: string; deliveryId: string };
+    const { id, deliveryId } = request.params;
     return reply.code(202).send(toDeliveryView(await service.retry(request.principal, id, deliveryId)));
   });
 }

@@ -1,7 +1,8 @@
 // Webhook schemas: they validate requests, serialize responses and make the OpenAPI document.
 import { Type, type Static } from 'typebox';
 import { EVENT_TYPES } from '../events/types.ts';
-import { IsoTimestamp, Paging, PlainText } from '../http/schema.ts';
+import { IsoTimestamp, Paging, PlainText } from '../schema/common.ts';
+import { named } from '../schema/named.ts';
 
 /** The types an endpoint can subscribe to: every recorded type (`webhook.test` goes to whoever is tested). */
 export const SUBSCRIBABLE = EVENT_TYPES.filter((t) => t !== 'webhook.test');
@@ -30,13 +31,13 @@ export const DeliveryParams = Type.Object(
   { additionalProperties: false },
 );
 
-export const CreateWebhookBody = Type.Object(
+export const CreateWebhookBody = named('WebhookCreation', Type.Object(
   { url: Url, eventTypes: EventTypes, description: Type.Optional(Description), enabled: Type.Optional(Type.Boolean({ default: true })) },
   { additionalProperties: false, examples: [{ url: 'https://hooks.example.com/fleet', eventTypes: ['*'], description: 'Dispatch' }] },
-);
+), 'A webhook endpoint to create.');
 export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
 
-export const PatchWebhookBody = Type.Object(
+export const PatchWebhookBody = named('WebhookPatch', Type.Object(
   {
     url: Type.Optional(Url),
     eventTypes: Type.Optional(EventTypes),
@@ -44,7 +45,7 @@ export const PatchWebhookBody = Type.Object(
     enabled: Type.Optional(Type.Boolean({ description: 'true enables an endpoint again, also one disabled after failing.' })),
   },
   { additionalProperties: false, minProperties: 1, examples: [{ enabled: true }] },
-);
+), 'Changes to a webhook endpoint.');
 export type PatchWebhookBody = Static<typeof PatchWebhookBody>;
 
 const webhookProperties = {
@@ -57,20 +58,21 @@ const webhookProperties = {
   createdAt: IsoTimestamp,
   updatedAt: IsoTimestamp,
 };
-export const Webhook = Type.Object(webhookProperties, { additionalProperties: false });
-export const WebhookWithSecret = Type.Object(
-  { ...webhookProperties, secret: Type.String({ description: '`whsec_` + base64 of 32 random bytes. Shown only here and when rotated.' }) },
+export const Webhook = named('Webhook', Type.Object(webhookProperties, { additionalProperties: false }), 'A webhook endpoint, without its secret.');
+const SecretValue = Type.String({ description: '`whsec_` + base64 of 32 random bytes. Shown only here and when rotated.' });
+export const WebhookWithSecret = named('WebhookWithSecret', Type.Object(
+  { ...webhookProperties, secret: SecretValue },
   { additionalProperties: false },
-);
-export const WebhookList = Type.Object(
+), 'A new webhook endpoint, with its signing secret (shown this once).');
+export const WebhookList = named('WebhookList', Type.Object(
   { webhooks: Type.Array(Webhook), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() },
   { additionalProperties: false },
-);
+), 'A page of webhook endpoints.');
 export const WebhookListQuery = Type.Object(Paging, { additionalProperties: false });
 export type WebhookListQuery = Static<typeof WebhookListQuery>;
-export const Secret = Type.Object({ secret: WebhookWithSecret.properties.secret }, { additionalProperties: false });
+export const Secret = named('WebhookSecret', Type.Object({ secret: SecretValue }, { additionalProperties: false }), 'A new signing secret (shown this once).');
 
-export const Delivery = Type.Object(
+export const Delivery = named('WebhookDelivery', Type.Object(
   {
     id: DeliveryParams.properties.deliveryId,
     eventId: Type.String(),
@@ -84,7 +86,7 @@ export const Delivery = Type.Object(
     nextAttemptAt: Type.Union([IsoTimestamp, Type.Null()], { description: 'When the next attempt is due, while pending.' }),
   },
   { additionalProperties: false },
-);
+), 'One event\'s delivery to an endpoint.');
 export const DeliveryListQuery = Type.Object(
   {
     after: Type.Optional(Type.String({ maxLength: 100, description: 'The `nextCursor` of the previous page.' })),
@@ -93,7 +95,7 @@ export const DeliveryListQuery = Type.Object(
   { additionalProperties: false },
 );
 export type DeliveryListQuery = Static<typeof DeliveryListQuery>;
-export const DeliveryList = Type.Object(
+export const DeliveryList = named('WebhookDeliveryList', Type.Object(
   { deliveries: Type.Array(Delivery, { description: 'Newest first.' }), nextCursor: Type.Union([Type.String(), Type.Null()]) },
   { additionalProperties: false },
-);
+), 'A page of deliveries.');

@@ -4,8 +4,8 @@
 // body still answers 415) and renders errors as RFC 6749 JSON instead of problem+json.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { REALM } from '../../http/auth.ts';
-import { responses } from '../../http/schema.ts';
-import { toFieldErrors } from '../../http/validation.ts';
+import { responses } from '../../schema/common.ts';
+import { toFieldErrors } from '../../schema/validation.ts';
 import { SCOPES } from '../scopes.ts';
 import type { OAuthService } from './clients.ts';
 import { OAuthError } from './errors.ts';
@@ -19,6 +19,7 @@ import {
   TokenRequestBody,
   TokenResponse,
 } from './schema.ts';
+import { typed } from '../../http/typed.ts';
 
 const FORM = 'application/x-www-form-urlencoded';
 const FORM_BODY_LIMIT = 64 * 1024;
@@ -93,7 +94,8 @@ const oauthResponses = (success: Record<number, typeof TokenResponse | typeof In
   responses({ ...success, 400: OAuthErrorBody, 401: OAuthErrorBody }, { authenticated: false, errors: [413, 429, 500] });
 
 /** POST /oauth/token, /oauth/revoke and /oauth/introspect. */
-async function protocolEndpoints(app: FastifyInstance, opts: OAuthEndpointOptions) {
+async function protocolEndpoints(instance: FastifyInstance, opts: OAuthEndpointOptions) {
+  const app = typed(instance);
   const { oauth } = opts;
 
   // Form bodies only, in this plugin only.
@@ -135,7 +137,7 @@ async function protocolEndpoints(app: FastifyInstance, opts: OAuthEndpointOption
       response: oauthResponses({ 200: TokenResponse }),
     },
   }, async (request) => {
-    const body = request.body as TokenRequestBody;
+    const body = request.body;
     const credentials = clientCredentials(request, body);
     const issued = await oauth.token({ grantType: body.grant_type, ...credentials, scope: body.scope });
     return { access_token: issued.accessToken, token_type: 'Bearer' as const, expires_in: issued.expiresIn, scope: issued.scope };
@@ -153,7 +155,7 @@ async function protocolEndpoints(app: FastifyInstance, opts: OAuthEndpointOption
       response: oauthResponses({ 200: EmptyBody }),
     },
   }, async (request, reply) => {
-    const body = request.body as TokenBody;
+    const body = request.body;
     await oauth.revoke(clientCredentials(request, body), body.token);
     return reply.code(200).send();
   });
@@ -170,7 +172,7 @@ async function protocolEndpoints(app: FastifyInstance, opts: OAuthEndpointOption
       response: oauthResponses({ 200: Introspection }),
     },
   }, async (request) => {
-    const body = request.body as TokenBody;
+    const body = request.body;
     return oauth.introspect(clientCredentials(request, body), body.token);
   });
 }
@@ -206,6 +208,7 @@ async function wellKnownRoutes(app: FastifyInstance, opts: OAuthEndpointOptions)
     config: { public: true },
     schema: {
       tags: TAGS, operationId: 'getOAuthServerMetadata', summary: 'OAuth 2.0 authorization server metadata (RFC 8414)',
+      description: 'Where the token, revocation, introspection and key-set endpoints are, and what they support, for OAuth client libraries to discover.',
       response: responses({ 200: ServerMetadata }, { authenticated: false, errors: [500] }),
     },
   }, async () => metadata);

@@ -2,7 +2,7 @@
 // endpoints (endpoints.ts). `oauthRoutes` is the one plugin app.ts registers.
 import type { FastifyInstance } from 'fastify';
 import { iso } from '../../clock.ts';
-import { NoContent, responses } from '../../http/schema.ts';
+import { NoContent, responses } from '../../schema/common.ts';
 import type { OAuthService } from './clients.ts';
 import { type OAuthEndpointOptions, oauthEndpoints } from './endpoints.ts';
 import {
@@ -14,6 +14,7 @@ import {
   RotatedKey,
 } from './schema.ts';
 import type { OAuthClientRecord } from './store.ts';
+import { typed } from '../../http/typed.ts';
 
 const base = '/v2/oauth-clients';
 const TAGS = ['oauth'];
@@ -25,7 +26,8 @@ const view = (client: OAuthClientRecord) => ({
   createdAt: iso(client.createdAt),
 });
 
-async function managementRoutes(app: FastifyInstance, opts: { oauth: OAuthService }) {
+async function managementRoutes(instance: FastifyInstance, opts: { oauth: OAuthService }) {
+  const app = typed(instance);
   const { oauth } = opts;
 
   app.post(base, {
@@ -36,10 +38,10 @@ async function managementRoutes(app: FastifyInstance, opts: { oauth: OAuthServic
         'The client belongs to the caller\'s organization; its `scopes` must be a subset of the caller\'s. ' +
         '`clientSecret` appears in this response only. Past `FLEET_QUOTA_OAUTH_CLIENTS` answers `403 quota-exceeded`.',
       body: CreateOAuthClientBody,
-      response: responses({ 201: CreatedOAuthClient }, { body: true }),
+      response: responses({ 201: CreatedOAuthClient }, { body: true, location: true }),
     },
   }, async (request, reply) => {
-    const { client, secret } = await oauth.createClient(request.principal, request.body as CreateOAuthClientBody);
+    const { client, secret } = await oauth.createClient(request.principal, request.body);
     return reply
       .code(201)
       .header('location', `${base}/${client.id}`)
@@ -65,7 +67,7 @@ async function managementRoutes(app: FastifyInstance, opts: { oauth: OAuthServic
       params: OAuthClientParams,
       response: responses({ 200: OAuthClient }, { errors: [404] }),
     },
-  }, async (request) => view(await oauth.getClient(request.principal, (request.params as { id: string }).id)));
+  }, async (request) => view(await oauth.getClient(request.principal, request.params.id)));
 
   app.delete(`${base}/:id`, {
     config: { scope: 'admin' },
@@ -76,7 +78,7 @@ async function managementRoutes(app: FastifyInstance, opts: { oauth: OAuthServic
       response: responses({ 204: NoContent }, { errors: [404] }),
     },
   }, async (request, reply) => {
-    await oauth.deleteClient(request.principal, (request.params as { id: string }).id);
+    await oauth.deleteClient(request.principal, request.params.id);
     return reply.code(204).send();
   });
 

@@ -1,8 +1,9 @@
 // OAuth schemas: management (JSON, /v2) and the OAuth endpoints (form bodies in, RFC-shaped JSON out).
 import { Type, type Static } from 'typebox';
-import { IsoTimestamp, PlainText } from '../../http/schema.ts';
+import { IsoTimestamp, PlainText } from '../../schema/common.ts';
 import { SCOPES } from '../scopes.ts';
 import { OAUTH_ERRORS } from './errors.ts';
+import { named } from '../../schema/named.ts';
 
 const ScopeSchema = Type.Enum(SCOPES, { description: 'A scope.' });
 
@@ -14,7 +15,7 @@ export const OAuthClientId = Type.String({
 
 export const OAuthClientParams = Type.Object({ id: OAuthClientId }, { additionalProperties: false });
 
-export const CreateOAuthClientBody = Type.Object(
+export const CreateOAuthClientBody = named('OAuthClientCreation', Type.Object(
   {
     name: PlainText({ minLength: 1, maxLength: 100, description: 'For people: what the client is.' }),
     scopes: Type.Array(ScopeSchema, {
@@ -24,7 +25,7 @@ export const CreateOAuthClientBody = Type.Object(
     }),
   },
   { additionalProperties: false, examples: [{ name: 'dispatch backend', scopes: ['fleet:read', 'telemetry:read'] }] },
-);
+), 'An OAuth client to create.');
 export type CreateOAuthClientBody = Static<typeof CreateOAuthClientBody>;
 
 const clientProperties = {
@@ -34,30 +35,30 @@ const clientProperties = {
   createdAt: IsoTimestamp,
 };
 
-export const OAuthClient = Type.Object(clientProperties, { additionalProperties: false, description: 'An OAuth client, without its secret.' });
+export const OAuthClient = named('OAuthClient', Type.Object(clientProperties, { additionalProperties: false, description: 'An OAuth client, without its secret.' }));
 
-export const CreatedOAuthClient = Type.Object(
+export const CreatedOAuthClient = named('CreatedOAuthClient', Type.Object(
   {
     ...clientProperties,
     clientSecret: Type.String({ description: 'Shown in this response only; only its SHA-256 is stored.' }),
   },
   { additionalProperties: false, description: 'The new client, with its secret (shown this once).' },
-);
+));
 
-export const OAuthClientList = Type.Object(
+export const OAuthClientList = named('OAuthClientList', Type.Object(
   { oauthClients: Type.Array(OAuthClient, { description: 'Oldest first.' }), total: Type.Integer() },
   { additionalProperties: false, description: 'The organization\'s OAuth clients.' },
-);
+));
 
-export const RotatedKey = Type.Object(
+export const RotatedKey = named('SigningKey', Type.Object(
   { kid: Type.String({ description: 'Key id of the new signer, as in the JWKS and token headers.' }), createdAt: IsoTimestamp },
   { additionalProperties: false, description: 'The new signing key.' },
-);
+));
 
 // --- OAuth endpoints ------------------------------------------------------------------------
 
 /** RFC 6749 §5.2; also the error shape of revocation and introspection. */
-export const OAuthErrorBody = Type.Object(
+export const OAuthErrorBody = named('OAuthError', Type.Object(
   {
     error: Type.Enum(OAUTH_ERRORS),
     error_description: Type.Optional(Type.String()),
@@ -67,7 +68,7 @@ export const OAuthErrorBody = Type.Object(
     description: 'OAuth 2.0 error (RFC 6749 §5.2), not problem+json.',
     examples: [{ error: 'invalid_client', error_description: 'Client authentication failed.' }],
   },
-);
+));
 
 const ClientAuthFields = {
   client_id: Type.Optional(Type.String({ description: 'client_secret_post; or use HTTP Basic (client_secret_basic), not both.' })),
@@ -85,7 +86,7 @@ export const TokenRequestBody = Type.Object(
 );
 export type TokenRequestBody = Static<typeof TokenRequestBody>;
 
-export const TokenResponse = Type.Object(
+export const TokenResponse = named('TokenResponse', Type.Object(
   {
     access_token: Type.String({ description: 'A JWT (RFC 9068), `typ: at+jwt`, signed ES256.' }),
     token_type: Type.Literal('Bearer'),
@@ -93,7 +94,7 @@ export const TokenResponse = Type.Object(
     scope: Type.String({ description: 'Space-separated scopes the token holds.' }),
   },
   { additionalProperties: false, description: 'An access token (RFC 6749 §5.1).' },
-);
+));
 
 export const TokenBody = Type.Object(
   {
@@ -105,7 +106,7 @@ export const TokenBody = Type.Object(
 );
 export type TokenBody = Static<typeof TokenBody>;
 
-export const Introspection = Type.Object(
+export const Introspection = named('TokenIntrospection', Type.Object(
   {
     active: Type.Boolean(),
     scope: Type.Optional(Type.String()),
@@ -119,11 +120,11 @@ export const Introspection = Type.Object(
     token_type: Type.Optional(Type.Literal('Bearer')),
   },
   { additionalProperties: false, description: 'RFC 7662. Only `{active: false}` for a token that is not live or not of the caller\'s organization.' },
-);
+));
 
 export const EmptyBody = Type.Null({ description: 'Empty body.' });
 
-export const Jwks = Type.Object(
+export const Jwks = named('JsonWebKeySet', Type.Object(
   {
     keys: Type.Array(
       // Public members only: the serializer drops anything else (a private `d` can never leave).
@@ -142,9 +143,9 @@ export const Jwks = Type.Object(
     ),
   },
   { additionalProperties: false, description: 'JSON Web Key Set (RFC 7517): the keys that verify Fleet\'s access tokens.' },
-);
+));
 
-export const ServerMetadata = Type.Object(
+export const ServerMetadata = named('AuthorizationServerMetadata', Type.Object(
   {
     issuer: Type.String(),
     token_endpoint: Type.String(),
@@ -160,4 +161,4 @@ export const ServerMetadata = Type.Object(
     service_documentation: Type.String(),
   },
   { additionalProperties: false, description: 'OAuth 2.0 authorization server metadata (RFC 8414).' },
-);
+));

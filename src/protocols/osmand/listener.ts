@@ -1,9 +1,10 @@
 // The OsmAnd port: the same route as /osmand of the main port, on the root path, where the apps
 // send by default (`http://host:5055`). Its own small Fastify instance: no API, no credentials.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { CheckState } from '../../http/health.ts';
-import { problemsPlugin } from '../../http/problems.ts';
-import { validatorCompiler } from '../../http/validation.ts';
+import type { CheckState } from '../../readiness.ts';
+import { problemsPlugin } from '../../schema/problems.ts';
+import { serializerCompiler } from '../../schema/serializer.ts';
+import { validatorCompiler } from '../../schema/validation.ts';
 import type { ProtocolIngest } from '../ingest.ts';
 import { osmandRoutes } from './routes.ts';
 
@@ -28,6 +29,7 @@ export function createOsmandListener(deps: { host: string; port: number; ingest:
   async function start() {
     const app = Fastify({ loggerInstance: log, bodyLimit: 1024 * 1024 });
     app.setValidatorCompiler(validatorCompiler);
+    app.setSerializerCompiler(serializerCompiler);
     app.removeContentTypeParser('text/plain');
     await app.register(problemsPlugin);
     await app.register(osmandRoutes, { path: '/', ingest: deps.ingest });

@@ -7,8 +7,8 @@
 import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import { Type } from 'typebox';
 import { AppError } from '../../errors.ts';
-import { responses } from '../../http/schema.ts';
-import { validatorCompiler } from '../../http/validation.ts';
+import { responses } from '../../schema/common.ts';
+import { validatorCompiler } from '../../schema/validation.ts';
 import { IngestResult } from '../../telemetry/schema.ts';
 import type { ProtocolIngest } from '../ingest.ts';
 import { decodeJson, decodeParameters, type OsmandReport } from './decode.ts';
@@ -77,8 +77,11 @@ export async function osmandRoutes(app: FastifyInstance, opts: { path: string; i
     done(null, new FormBody(body as string));
   });
 
-  const handler = async (request: { query: unknown; body: unknown }) => {
-    const decoded = report(request.query as Record<string, unknown>, request.body);
+  // The decoder judges the parameters (the route's schema documents them): typed as what
+  // Fastify's query string parser makes, a record of text.
+  type Request = { Querystring: Record<string, unknown> };
+  const handler = async (request: { query: Record<string, unknown>; body: unknown }) => {
+    const decoded = report(request.query, request.body);
     const device = await ingest.resolve('osmand', decoded.identifier);
     if (device === undefined) throw new AppError('device-not-found', `No OsmAnd device "${decoded.identifier}" is registered.`);
     return ingest.ingest(device, decoded.records);
@@ -98,6 +101,6 @@ export async function osmandRoutes(app: FastifyInstance, opts: { path: string; i
     response: responses({ 200: IngestResult }, { authenticated: false, body: method === 'POST', errors: [400, 404, 409, 429, 500, 503] }),
   });
   const config = { public: true } as const;
-  app.get(opts.path, { config, validatorCompiler: checkedByDecoder, schema: schema('GET') }, handler);
-  app.post(opts.path, { config, validatorCompiler: checkedByDecoder, schema: schema('POST') }, handler);
+  app.get<Request>(opts.path, { config, validatorCompiler: checkedByDecoder, schema: schema('GET') }, handler);
+  app.post<Request>(opts.path, { config, validatorCompiler: checkedByDecoder, schema: schema('POST') }, handler);
 }

@@ -17,7 +17,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { DeviceRecord } from '../../devices/store.ts';
 import { IDENTIFIER_RULES } from '../../devices/schema.ts';
 import { isAppError } from '../../errors.ts';
-import type { CheckState } from '../../http/health.ts';
+import type { CheckState } from '../../readiness.ts';
 import type { ProtocolIngest } from '../ingest.ts';
 import { type ProtocolListener, listenFailure } from '../osmand/listener.ts';
 import { MalformedPacket, decodeAvlData, toTelemetry } from './decode.ts';

@@ -9,8 +9,9 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../errors.ts';
+import { MULTILINE_PATTERN, NAME_PATTERN } from './common.ts';
 import { isDateTime } from './date-time.ts';
-import { MULTILINE_PATTERN, NAME_PATTERN } from './schema.ts';
+import { namedSchemas } from './named.ts';
 
 // `strict` includes strictNumbers: NaN and Infinity (JSON's 1e309) are not numbers.
 const ajv = new Ajv({
@@ -23,9 +24,21 @@ const ajv = new Ajv({
 });
 ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
 
+const known = new Set<string>();
+
+/** Compiles `schema` after teaching the validator every named schema it may reference. */
+function compile<T = unknown>(schema: object): ValidateFunction<T> {
+  for (const named of namedSchemas()) {
+    if (known.has(named.$id)) continue;
+    ajv.addSchema(named);
+    known.add(named.$id);
+  }
+  return ajv.compile<T>(schema);
+}
+
 /** A validator for JSON that arrives by other paths than a route body (MQTT), with the same rules. */
 export function compileDataValidator<T>(schema: object) {
-  return ajv.compile<T>(schema);
+  return compile<T>(schema);
 }
 
 const INTEGER_TEXT = /^-?[0-9]+$/;
@@ -59,7 +72,7 @@ function converterFor(schema: unknown): Convert | undefined {
 
 /** The query or path validator: the strict conversions above, then the schema's own check. */
 function textValidator(schema: object): ValidateFunction {
-  const validate = ajv.compile(schema);
+  const validate = compile(schema);
   const properties = (schema as { properties?: Record<string, unknown> }).properties ?? {};
   const converters = Object.entries(properties).flatMap(([name, property]) => {
     const convert = converterFor(property);
@@ -83,7 +96,7 @@ function textValidator(schema: object): ValidateFunction {
 }
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) =>
-  httpPart === 'body' ? ajv.compile(schema as object) : textValidator(schema as object);
+  httpPart === 'body' ? compile(schema as object) : textValidator(schema as object);
 
 const PARTS: Record<string, FieldError['in']> = {
   body: 'body',

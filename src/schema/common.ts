@@ -1,6 +1,7 @@
 // Schema pieces shared by every module, and the helper that gives each route its error responses.
 import { Type, type TSchema } from 'typebox';
 import { ERRORS } from '../errors.ts';
+import { named } from './named.ts';
 
 export const IsoTimestamp = Type.String({
   format: 'date-time',
@@ -41,7 +42,16 @@ export function commaListPattern(values: readonly string[]): string {
   return `^${one}(,${one})*$`;
 }
 
-export const Problem = Type.Object(
+export const FieldError = named('FieldError', Type.Object(
+  {
+    in: Type.Optional(Type.Enum(['body', 'query', 'path', 'header'], { description: 'The part of the request.' })),
+    path: Type.String({ description: 'JSON Pointer into that part of the request.' }),
+    message: Type.String(),
+  },
+  { description: 'What is wrong with one value of the request.' },
+));
+
+export const Problem = named('Problem', Type.Object(
   {
     type: Type.String({ description: 'URI naming the problem type.' }),
     title: Type.String(),
@@ -50,15 +60,7 @@ export const Problem = Type.Object(
     code: Type.Enum(Object.keys(ERRORS), { description: 'Stable machine-readable code.' }),
     instance: Type.Optional(Type.String({ description: 'The request path.' })),
     requestId: Type.Optional(Type.String()),
-    errors: Type.Optional(
-      Type.Array(
-        Type.Object({
-          in: Type.Optional(Type.Enum(['body', 'query', 'path', 'header'])),
-          path: Type.String({ description: 'JSON Pointer into that part of the request.' }),
-          message: Type.String(),
-        }),
-      ),
-    ),
+    errors: Type.Optional(Type.Array(FieldError, { description: 'Each invalid value, on a `validation-failed` problem.' })),
   },
   {
     description: 'RFC 9457 problem details.',
@@ -69,7 +71,7 @@ export const Problem = Type.Object(
       },
     ],
   },
-);
+));
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Malformed JSON, or a body, query or path that fails validation.',
@@ -95,20 +97,29 @@ const AUTHENTICATED_ERRORS = [400, 401, 403, 429, 500] as const;
 const BODY_ERRORS = [413, 415] as const;
 
 /**
+ * Where a route's `response` schema lists the headers its success responses carry beyond those of
+ * every response, by status (`{201: ['Location']}`); read by the OpenAPI document. A symbol, so
+ * Fastify and the serializer, which walk the status codes, never see it.
+ */
+export const DECLARED_HEADERS = Symbol('declared response headers');
+
+/**
  * A route's `response` schema: its success responses plus the problem responses it can give.
  * Every status gets a schema, so no field a schema does not name can leak into a response.
+ * `location`: the 201 carries a `Location` header naming the created resource.
  */
 export function responses(
   success: Record<number, TSchema>,
-  options: { errors?: number[]; body?: boolean; authenticated?: boolean } = {},
+  options: { errors?: number[]; body?: boolean; authenticated?: boolean; location?: boolean } = {},
 ): Record<number, unknown> {
-  const out: Record<number, unknown> = { ...success };
+  const out: Record<number, unknown> & { [DECLARED_HEADERS]?: Record<number, string[]> } = { ...success };
   const statuses = new Set<number>([
     ...(options.authenticated === false ? [] : AUTHENTICATED_ERRORS),
     ...(options.body ? BODY_ERRORS : []),
     ...(options.errors ?? []),
   ]);
   for (const status of [...statuses].sort()) out[status] = problemResponse(status);
+  if (options.location === true) out[DECLARED_HEADERS] = { 201: ['Location'] };
   return out;
 }
 
