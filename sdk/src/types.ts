@@ -1,9 +1,11 @@
 // Names for the shapes of the Fleet API, taken from the generated schema (schema.d.ts). Every
 // other file of the SDK uses these names, never the generated structure itself, so where the
 // schema says a shape is, is written down once: here.
-import type { paths } from './schema.d.ts';
+import type { components, paths } from './schema.d.ts';
 
-export type { paths };
+export type { components, paths };
+/** Every schema the API names, by its name in the OpenAPI document (`Schemas['Vehicle']`). */
+export type Schemas = components['schemas'];
 
 type Method = 'get' | 'put' | 'post' | 'delete' | 'patch';
 
