@@ -132,7 +132,7 @@ function median(values: number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-async function api(node: Node, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+async function api(node: Node, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: any; retryAfter: string | null }> {
   const res = await fetch(`${node.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -140,13 +140,21 @@ async function api(node: Node, key: string, method: string, path: string, body?:
     signal: AbortSignal.timeout(OPERATION_TIMEOUT_MS),
   });
   const text = await res.text();
-  return { status: res.status, json: text === '' ? undefined : JSON.parse(text) };
+  return { status: res.status, json: text === '' ? undefined : JSON.parse(text), retryAfter: res.headers.get('retry-after') };
 }
 
+/**
+ * A set-up or check request that must get `expected`. A 503 with Retry-After (the node shedding
+ * load, e.g. right after the steady load on a busy machine) is the service asking to come back:
+ * it is asked again after that delay, up to ten times.
+ */
 async function must(node: Node, key: string, method: string, path: string, body: unknown, expected: number): Promise<any> {
-  const res = await api(node, key, method, path, body);
-  if (res.status !== expected) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.json)}`);
-  return res.json;
+  for (let attempt = 1; ; attempt++) {
+    const res = await api(node, key, method, path, body);
+    if (res.status === expected) return res.json;
+    if (res.status !== 503 || res.retryAfter === null || attempt === 10) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.json)}`);
+    await sleep(Math.min(30, Number(res.retryAfter) || 1) * 1000);
+  }
 }
 
 interface Sample extends Scrape {
