@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Page } from 'playwright-core';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { deadOrigin, freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
@@ -88,8 +89,17 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
   const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), animations: 'disabled' });
   const map = page.locator('.fleet .map');
   const data = async (name: string) => Number(await map.getAttribute(`data-${name}`));
-  /** Waits until a JavaScript expression, run in the page, is true. */
-  const until = (expression: string) => page.waitForFunction(expression);
+  /**
+   * Waits until a JavaScript expression, run in the page, is true. Polled from here: Playwright's
+   * own polling would evaluate it with `eval` in the page, which the page's policy refuses.
+   */
+  const until = async (expression: string, ms = 10_000) => {
+    const deadline = Date.now() + ms;
+    while (await page.evaluate(expression) !== true) {
+      if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${expression}`);
+      await sleep(25);
+    }
+  };
 
   await t.test('the fleet map clusters every vehicle and says why there are no tiles', async () => {
     await page.goto(`${origin}/`);

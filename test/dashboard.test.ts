@@ -89,18 +89,23 @@ describe('the page', () => {
 });
 
 describe('the bundle', () => {
-  test('one script holds every module and library, as plain JavaScript with nothing left to import', async (t) => {
+  test('one script holds every module and library, as plain JavaScript with nothing left to import; the worker too', async (t) => {
+    const dir = tempDir(t, 'fleet-dashboard-');
+    for (const name of ['main.js', 'cluster-worker.js']) {
+      const script = await get(`/dashboard/${name}`);
+      assert.equal(script.statusCode, 200, name);
+      assert.equal(script.headers['content-type'], 'text/javascript; charset=utf-8', name);
+      // Syntax-checked as an ES module by Node without running it.
+      const file = path.join(dir, name.replace(/\.js$/, '.mjs'));
+      writeFileSync(file, script.body);
+      const check = spawnSync(process.execPath, ['--check', file], { encoding: 'utf8' });
+      assert.equal(check.status, 0, `${name} is not valid JavaScript:\n${check.stderr}`);
+      assert.doesNotMatch(script.body, /\bimport\s*[{*\w][^;]*?\bfrom\s*["']|\bimport\s*\(\s*["']/, `${name} still imports a module`);
+    }
+    assert.ok((await get('/dashboard/cluster-worker.js')).body.includes('getClusterExpansionZoom'));
     const res = await get('/dashboard/main.js');
-    assert.equal(res.statusCode, 200);
-    assert.equal(res.headers['content-type'], 'text/javascript; charset=utf-8');
-    // Syntax-checked as an ES module by Node without running it.
-    const file = path.join(tempDir(t, 'fleet-dashboard-'), 'main.mjs');
-    writeFileSync(file, res.body);
-    const check = spawnSync(process.execPath, ['--check', file], { encoding: 'utf8' });
-    assert.equal(check.status, 0, `the bundle is not valid JavaScript:\n${check.stderr}`);
-    assert.doesNotMatch(res.body, /\bimport\s*[{*\w][^;]*?\bfrom\s*["']|\bimport\s*\(\s*["']/, 'the bundle still imports a module');
-    // Leaflet, supercluster, uPlot and Leaflet-Geoman are in it, with their licences beside it.
-    for (const needle of ['leaflet-container', 'u-legend', 'pm:create', 'getClusterExpansionZoom']) assert.ok(res.body.includes(needle), needle);
+    // Leaflet, uPlot, Leaflet-Geoman and the map's worker are in it, with their licences beside it.
+    for (const needle of ['leaflet-container', 'u-legend', 'pm:create', '/dashboard/cluster-worker.js']) assert.ok(res.body.includes(needle), needle);
     assert.match(res.body, /^\/\*! Fleet dashboard\. Third-party licences: \/dashboard\/licenses\.txt \*\//);
     const licenses = await get('/dashboard/licenses.txt');
     assert.equal(licenses.statusCode, 200);

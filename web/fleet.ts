@@ -238,8 +238,17 @@ export function renderFleet(root: HTMLElement, ctx: { live: Live; tileUrl: strin
   };
 }
 
+const flashedAt = new WeakMap<HTMLElement, number>();
+
+/**
+ * A brief highlight of a changed cell, without forcing a layout, and at most every 5 s per cell:
+ * in a busy fleet every row changes every second, and cells that never stop blinking say nothing
+ * while keeping the page repainting.
+ */
 function flash(el: HTMLElement) {
-  el.classList.remove('updated');
-  void el.offsetWidth;
   el.classList.add('updated');
+  const now = performance.now();
+  if (now - (flashedAt.get(el) ?? -Infinity) < 5000) return;
+  flashedAt.set(el, now);
+  el.animate([{ backgroundColor: '#fff8c5' }, { backgroundColor: 'transparent' }], { duration: 1200, easing: 'ease-out' });
 }

@@ -4,21 +4,23 @@
 // aria-label and data-vehicle-id.
 //
 // Built for thousands of vehicles moving every second: setVehicle only records the position;
-// once per animation frame the markers on screen move, and the cluster index (a k-d tree per
-// zoom level over every vehicle) is rebuilt at most every few hundred milliseconds, never more
-// often than its own cost allows. Only what is on screen has a DOM element.
-import type { Feature, Point } from 'geojson';
-import Supercluster from 'supercluster';
+// once per animation frame the markers on screen move. The cluster index lives in a worker
+// (cluster-worker.ts), rebuilt there at most every few hundred milliseconds, so its cost never
+// holds up a frame; the page asks it for the clusters of the view after each rebuild and each
+// move of the map. Only what is on screen has a DOM element, and an attribute is written only
+// when it changes.
+import type { WorkerReply, WorkerRequest } from './cluster-worker.ts';
 import { h } from './dom.ts';
 import L, { addBaseLayers } from './leaflet.ts';
 
 interface Vehicle {
   id: string;
+  /** Its place in the positions sent to the worker. */
+  index: number;
   lat: number;
   lng: number;
   status: string;
   heading: number | undefined;
-  feature: Feature<Point, { id: string }>;
   /** The marker, while the vehicle is on screen outside a cluster. */
   marker?: L.Marker;
   link?: HTMLAnchorElement;
@@ -35,13 +37,19 @@ export interface FleetMap {
   destroy(): void;
 }
 
-/** Above this zoom every vehicle stands alone. */
-const CLUSTER_MAX_ZOOM = 16;
-const FIND_ZOOM = CLUSTER_MAX_ZOOM + 1;
+/** Above the worker's CLUSTER_MAX_ZOOM (16) every vehicle stands alone. */
+const FIND_ZOOM = 17;
+/** The worker script, a separate entry of the bundle. */
+const WORKER_URL = '/dashboard/cluster-worker.js';
 
 function describe(v: Vehicle): string {
   const heading = v.heading === undefined ? '' : `, heading ${Math.round(v.heading)}°`;
   return `${v.id}, ${v.status}, at ${v.lat.toFixed(5)}, ${v.lng.toFixed(5)}${heading}`;
+}
+
+/** Sets an attribute only when it changes: an unchanged write still costs the page a style pass. */
+function set(el: Element, name: string, value: string) {
+  if (el.getAttribute(name) !== value) el.setAttribute(name, value);
 }
 
 export function createMap(options: { tileUrl: string }): FleetMap {
@@ -64,12 +72,18 @@ export function createMap(options: { tileUrl: string }): FleetMap {
   });
 
   const vehicles = new Map<string, Vehicle>();
+  const list: Vehicle[] = [];
   const shown = new Set<Vehicle>();
   const clusterMarkers: L.Marker[] = [];
-  let index: Supercluster<{ id: string }> | undefined;
+  const worker = new Worker(WORKER_URL, { type: 'module' });
   let indexDirty = false;
+  let building = false;
+  /** The positions in the worker's index: of `version`, for `indexed` vehicles. */
+  let version = 0;
+  let indexed = 0;
+  let querySeq = 0;
   let moved = new Set<Vehicle>();
-  let lastBuild = 0;
+  let lastBuild = -Infinity;
   let buildCost = 0;
   let frame = 0;
   let buildTimer: number | undefined;
@@ -78,6 +92,9 @@ export function createMap(options: { tileUrl: string }): FleetMap {
   let needsFit = false;
   let programmatic = false;
   let found: Vehicle | undefined;
+  let focusFound = false;
+  /** The view less a margin, as of the last query: a vehicle leaving it refits a following map. */
+  let inner: L.LatLngBounds | undefined;
 
   function moveProgrammatically(action: () => void) {
     programmatic = true;
@@ -93,7 +110,9 @@ export function createMap(options: { tileUrl: string }): FleetMap {
   };
   map.on('zoomstart', stopFollowing);
   map.on('dragstart', stopFollowing);
-  map.on('moveend', () => render());
+  map.on('moveend', () => query());
+
+  const send = (request: WorkerRequest, transfer: Transferable[] = []) => worker.postMessage(request, transfer);
 
   function markerOf(v: Vehicle): L.Marker {
     if (v.marker !== undefined) return v.marker;
@@ -114,15 +133,16 @@ export function createMap(options: { tileUrl: string }): FleetMap {
   /** The marker's look: status colour, heading, label, position data. */
   function paint(v: Vehicle) {
     if (v.link === undefined || v.arrow === undefined) return;
-    v.link.dataset.status = v.status;
-    v.link.dataset.lat = String(v.lat);
-    v.link.dataset.lng = String(v.lng);
+    set(v.link, 'data-status', v.status);
+    set(v.link, 'data-lat', String(v.lat));
+    set(v.link, 'data-lng', String(v.lng));
     v.link.classList.toggle('has-heading', v.heading !== undefined);
     v.link.classList.toggle('found', v === found);
-    v.arrow.style.transform = v.heading === undefined ? '' : `rotate(${v.heading}deg)`;
+    const turn = v.heading === undefined ? '' : `rotate(${v.heading}deg)`;
+    if (v.arrow.style.transform !== turn) v.arrow.style.transform = turn;
     const text = describe(v);
-    v.link.setAttribute('aria-label', text);
-    v.link.title = text;
+    set(v.link, 'aria-label', text);
+    set(v.link, 'title', text);
   }
 
   function clusterMarker(i: number): L.Marker {
@@ -134,8 +154,9 @@ export function createMap(options: { tileUrl: string }): FleetMap {
       const m = marker;
       const expand = () => {
         const id = Number(button.dataset.clusterId);
-        if (index === undefined || !Number.isFinite(id)) return;
-        map.setView(m.getLatLng(), Math.min(index.getClusterExpansionZoom(id), FIND_ZOOM));
+        if (!Number.isFinite(id)) return;
+        const at = m.getLatLng();
+        send({ type: 'expand', clusterId: id, lat: at.lat, lng: at.lng });
       };
       marker.on('click', expand);
       button.addEventListener('keydown', (event) => {
@@ -149,57 +170,71 @@ export function createMap(options: { tileUrl: string }): FleetMap {
     return marker;
   }
 
+  /** Sends every position to the worker for a new index. */
   function rebuild() {
-    const started = performance.now();
-    const features: Feature<Point, { id: string }>[] = [];
-    for (const v of vehicles.values()) features.push(v.feature);
-    index = new Supercluster<{ id: string }>({ radius: 60, maxZoom: CLUSTER_MAX_ZOOM }).load(features);
+    const coordinates = new Float64Array(list.length * 2);
+    for (let i = 0; i < list.length; i++) {
+      coordinates[2 * i] = list[i]!.lng;
+      coordinates[2 * i + 1] = list[i]!.lat;
+    }
     indexDirty = false;
+    building = true;
+    version++;
+    indexed = list.length;
     lastBuild = performance.now();
-    buildCost = lastBuild - started;
+    send({ type: 'load', version, coordinates }, [coordinates.buffer]);
   }
 
-  /** Which clusters and vehicles the view shows, from the index. */
-  function render() {
-    if (index === undefined) return;
-    const bounds = map.getBounds().pad(0.1);
-    const zoom = map.getZoom();
-    const west = Math.max(-180, bounds.getWest());
-    const east = Math.min(180, bounds.getEast());
-    const items = index.getClusters([west, Math.max(-85, bounds.getSouth()), east, Math.min(85, bounds.getNorth())], zoom);
+  /** Asks the worker for the clusters and lone vehicles of the view. */
+  function query() {
+    if (version === 0) return;
+    const view = map.getBounds();
+    inner = view.pad(-0.05);
+    const bounds = view.pad(0.1);
+    send({
+      type: 'query', seq: ++querySeq, version, zoom: map.getZoom(),
+      bbox: [Math.max(-180, bounds.getWest()), Math.max(-85, bounds.getSouth()), Math.min(180, bounds.getEast()), Math.min(85, bounds.getNorth())],
+    });
+  }
+
+  /** Puts the worker's answer on the map. */
+  function render(reply: Extract<WorkerReply, { type: 'clusters' }>) {
     const next = new Set<Vehicle>();
-    let clusters = 0;
     let clustered = 0;
-    for (const item of items) {
-      const [lng, lat] = item.geometry.coordinates as [number, number];
-      const properties = item.properties as { cluster?: boolean; cluster_id?: number; point_count?: number; id?: string };
-      if (properties.cluster === true) {
-        const marker = clusterMarker(clusters++);
-        marker.setLatLng([lat, lng]);
-        const count = properties.point_count ?? 0;
-        clustered += count;
-        const el = (marker.options.icon as L.DivIcon).options.html as HTMLElement;
-        el.dataset.clusterId = String(properties.cluster_id);
-        el.dataset.count = String(count);
-        el.className = `cluster ${count >= 1000 ? 'cluster-large' : count >= 100 ? 'cluster-medium' : 'cluster-small'}`;
-        el.setAttribute('aria-label', `${count} vehicles here; zoom in`);
-        (el.firstChild as HTMLElement).textContent = count >= 10_000 ? `${Math.round(count / 1000)}k` : String(count);
-        if (!map.hasLayer(marker)) marker.addTo(map);
-      } else {
-        const v = vehicles.get(properties.id ?? '');
-        if (v === undefined) continue;
-        next.add(v);
-        const marker = markerOf(v);
-        marker.setLatLng([v.lat, v.lng]);
-        if (!shown.has(v)) marker.addTo(map);
-      }
+    const c = reply.clusters;
+    const clusters = c.length / 4;
+    for (let k = 0; k < clusters; k++) {
+      const lng = c[4 * k]!;
+      const lat = c[4 * k + 1]!;
+      const count = c[4 * k + 2]!;
+      const marker = clusterMarker(k);
+      const at = marker.getLatLng();
+      if (at.lat !== lat || at.lng !== lng) marker.setLatLng([lat, lng]);
+      clustered += count;
+      const el = (marker.options.icon as L.DivIcon).options.html as HTMLElement;
+      set(el, 'data-cluster-id', String(c[4 * k + 3]));
+      set(el, 'data-count', String(count));
+      set(el, 'class', `cluster ${count >= 1000 ? 'cluster-large' : count >= 100 ? 'cluster-medium' : 'cluster-small'}`);
+      set(el, 'aria-label', `${count} vehicles here; zoom in`);
+      const text = count >= 10_000 ? `${Math.round(count / 1000)}k` : String(count);
+      const label = el.firstChild as HTMLElement;
+      if (label.textContent !== text) label.textContent = text;
+      if (!map.hasLayer(marker)) marker.addTo(map);
+    }
+    for (const i of reply.points) {
+      const v = list[i];
+      if (v === undefined) continue;
+      next.add(v);
+      const marker = markerOf(v);
+      marker.setLatLng([v.lat, v.lng]);
+      if (!shown.has(v)) marker.addTo(map);
     }
     for (let i = clusters; i < clusterMarkers.length; i++) clusterMarkers[i]!.remove();
     clusterMarkers.length = Math.min(clusterMarkers.length, clusters + 50);
     for (const v of shown) {
       if (!next.has(v)) {
         v.marker?.remove();
-        // Its DOM goes; a vehicle far from view keeps no element.
+        // Its DOM goes; a vehicle away from the view keeps no element.
         v.marker = undefined;
         v.link = undefined;
         v.arrow = undefined;
@@ -207,20 +242,39 @@ export function createMap(options: { tileUrl: string }): FleetMap {
     }
     shown.clear();
     for (const v of next) shown.add(v);
-    element.dataset.clusters = String(clusters);
-    element.dataset.clustered = String(clustered);
-    element.dataset.markers = String(shown.size);
-    element.dataset.vehicles = String(vehicles.size);
-    element.dataset.zoom = String(zoom);
+    set(element, 'data-clusters', String(clusters));
+    set(element, 'data-clustered', String(clustered));
+    set(element, 'data-markers', String(shown.size));
+    set(element, 'data-vehicles', String(indexed));
+    set(element, 'data-zoom', String(map.getZoom()));
+    if (focusFound && found?.link !== undefined) {
+      focusFound = false;
+      found.link.focus({ preventScroll: true });
+    }
   }
 
+  worker.addEventListener('message', (event: MessageEvent<WorkerReply>) => {
+    const reply = event.data;
+    if (reply.type === 'loaded') {
+      building = false;
+      buildCost = reply.ms;
+      element.dataset.buildMs = reply.ms.toFixed(1);
+      query();
+      if (indexDirty) schedule();
+    } else if (reply.type === 'clusters') {
+      if (reply.seq === querySeq) render(reply);
+    } else {
+      moveProgrammatically(() => map.setView([reply.lat, reply.lng], Math.min(reply.zoom, FIND_ZOOM)));
+    }
+  });
+
   function fitNow() {
-    if (vehicles.size === 0) return;
+    if (list.length === 0) return;
     let south = 90;
     let north = -90;
     let west = 180;
     let east = -180;
-    for (const v of vehicles.values()) {
+    for (const v of list) {
       if (v.lat < south) south = v.lat;
       if (v.lat > north) north = v.lat;
       if (v.lng < west) west = v.lng;
@@ -229,16 +283,19 @@ export function createMap(options: { tileUrl: string }): FleetMap {
     moveProgrammatically(() => map.fitBounds([[south, west], [north, east]], { padding: [40, 40], maxZoom: 15, animate: false }));
   }
 
-  /** Once per animation frame: new positions on screen, and the clusters when due. */
+  /** Once per animation frame: new positions on screen, and a rebuild when due. */
   function onFrame() {
     frame = 0;
     if (container.clientWidth === 0) return;
-    if (indexDirty) {
-      // Rebuilding costs about the same each time; spacing rebuilds by 20 times that keeps it
-      // under 5 % of the main thread, and at least 250 ms apart.
+    if (needsFit && follow) {
+      needsFit = false;
+      fitNow();
+    }
+    if (indexDirty && !building) {
+      // Spacing rebuilds by 20 times their cost (at least 250 ms) keeps the worker mostly idle.
       const due = lastBuild + Math.max(250, 20 * buildCost);
       const now = performance.now();
-      if (index === undefined || now >= due || needsFit) {
+      if (now >= due) {
         rebuild();
       } else if (buildTimer === undefined) {
         buildTimer = window.setTimeout(() => {
@@ -247,11 +304,6 @@ export function createMap(options: { tileUrl: string }): FleetMap {
         }, due - now);
       }
     }
-    if (needsFit && follow) {
-      needsFit = false;
-      fitNow();
-    }
-    render();
     for (const v of moved) {
       if (v.marker !== undefined) {
         v.marker.setLatLng([v.lat, v.lng]);
@@ -266,7 +318,7 @@ export function createMap(options: { tileUrl: string }): FleetMap {
   }
 
   function inView(lat: number, lng: number): boolean {
-    return map.getBounds().pad(-0.05).contains([lat, lng]);
+    return inner === undefined || inner.contains([lat, lng]);
   }
 
   map.on('resize', () => {
@@ -288,7 +340,6 @@ export function createMap(options: { tileUrl: string }): FleetMap {
   fitButton.addEventListener('click', () => {
     follow = true;
     needsFit = true;
-    indexDirty = true;
     schedule();
   });
 
@@ -296,19 +347,20 @@ export function createMap(options: { tileUrl: string }): FleetMap {
     let v = vehicles.get(wanted);
     if (v === undefined) {
       const lower = wanted.toLowerCase();
-      const matches = [...vehicles.values()].filter((c) => c.id.toLowerCase().startsWith(lower));
+      const matches = list.filter((c) => c.id.toLowerCase().startsWith(lower));
       if (matches.length === 1) v = matches[0];
     }
     if (v === undefined) return false;
     const previous = found;
     found = v;
     if (previous !== undefined) paint(previous);
-    follow = false;
-    if (indexDirty) rebuild();
-    moveProgrammatically(() => map.setView([v.lat, v.lng], Math.max(map.getZoom(), FIND_ZOOM), { animate: false }));
-    render();
     paint(v);
-    v.link?.focus({ preventScroll: true });
+    follow = false;
+    focusFound = true;
+    // A vehicle not yet in the index is put there first; the view's clusters follow either way.
+    if (v.index >= indexed && !building) rebuild();
+    moveProgrammatically(() => map.setView([v.lat, v.lng], Math.max(map.getZoom(), FIND_ZOOM), { animate: false }));
+    query();
     return true;
   }
 
@@ -317,11 +369,9 @@ export function createMap(options: { tileUrl: string }): FleetMap {
     setVehicle(id, position, status, heading) {
       let v = vehicles.get(id);
       if (v === undefined) {
-        v = {
-          id, lat: position.lat, lng: position.lng, status: status ?? 'unknown', heading,
-          feature: { type: 'Feature', geometry: { type: 'Point', coordinates: [position.lng, position.lat] }, properties: { id } },
-        };
+        v = { id, index: list.length, lat: position.lat, lng: position.lng, status: status ?? 'unknown', heading };
         vehicles.set(id, v);
+        list.push(v);
         if (follow) needsFit = true;
       } else if (follow && !needsFit && !inView(position.lat, position.lng)) {
         // A vehicle leaving the view refits it (unless the person has moved the map).
@@ -329,7 +379,6 @@ export function createMap(options: { tileUrl: string }): FleetMap {
       }
       v.lat = position.lat;
       v.lng = position.lng;
-      v.feature.geometry.coordinates = [position.lng, position.lat];
       if (status !== undefined) v.status = status;
       if (heading !== undefined) v.heading = heading;
       indexDirty = true;
@@ -352,6 +401,7 @@ export function createMap(options: { tileUrl: string }): FleetMap {
       resize.disconnect();
       if (frame !== 0) cancelAnimationFrame(frame);
       window.clearTimeout(buildTimer);
+      worker.terminate();
       map.remove();
     },
   };

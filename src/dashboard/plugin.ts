@@ -1,17 +1,19 @@
 // The browser dashboard: a single-page app at `/` written as TypeScript modules in web/, with
 // Leaflet (map), supercluster (marker clusters), uPlot (charts) and Leaflet-Geoman (geofence
-// drawing) from node_modules. esbuild bundles web/main.ts and web/app.css (which imports the
-// libraries' stylesheets) into memory once per process, on the first request or when the server
-// starts listening, so `npm start` needs no separate build step and nothing comes from a CDN.
+// drawing) from node_modules. esbuild bundles web/main.ts, web/cluster-worker.ts (the map's
+// cluster index, run in a Web Worker) and web/app.css (which imports the libraries' stylesheets)
+// into memory once per process, on the first request or when the server starts listening, so
+// `npm start` needs no separate build step and nothing comes from a CDN.
 //
-// What can be served is fixed: the bundle's outputs (main.js, app.css and the images the
-// stylesheets use) and the other static files web/ holds at start-up (index.html, icon.svg).
+// What can be served is fixed: the bundle's outputs (main.js, cluster-worker.js, app.css, the
+// images the stylesheets use, licenses.txt) and the other static files web/ holds at start-up
+// (index.html, icon.svg).
 // A request path is only ever a key into that list, never a filesystem path, so no `..` or
 // encoded variant can reach another file. Anything else answers the usual 404 problem.
 //
 // The dashboard uses only the public API, as any third-party client would; these routes are
 // public (a page and its scripts carry no secret) and hidden from the OpenAPI document.
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -121,10 +123,12 @@ function licensesOf(inputs: readonly string[]): string {
   return parts.join('\n');
 }
 
+const optional = (file: string): string[] => (existsSync(file) ? [file] : []);
+
 /** Bundles `dir`'s main.ts and app.css with esbuild, in memory; the outputs by their URL names. */
 export async function buildBundle(dir: string): Promise<Map<string, Asset>> {
   const result = await esbuild.build({
-    entryPoints: [path.join(dir, 'main.ts'), path.join(dir, 'app.css')],
+    entryPoints: [path.join(dir, 'main.ts'), path.join(dir, 'app.css'), ...optional(path.join(dir, 'cluster-worker.ts'))],
     bundle: true,
     write: false,
     outdir: path.join(dir, 'out'),
