@@ -208,12 +208,12 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
     assert.equal(await cursor.getAttribute('data-lat'), '52.5');
     await page.locator('#replay-play').click();
     assert.equal(await page.locator('#replay-play').innerText(), 'Play');
+    await page.locator('.replay').scrollIntoViewIfNeeded();
+    await page.locator('.replay').screenshot({ path: path.join(SHOTS, '13-replay.png'), animations: 'disabled' });
     // A trip clicked moves the replay to its start.
     await page.locator('table.trips button', { hasText: 'Trip 2' }).click();
     const at = Number(await page.locator('#replay-time').inputValue());
     assert.ok(at >= 1080 && at <= 1100, `Trip 2 at ${at} s`);
-    await page.locator('.replay').scrollIntoViewIfNeeded();
-    await page.locator('.replay').screenshot({ path: path.join(SHOTS, '13-replay.png'), animations: 'disabled' });
   });
 
   await t.test('the period downloads as CSV, GPX and GeoJSON with the bearer token', async () => {
