@@ -1,19 +1,18 @@
-// The browser dashboard as served: the page at `/`, its TypeScript modules stripped to
-// JavaScript, the Content-Security-Policy, the client configuration, and no way to reach any
-// file outside the fixed list of web/ assets. The browser flow itself is in dashboard-e2e.
+// The browser dashboard as served: the page at `/`, the bundle esbuild makes of web/ and its
+// libraries, the Content-Security-Policy, the client configuration, and no way to reach any file
+// outside the fixed list of assets. The browser flows are in dashboard-e2e and dashboard-map.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { WEB_DIR } from '../src/dashboard/plugin.ts';
+import Fastify from 'fastify';
+import { bundleOf, bundleStarted, dashboardPlugin, WEB_DIR } from '../src/dashboard/plugin.ts';
 import { TRANSITIONS as SERVER_TRANSITIONS } from '../src/vehicles/transitions.ts';
 import { VEHICLE_STATUSES, VEHICLE_TYPES } from '../src/vehicles/schema.ts';
 import { STATUSES, TRANSITIONS as BROWSER_TRANSITIONS, TYPES } from '../web/transitions.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { tempDir } from './helpers/process.ts';
-
-const MODULES = readdirSync(WEB_DIR).filter((name) => name.endsWith('.ts') && !name.endsWith('.d.ts'));
 
 let ctx: TestApp;
 before(async () => {
@@ -36,7 +35,7 @@ describe('the page', () => {
     assert.match(String(res.headers['content-type']), /^text\/html/);
     assert.equal(res.headers['x-content-type-options'], 'nosniff');
     const refs = [...res.body.matchAll(/\b(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
-    assert.ok(refs.includes('/dashboard/main.ts'), `no entry module among ${refs.join(', ')}`);
+    assert.ok(refs.includes('/dashboard/main.js'), `no bundle among ${refs.join(', ')}`);
     for (const ref of refs) {
       const url = new URL(ref, 'http://fleet.test/');
       assert.equal(url.origin, 'http://fleet.test', `${ref} is not local`);
@@ -47,7 +46,7 @@ describe('the page', () => {
   });
 
   test('a strict Content-Security-Policy: self only, plus the tile origin for images and the ws form of the origin', async () => {
-    for (const url of ['/', '/dashboard/main.ts', '/dashboard/app.css']) {
+    for (const url of ['/', '/dashboard/main.js', '/dashboard/app.css', '/dashboard/layers.png']) {
       const res = await get(url);
       const csp = directives(String(res.headers['content-security-policy']));
       assert.deepEqual(csp.get('default-src'), ["'none'"], url);
@@ -89,55 +88,94 @@ describe('the page', () => {
   });
 });
 
-describe('modules', () => {
-  test('every browser module is served as JavaScript with its types stripped', async (t) => {
-    assert.ok(MODULES.length >= 5, `only ${MODULES.join(', ')}`);
+describe('the bundle', () => {
+  test('one script holds every module and library, as plain JavaScript with nothing left to import; the worker too', async (t) => {
     const dir = tempDir(t, 'fleet-dashboard-');
-    for (const name of MODULES) {
-      const res = await get(`/dashboard/${name}`);
-      assert.equal(res.statusCode, 200, name);
-      assert.equal(res.headers['content-type'], 'text/javascript; charset=utf-8', name);
-      const source = readFileSync(path.join(WEB_DIR, name), 'utf8');
-      assert.notEqual(res.body, source, `${name} was served as it is`);
-      assert.doesNotMatch(res.body, /^\s*import type\b|^\s*export (?:interface|type) /m, `${name} still holds types`);
-      // Strip mode blanks types out in place: line numbers match the source (no source maps needed).
-      assert.equal(res.body.split('\n').length, source.split('\n').length, `${name}: lines moved`);
+    for (const name of ['main.js', 'cluster-worker.js']) {
+      const script = await get(`/dashboard/${name}`);
+      assert.equal(script.statusCode, 200, name);
+      assert.equal(script.headers['content-type'], 'text/javascript; charset=utf-8', name);
       // Syntax-checked as an ES module by Node without running it.
-      const file = path.join(dir, name.replace(/\.ts$/, '.mjs'));
-      writeFileSync(file, res.body);
+      const file = path.join(dir, name.replace(/\.js$/, '.mjs'));
+      writeFileSync(file, script.body);
       const check = spawnSync(process.execPath, ['--check', file], { encoding: 'utf8' });
       assert.equal(check.status, 0, `${name} is not valid JavaScript:\n${check.stderr}`);
-      // Every module it imports is served too.
-      for (const [, spec] of res.body.matchAll(/\bfrom\s+'(\.\/[^']+)'/g)) {
-        assert.ok(MODULES.includes(spec!.slice(2)), `${name} imports ${spec}, which is not served`);
-      }
+      assert.doesNotMatch(script.body, /\bimport\s*[{*\w][^;]*?\bfrom\s*["']|\bimport\s*\(\s*["']/, `${name} still imports a module`);
+    }
+    assert.ok((await get('/dashboard/cluster-worker.js')).body.includes('getClusterExpansionZoom'));
+    const res = await get('/dashboard/main.js');
+    // Leaflet, uPlot, Leaflet-Geoman and the map's worker are in it, with their licences beside it.
+    for (const needle of ['leaflet-container', 'u-legend', 'pm:create', '/dashboard/cluster-worker.js']) assert.ok(res.body.includes(needle), needle);
+    assert.match(res.body, /^\/\*! Fleet dashboard\. Third-party licences: \/dashboard\/licenses\.txt \*\//);
+    const licenses = await get('/dashboard/licenses.txt');
+    assert.equal(licenses.statusCode, 200);
+    assert.match(String(licenses.headers['content-type']), /^text\/plain/);
+    for (const name of ['leaflet', 'supercluster', 'kdbush', 'uplot', '@geoman-io/leaflet-geoman-free']) {
+      assert.match(licenses.body, new RegExp(`^${name} \\d+\\.\\d+\\.\\d+\\n=+\\n\\S`, 'm'), name);
+    }
+    // Nothing inlined that the policy would refuse.
+    assert.doesNotMatch(res.body, /data:image/);
+  });
+
+  test('the stylesheet bundles the libraries\' styles; every image it uses is served from here', async () => {
+    const res = await get('/dashboard/app.css');
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers['content-type']), /^text\/css/);
+    assert.ok(res.body.includes('.leaflet-container'), 'Leaflet');
+    assert.ok(res.body.includes('.uplot'), 'uPlot');
+    assert.ok(res.body.includes('.leaflet-pm-toolbar'), 'Leaflet-Geoman');
+    const urls = [...res.body.matchAll(/url\(\s*["']?([^"')]+)["']?\s*\)/g)].map((m) => m[1]!).filter((u) => !u.startsWith('#'));
+    assert.ok(urls.length >= 10, urls.join(', '));
+    for (const url of urls) {
+      assert.match(url, /^\/dashboard\/[\w.-]+\.(?:png|svg)$/, url);
+      const image = await get(url);
+      assert.equal(image.statusCode, 200, url);
+      assert.match(String(image.headers['content-type']), /^image\/(?:png|svg\+xml)$/, url);
     }
   });
 
-  test('a module is stripped once and then served from memory, identical each time', async () => {
-    const first = await get('/dashboard/api.ts');
-    const second = await get('/dashboard/api.ts');
-    assert.equal(first.body, second.body);
-    assert.equal(first.statusCode, 200);
+  test('Leaflet\'s blank tile comes from this origin', async () => {
+    assert.ok((await get('/dashboard/main.js')).body.includes('/dashboard/empty.gif'));
+    const gif = await get('/dashboard/empty.gif');
+    assert.equal(gif.statusCode, 200);
+    assert.equal(gif.headers['content-type'], 'image/gif');
+    assert.equal(gif.rawPayload.subarray(0, 6).toString('latin1'), 'GIF89a');
   });
 
-  test('serving modules emits no experimental warning', async () => {
-    const fresh = await createTestApp();
-    const warnings: string[] = [];
-    const listen = (warning: Error) => warnings.push(warning.message);
-    process.on('warning', listen);
+  test('built once per process and then served from memory, identical each time and for every app', async () => {
+    assert.equal(bundleOf(WEB_DIR), bundleOf(WEB_DIR));
+    const first = await get('/dashboard/main.js');
+    const other = await createTestApp();
     try {
-      assert.equal((await fresh.request('GET', '/dashboard/dom.ts', { key: null })).statusCode, 200);
-      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal((await other.request('GET', '/dashboard/main.js', { key: null })).body, first.body);
     } finally {
-      process.off('warning', listen);
-      await fresh.close();
+      await other.close();
     }
-    assert.deepEqual(warnings.filter((w) => w.includes('stripTypeScriptTypes')), []);
+    assert.equal((await get('/dashboard/main.js')).body, first.body);
   });
 
-  test('the stylesheet and icon have their types', async () => {
-    assert.match(String((await get('/dashboard/app.css')).headers['content-type']), /^text\/css/);
+  test('a server that listens starts the build at once; a failed build answers 500 and is tried again', async (t) => {
+    const dir = tempDir(t, 'fleet-dashboard-web-');
+    writeFileSync(path.join(dir, 'index.html'), '<!doctype html><title>t</title>');
+    writeFileSync(path.join(dir, 'app.css'), 'body { color: red; }');
+    writeFileSync(path.join(dir, 'main.ts'), 'export const one: number = ;\n');
+    const app = Fastify();
+    t.after(() => app.close());
+    await app.register(dashboardPlugin, { publicUrl: 'http://127.0.0.1', tileUrl: '', dir });
+    assert.equal(bundleStarted(dir), false);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    assert.equal(bundleStarted(dir), true);
+    const broken = await app.inject({ method: 'GET', url: '/dashboard/main.js' });
+    assert.equal(broken.statusCode, 500);
+    assert.doesNotMatch(broken.body, /export const one/);
+    writeFileSync(path.join(dir, 'main.ts'), 'export const one: number = 1;\nconsole.log(one);\n');
+    const fixed = await app.inject({ method: 'GET', url: '/dashboard/main.js' });
+    assert.equal(fixed.statusCode, 200);
+    assert.doesNotMatch(fixed.body, /: number/);
+    assert.deepEqual([...(await bundleOf(dir)).keys()].sort(), ['app.css', 'empty.gif', 'licenses.txt', 'main.js']);
+  });
+
+  test('the icon has its type', async () => {
     assert.match(String((await get('/dashboard/icon.svg')).headers['content-type']), /^image\/svg\+xml/);
   });
 });
@@ -153,7 +191,7 @@ describe('nothing else', () => {
   };
 
   test('an unknown asset is a 404 problem', async () => {
-    for (const url of ['/dashboard/nope.ts', '/dashboard/main.js', '/dashboard/', '/dashboard/index.html', '/dashboard/tsconfig.json']) {
+    for (const url of ['/dashboard/nope.ts', '/dashboard/main.ts', '/dashboard/api.ts', '/dashboard/', '/dashboard/index.html', '/dashboard/tsconfig.json', '/dashboard/out/main.js']) {
       assertNotFound(await get(url), url);
     }
   });

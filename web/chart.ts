@@ -1,5 +1,8 @@
-// A time chart of speed (km/h, left axis) and battery (%, right axis), drawn on a canvas. The
-// canvas is decorative for screen readers; the figure's caption carries the summary.
+// A time chart of speed (km/h, left axis) and battery (%, right axis) on uPlot: the time axis
+// fits the data it is given, hovering shows each series' value at that moment in the legend,
+// dragging across the plot zooms into that span and a double click zooms back out. uPlot draws
+// on a canvas, so the figure's caption (set by the page) carries the summary for screen readers.
+import uPlot from 'uplot';
 
 export interface Sample {
   at: number;
@@ -10,94 +13,99 @@ export interface Sample {
 const SPEED = '#1f6feb';
 const BATTERY = '#1a7f37';
 
+export interface Chart {
+  /** Replaces the data; the time axis fits it again unless the person has zoomed in (or `reset`). */
+  setData(samples: readonly Sample[], reset?: boolean): void;
+  /** The span the chart shows now (after any zoom), in milliseconds since the epoch. */
+  window(): { from: number; to: number } | undefined;
+  destroy(): void;
+}
+
 function niceMax(value: number): number {
   if (value <= 0) return 10;
   const magnitude = 10 ** Math.floor(Math.log10(value));
-  // Multiples that divide into four even steps for the grid.
   for (const m of [1, 2, 4, 6, 8, 10]) if (m * magnitude >= value) return m * magnitude;
   return 10 * magnitude;
 }
 
-export function drawChart(canvas: HTMLCanvasElement, samples: readonly Sample[], range: { from: number; to: number }): void {
-  const ratio = window.devicePixelRatio || 1;
-  const width = canvas.clientWidth || 600;
-  const height = canvas.clientHeight || 240;
-  canvas.width = Math.round(width * ratio);
-  canvas.height = Math.round(height * ratio);
-  const ctx = canvas.getContext('2d');
-  if (ctx === null) return;
-  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-  ctx.clearRect(0, 0, width, height);
+function timeText(seconds: number | null): string {
+  return seconds === null ? '—' : new Date(seconds * 1000).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+}
 
-  const left = 48;
-  const right = 48;
-  const top = 16;
-  const bottom = 28;
-  const plotW = width - left - right;
-  const plotH = height - top - bottom;
-  const speeds = samples.filter((s) => s.speed !== undefined).map((s) => s.speed!);
-  const speedMax = niceMax(Math.max(0, ...speeds));
-  const span = Math.max(1, range.to - range.from);
-  const xOf = (at: number) => left + ((at - range.from) / span) * plotW;
-
-  ctx.font = '11px system-ui, sans-serif';
-  ctx.lineWidth = 1;
-  // Horizontal grid with both axes' labels.
-  for (let i = 0; i <= 4; i++) {
-    const y = Math.round(top + (plotH * i) / 4) + 0.5;
-    ctx.strokeStyle = '#d8dee4';
-    ctx.beginPath();
-    ctx.moveTo(left, y);
-    ctx.lineTo(left + plotW, y);
-    ctx.stroke();
-    ctx.fillStyle = SPEED;
-    ctx.textAlign = 'right';
-    ctx.textBaseline = 'middle';
-    ctx.fillText(String(Number((speedMax * (1 - i / 4)).toFixed(1))), left - 6, y);
-    ctx.fillStyle = BATTERY;
-    ctx.textAlign = 'left';
-    ctx.fillText(`${100 - 25 * i}%`, left + plotW + 6, y);
-  }
-  // Time labels: one per hour-ish, at most 7.
-  ctx.fillStyle = '#57606a';
-  ctx.textAlign = 'center';
-  ctx.textBaseline = 'top';
-  for (let i = 0; i <= 6; i++) {
-    const at = range.from + (span * i) / 6;
-    const text = new Date(at).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
-    ctx.fillText(text, xOf(at), top + plotH + 8);
-  }
-
-  const series = (color: string, pick: (s: Sample) => number | undefined, max: number) => {
-    const points = samples.filter((s) => pick(s) !== undefined);
-    if (points.length === 0) return;
-    ctx.strokeStyle = color;
-    ctx.fillStyle = color;
-    ctx.lineWidth = 2;
-    ctx.beginPath();
-    points.forEach((s, i) => {
-      const x = xOf(s.at);
-      const y = top + plotH * (1 - Math.min(1, Math.max(0, pick(s)! / max)));
-      if (i === 0) ctx.moveTo(x, y);
-      else ctx.lineTo(x, y);
-    });
-    ctx.stroke();
-    if (points.length < 30) {
-      for (const s of points) {
-        ctx.beginPath();
-        ctx.arc(xOf(s.at), top + plotH * (1 - Math.min(1, Math.max(0, pick(s)! / max))), 3, 0, 2 * Math.PI);
-        ctx.fill();
-      }
-    }
+export function createChart(container: HTMLElement): Chart {
+  const empty = document.createElement('p');
+  empty.className = 'chart-empty muted';
+  empty.textContent = 'No speed or battery readings in this period.';
+  const options: uPlot.Options = {
+    width: Math.max(300, container.clientWidth || 600),
+    height: 260,
+    scales: {
+      x: { time: true },
+      speed: { range: (_u, _min, max) => [0, niceMax(max ?? 0)] },
+      battery: { range: [0, 100] },
+    },
+    series: [
+      { label: 'Time', value: (_u, v) => timeText(v) },
+      { label: 'Speed', scale: 'speed', stroke: SPEED, width: 2, spanGaps: true, points: { size: 5 }, value: (_u, v) => (v === null ? '—' : `${v.toFixed(1)} km/h`) },
+      { label: 'Battery', scale: 'battery', stroke: BATTERY, width: 2, spanGaps: true, points: { size: 5 }, value: (_u, v) => (v === null ? '—' : `${Math.round(v)} %`) },
+    ],
+    axes: [
+      {},
+      { scale: 'speed', stroke: SPEED, label: 'km/h', size: 50 },
+      { scale: 'battery', side: 1, stroke: BATTERY, label: '%', size: 50, grid: { show: false } },
+    ],
+    cursor: { drag: { x: true, y: false, setScale: true } },
+    legend: { live: true },
+    hooks: {
+      setSelect: [(u) => {
+        if (u.select.width > 0) zoomed = true;
+      }],
+      // The span on show, for whoever inspects the page (tests among them).
+      setScale: [(u, key) => {
+        if (key !== 'x') return;
+        const { min, max } = u.scales.x!;
+        if (typeof min === 'number' && typeof max === 'number') {
+          container.dataset.from = new Date(min * 1000).toISOString();
+          container.dataset.to = new Date(max * 1000).toISOString();
+        }
+      }],
+    },
   };
-  series(SPEED, (s) => s.speed, speedMax);
-  series(BATTERY, (s) => s.battery, 100);
+  let zoomed = false;
+  const plot = new uPlot(options, [[], [], []], container);
+  container.append(empty);
+  // uPlot's double click zooms back out to the whole data.
+  plot.over.addEventListener('dblclick', () => {
+    zoomed = false;
+  });
+  const resize = new ResizeObserver(() => {
+    const width = container.clientWidth;
+    if (width > 0 && Math.abs(width - plot.width) > 1) plot.setSize({ width, height: 260 });
+  });
+  resize.observe(container);
 
-  if (samples.length === 0) {
-    ctx.fillStyle = '#57606a';
-    ctx.textAlign = 'center';
-    ctx.textBaseline = 'middle';
-    ctx.font = '14px system-ui, sans-serif';
-    ctx.fillText('No speed or battery readings in this period', left + plotW / 2, top + plotH / 2);
-  }
+  return {
+    setData(samples, reset = false) {
+      const xs: number[] = [];
+      const speeds: (number | null)[] = [];
+      const batteries: (number | null)[] = [];
+      for (const s of samples) {
+        xs.push(s.at / 1000);
+        speeds.push(s.speed ?? null);
+        batteries.push(s.battery ?? null);
+      }
+      empty.hidden = samples.length > 0;
+      if (reset) zoomed = false;
+      // With `true`, the scales are fitted to the new data; a zoomed-in view is kept.
+      plot.setData([xs, speeds, batteries], !zoomed);
+    },
+    window() {
+      const { min, max } = plot.scales.x ?? {};
+      return min === undefined || max === undefined || min === null || max === null ? undefined : { from: min * 1000, to: max * 1000 };
+    },
+    destroy() {
+      resize.disconnect();
+      plot.destroy();
+    },
+  };
 }

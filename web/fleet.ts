@@ -10,6 +10,7 @@ import { STATUSES, TYPES } from './transitions.ts';
 export interface Known {
   lat?: number;
   lng?: number;
+  heading?: number;
   status?: string;
   battery?: number;
   lastUpdate?: string;
@@ -27,6 +28,7 @@ export function remember(message: LiveMessage): void {
       entry.lat = message.data.location.lat;
       entry.lng = message.data.location.lng;
     }
+    if (message.data.heading !== undefined) entry.heading = message.data.heading;
     if (message.data.battery !== undefined) entry.battery = message.data.battery;
     if (entry.lastUpdate === undefined || message.timestamp > entry.lastUpdate) entry.lastUpdate = message.timestamp;
   }
@@ -80,10 +82,7 @@ export function renderFleet(root: HTMLElement, ctx: { live: Live; tileUrl: strin
   const next = h('button', { type: 'button', id: 'page-next' }, 'Next →');
   const pageInfo = h('span', { class: 'page-info', 'aria-live': 'polite' });
   const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' }, prev, pageInfo, next);
-  const map = createMap({
-    tileUrl: ctx.tileUrl,
-    ...(ctx.tileUrl.includes('openstreetmap.org') ? { attribution: '© OpenStreetMap contributors' } : {}),
-  });
+  const map = createMap({ tileUrl: ctx.tileUrl });
 
   replace(root,
     h('section', { class: 'fleet', 'aria-labelledby': 'fleet-title' },
@@ -196,7 +195,7 @@ export function renderFleet(root: HTMLElement, ctx: { live: Live; tileUrl: strin
 
   // Everything the stream already told us (the snapshot included) goes on the map at once.
   for (const [id, entry] of known) {
-    if (entry.lat !== undefined && entry.lng !== undefined) map.setVehicle(id, { lat: entry.lat, lng: entry.lng }, entry.status);
+    if (entry.lat !== undefined && entry.lng !== undefined) map.setVehicle(id, { lat: entry.lat, lng: entry.lng }, entry.status, entry.heading);
   }
 
   let countsTimer: number | undefined;
@@ -216,7 +215,7 @@ export function renderFleet(root: HTMLElement, ctx: { live: Live; tileUrl: strin
       return;
     }
     if (entry?.lat !== undefined && entry.lng !== undefined) {
-      map.setVehicle(msg.vehicleId, { lat: entry.lat, lng: entry.lng }, entry.status);
+      map.setVehicle(msg.vehicleId, { lat: entry.lat, lng: entry.lng }, entry.status, entry.heading);
     }
     if (row === undefined) return;
     if (msg.data.battery !== undefined) {
@@ -239,8 +238,17 @@ export function renderFleet(root: HTMLElement, ctx: { live: Live; tileUrl: strin
   };
 }
 
+const flashedAt = new WeakMap<HTMLElement, number>();
+
+/**
+ * A brief highlight of a changed cell, without forcing a layout, and at most every 5 s per cell:
+ * in a busy fleet every row changes every second, and cells that never stop blinking say nothing
+ * while keeping the page repainting.
+ */
 function flash(el: HTMLElement) {
-  el.classList.remove('updated');
-  void el.offsetWidth;
   el.classList.add('updated');
+  const now = performance.now();
+  if (now - (flashedAt.get(el) ?? -Infinity) < 5000) return;
+  flashedAt.set(el, now);
+  el.animate([{ backgroundColor: '#fff8c5' }, { backgroundColor: 'transparent' }], { duration: 1200, easing: 'ease-out' });
 }

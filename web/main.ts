@@ -3,6 +3,7 @@
 import { api, type ApiError, explain, storedKey, storeKey, type VehicleList, whenUnauthorized } from './api.ts';
 import { h, replace } from './dom.ts';
 import { known, remember, renderFleet } from './fleet.ts';
+import { renderGeofences } from './geofences.ts';
 import { createLive, type LiveState } from './live.ts';
 import { renderNav, renderPanel } from './panels.ts';
 import { renderVehicle } from './vehicle.ts';
@@ -134,7 +135,10 @@ function route() {
   }
 
   const match = /^#\/vehicles\/([^/]+)$/.exec(location.hash);
-  if (match !== null) {
+  if (location.hash === '#/geofences') {
+    document.title = 'Geofences · Fleet';
+    cleanup = renderGeofences(view, { tileUrl: config.tileUrl });
+  } else if (match !== null) {
     let id: string;
     try {
       id = decodeURIComponent(match[1]!);
@@ -142,7 +146,7 @@ function route() {
       id = match[1]!;
     }
     document.title = `${id} · Fleet`;
-    cleanup = renderVehicle(view, id, { live });
+    cleanup = renderVehicle(view, id, { live, tileUrl: config.tileUrl });
   } else {
     document.title = 'Fleet dashboard';
     cleanup = renderFleet(view, { live, tileUrl: config.tileUrl });

@@ -12,13 +12,14 @@ import {
   type TelemetryRecord,
   type VehicleDetails,
 } from './api.ts';
-import { drawChart, type Sample } from './chart.ts';
+import { type Chart, createChart, type Sample } from './chart.ts';
 import { formatBattery, formatCoord, formatTime, h, replace } from './dom.ts';
 import { badge } from './fleet.ts';
 import type { Live } from './live.ts';
+import { renderReplay } from './replay.ts';
 import { nextStatuses } from './transitions.ts';
 
-const RANGES = [1, 6, 24];
+const RANGES = [1, 6, 24, 168];
 const MAX_HISTORY_PAGES = 10;
 
 function problemBox(error: unknown): HTMLElement {
@@ -34,7 +35,7 @@ function definition(term: string, value: string | Node): HTMLElement[] {
   return [h('dt', {}, term), h('dd', {}, value)];
 }
 
-export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live }): () => void {
+export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; tileUrl: string }): () => void {
   const controller = new AbortController();
   const signal = controller.signal;
   const title = h('h1', { id: 'vehicle-title' }, id);
@@ -44,10 +45,11 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live }
   const latestBox = h('div', { class: 'card latest' }, loading('Loading latest telemetry…'));
   const rangeSelect = h('select', { id: 'chart-range' }, ...RANGES.map((hours) => h('option', { value: hours }, `last ${hours} h`)));
   rangeSelect.value = '6';
-  const canvas = h('canvas', { class: 'chart', 'aria-hidden': 'true' });
+  const chartBox = h('div', { class: 'chart', 'aria-hidden': 'true' });
   const chartStatus = h('div', { class: 'chart-status', 'aria-live': 'polite' });
   const caption = h('figcaption', {});
   const historyBox = h('div', { class: 'card' }, loading('Loading status history…'));
+  const replayBox = h('section', { class: 'card replay', 'aria-label': 'Route replay' });
 
   replace(root,
     h('section', { class: 'vehicle', 'aria-labelledby': 'vehicle-title' },
@@ -59,15 +61,18 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live }
         h('section', { 'aria-label': 'Change status' }, h('h2', {}, 'Status'), change)),
       h('section', { class: 'card chart-card', 'aria-label': 'Speed and battery' },
         h('div', { class: 'chart-head' }, h('h2', {}, 'Speed and battery'), h('label', {}, 'Period ', rangeSelect)),
-        h('figure', {}, canvas, caption,
-          h('p', { class: 'legend' }, h('span', { class: 'legend-speed' }, 'Speed (km/h, left)'), h('span', { class: 'legend-battery' }, 'Battery (%, right)'))),
+        h('figure', {}, chartBox, caption,
+          h('p', { class: 'muted chart-help' }, 'Speed in km/h (left axis), battery in % (right axis). Hover for values, drag across to zoom in, double-click to zoom out.')),
         chartStatus),
+      replayBox,
       h('section', { 'aria-label': 'Status history' }, h('h2', {}, 'Status history'), historyBox)));
 
   let vehicle: VehicleDetails | undefined;
   let latest: TelemetryRecord | undefined;
   let samples: Sample[] = [];
   let range = { from: 0, to: 0 };
+  const chart: Chart = createChart(chartBox);
+  const stopReplay = renderReplay(replayBox, id, { tileUrl: ctx.tileUrl });
 
   function showDetails(v: VehicleDetails) {
     vehicle = v;
@@ -138,11 +143,13 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live }
       ...definition('Odometer', d.odometer === undefined ? '—' : `${d.odometer.toFixed(1)} km`)));
   }
 
-  function redraw() {
-    drawChart(canvas, samples, range);
+  function redraw(reset = false) {
+    chart.setData(samples, reset);
     const speeds = samples.filter((s) => s.speed !== undefined).length;
     const batteries = samples.filter((s) => s.battery !== undefined).length;
-    caption.textContent = `${speeds} speed and ${batteries} battery readings from ${formatTime(new Date(range.from).toISOString())} to ${formatTime(new Date(range.to).toISOString())}.`;
+    const from = samples[0]?.at ?? range.from;
+    const to = samples.at(-1)?.at ?? range.to;
+    caption.textContent = `${speeds} speed and ${batteries} battery readings from ${formatTime(new Date(from).toISOString())} to ${formatTime(new Date(to).toISOString())}.`;
   }
 
   async function loadVehicle() {
@@ -194,7 +201,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live }
       if (token !== chartToken) return;
       samples = collected;
       replace(chartStatus);
-      redraw();
+      redraw(true);
     } catch (error) {
       if (signal.aborted || token !== chartToken) return;
       replace(chartStatus, problemBox(error));
@@ -218,8 +225,6 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live }
   }
 
   rangeSelect.addEventListener('change', () => void loadChart());
-  const resize = new ResizeObserver(() => redraw());
-  resize.observe(canvas);
 
   const unsubscribe = ctx.live.onMessage((msg) => {
     if (msg.vehicleId !== id) return;
@@ -257,6 +262,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live }
   return () => {
     controller.abort();
     unsubscribe();
-    resize.disconnect();
+    chart.destroy();
+    stopReplay();
   };
 }

@@ -1,17 +1,22 @@
-// The browser dashboard: a single-page app at `/` written as plain TypeScript modules in web/.
-// There is no bundler and no build step: each browser module is served as JavaScript by
-// stripping its types with Node's own stripTypeScriptTypes, once per file, on first request.
+// The browser dashboard: a single-page app at `/` written as TypeScript modules in web/, with
+// Leaflet (map), supercluster (marker clusters), uPlot (charts) and Leaflet-Geoman (geofence
+// drawing) from node_modules. esbuild bundles web/main.ts, web/cluster-worker.ts (the map's
+// cluster index, run in a Web Worker) and web/app.css (which imports the libraries' stylesheets)
+// into memory once per process, on the first request or when the server starts listening, so
+// `npm start` needs no separate build step and nothing comes from a CDN.
 //
-// What can be served is fixed at start-up: the files web/ holds then, listed once. A request
-// path is only ever a key into that list, never a filesystem path, so no `..` or encoded
-// variant can reach another file. Anything else answers the usual 404 problem.
+// What can be served is fixed: the bundle's outputs (main.js, cluster-worker.js, app.css, the
+// images the stylesheets use, licenses.txt) and the other static files web/ holds at start-up
+// (index.html, icon.svg).
+// A request path is only ever a key into that list, never a filesystem path, so no `..` or
+// encoded variant can reach another file. Anything else answers the usual 404 problem.
 //
 // The dashboard uses only the public API, as any third-party client would; these routes are
 // public (a page and its scripts carry no secret) and hidden from the OpenAPI document.
-import { readdirSync, readFileSync } from 'node:fs';
-import { stripTypeScriptTypes } from 'node:module';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../errors.ts';
 
@@ -28,65 +33,145 @@ export interface DashboardOptions {
   dir?: string;
 }
 
-interface Asset {
-  file: string;
+export interface Asset {
   contentType: string;
-  /** TypeScript modules are stripped to JavaScript. */
-  strip: boolean;
-  /** Filled on first request. */
-  body?: Buffer;
+  body: Buffer;
 }
 
 const TYPES: Record<string, string> = {
-  '.ts': 'text/javascript; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
   '.html': 'text/html; charset=utf-8',
   '.svg': 'image/svg+xml',
   '.png': 'image/png',
+  '.txt': 'text/plain; charset=utf-8',
 };
 
-/** The files under `dir` that may be served, by their URL name; built once. */
-export function assetTable(dir: string): Map<string, Asset> {
+const NAME = /^[A-Za-z0-9._-]+$/;
+
+/** The static files under `dir` that are served as they are (not TypeScript: that is bundled). */
+export function staticAssets(dir: string): Map<string, Asset> {
   const table = new Map<string, Asset>();
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const name = entry.name;
-    const ext = path.extname(name);
-    const contentType = TYPES[ext];
-    // Type declarations, tests and the web tsconfig are not for the browser.
-    if (contentType === undefined || name.endsWith('.d.ts') || name.endsWith('.test.ts') || !/^[A-Za-z0-9._-]+$/.test(name)) continue;
-    table.set(name, { file: path.join(dir, name), contentType, strip: ext === '.ts' });
+    if (!entry.isFile() || !NAME.test(entry.name)) continue;
+    const contentType = TYPES[path.extname(entry.name)];
+    if (contentType === undefined || entry.name.endsWith('.js')) continue;
+    table.set(entry.name, { contentType, body: readFileSync(path.join(dir, entry.name)) });
   }
   return table;
 }
 
 /**
- * stripTypeScriptTypes is marked experimental in Node 24 and says so once per process with a
- * warning on stderr. The call is deliberate and its output checked by the tests, so that one
- * warning is held back; every other warning passes through untouched.
+ * Some library stylesheets (Leaflet-Geoman's toolbar icons) inline their images as `data:` URLs,
+ * which the policy's `img-src 'self'` refuses. This plugin turns each into an image file of the
+ * bundle, served from this origin like Leaflet's own images.
  */
-function stripQuietly(source: string): string {
-  const saved = Object.getOwnPropertyDescriptor(process, 'emitWarning');
-  const emit = process.emitWarning.bind(process) as (...args: unknown[]) => void;
-  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
-    const message = typeof warning === 'string' ? warning : warning.message;
-    if (!message.includes('stripTypeScriptTypes')) emit(warning, ...rest);
-  });
-  try {
-    // 'strip' mode only blanks out types, so line and column numbers match the source file.
-    return stripTypeScriptTypes(source, { mode: 'strip' });
-  } finally {
-    if (saved === undefined) delete (process as { emitWarning?: unknown }).emitWarning;
-    else Object.defineProperty(process, 'emitWarning', saved);
+const dataImagesToFiles: esbuild.Plugin = {
+  name: 'data-images-to-files',
+  setup(build) {
+    const images = new Map<string, string>();
+    build.onLoad({ filter: /node_modules[\\/].*\.css$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      const stem = path.basename(args.path, '.css');
+      const contents = source.replace(/url\((['"]?)data:image\/svg\+xml(;[^,]*)?,(.*?)\1\)/g, (_whole, _quote: string, params: string | undefined, data: string) => {
+        const svg = params?.includes('base64') === true ? Buffer.from(data, 'base64').toString('utf8') : decodeURIComponent(data);
+        const name = `${stem}-${images.size + 1}.svg`;
+        images.set(name, svg);
+        return `url("inline-image:${name}")`;
+      });
+      return { contents, loader: 'css', resolveDir: path.dirname(args.path) };
+    });
+    build.onResolve({ filter: /^inline-image:/ }, (args) => ({ path: args.path.slice('inline-image:'.length), namespace: 'inline-image' }));
+    build.onLoad({ filter: /.*/, namespace: 'inline-image' }, (args) => ({ contents: images.get(args.path) ?? '', loader: 'file' }));
+  },
+};
+
+/**
+ * Leaflet blanks a tile it drops (zoomed away from before it loaded, or failed) by pointing it at a
+ * `data:` GIF, which the policy refuses (and the console reports). Here it points at the same
+ * transparent GIF, served from this origin.
+ */
+const LEAFLET_EMPTY_IMAGE = 'data:image/gif;base64,R0lGODlhAQABAAD/ACwAAAAAAQABAAACADs=';
+const EMPTY_IMAGE = 'empty.gif';
+const leafletEmptyImage: esbuild.Plugin = {
+  name: 'leaflet-empty-image',
+  setup(build) {
+    build.onLoad({ filter: /node_modules[\\/]leaflet[\\/]dist[\\/]leaflet-src\.js$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      if (!source.includes(LEAFLET_EMPTY_IMAGE)) throw new Error('Leaflet no longer has the empty tile image this bundle replaces');
+      return { contents: source.replaceAll(LEAFLET_EMPTY_IMAGE, `${ASSET_PREFIX}${EMPTY_IMAGE}`), loader: 'js' };
+    });
+  },
+};
+
+const LICENSES = 'licenses.txt';
+
+/** The licence texts of every package with code in the bundle, from the inputs esbuild read. */
+function licensesOf(inputs: readonly string[]): string {
+  const packages = new Set<string>();
+  for (const input of inputs) {
+    const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input.replaceAll('\\', '/'));
+    if (match !== null) packages.add(path.resolve(match[1]!));
   }
+  const parts: string[] = [];
+  for (const dir of [...packages].sort()) {
+    const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name: string; version: string; license?: string };
+    const file = readdirSync(dir).find((name) => /^(?:licen[cs]e|copying)(?:\.|$)/i.test(name));
+    const text = file === undefined ? `License: ${manifest.license ?? 'see the package'}` : readFileSync(path.join(dir, file), 'utf8').trim();
+    parts.push(`${manifest.name} ${manifest.version}\n${'='.repeat(manifest.name.length + manifest.version.length + 1)}\n${text}\n`);
+  }
+  return parts.join('\n');
 }
 
-function bodyOf(asset: Asset): Buffer {
-  if (asset.body === undefined) {
-    const raw = readFileSync(asset.file);
-    asset.body = asset.strip ? Buffer.from(stripQuietly(raw.toString('utf8'))) : raw;
+const optional = (file: string): string[] => (existsSync(file) ? [file] : []);
+
+/** Bundles `dir`'s main.ts and app.css with esbuild, in memory; the outputs by their URL names. */
+export async function buildBundle(dir: string): Promise<Map<string, Asset>> {
+  const result = await esbuild.build({
+    entryPoints: [path.join(dir, 'main.ts'), path.join(dir, 'app.css'), ...optional(path.join(dir, 'cluster-worker.ts'))],
+    bundle: true,
+    write: false,
+    outdir: path.join(dir, 'out'),
+    format: 'esm',
+    target: 'es2022',
+    minify: true,
+    legalComments: 'eof',
+    loader: { '.png': 'file', '.svg': 'file' },
+    assetNames: '[name]',
+    publicPath: ASSET_PREFIX,
+    logLevel: 'silent',
+    plugins: [dataImagesToFiles, leafletEmptyImage],
+    metafile: true,
+    banner: { js: `/*! Fleet dashboard. Third-party licences: ${ASSET_PREFIX}${LICENSES} */` },
+  });
+  const table = new Map<string, Asset>();
+  for (const file of result.outputFiles) {
+    const name = path.basename(file.path);
+    const contentType = TYPES[path.extname(name)];
+    if (contentType === undefined || !NAME.test(name)) throw new Error(`dashboard bundle: unexpected output ${name}`);
+    table.set(name, { contentType, body: Buffer.from(file.contents) });
   }
-  return asset.body;
+  table.set(LICENSES, { contentType: 'text/plain; charset=utf-8', body: Buffer.from(licensesOf(Object.keys(result.metafile.inputs))) });
+  table.set(EMPTY_IMAGE, { contentType: 'image/gif', body: Buffer.from(LEAFLET_EMPTY_IMAGE.split(',')[1]!, 'base64') });
+  return table;
+}
+
+/** One bundle per web/ directory and process, shared by every app instance (tests make many). */
+const bundles = new Map<string, Promise<Map<string, Asset>>>();
+export function bundleOf(dir: string): Promise<Map<string, Asset>> {
+  let bundle = bundles.get(dir);
+  if (bundle === undefined) {
+    bundle = buildBundle(dir);
+    // A failed build is tried again on the next request (after the source is fixed).
+    bundle.catch(() => bundles.delete(dir));
+    bundles.set(dir, bundle);
+  }
+  return bundle;
+}
+
+/** Whether the bundle of `dir` has been asked for (it is being built, or is built). */
+export function bundleStarted(dir: string): boolean {
+  return bundles.has(dir);
 }
 
 function originOf(url: string): string | undefined {
@@ -119,9 +204,10 @@ export function contentSecurityPolicy(opts: Pick<DashboardOptions, 'publicUrl' |
 }
 
 export async function dashboardPlugin(app: FastifyInstance, opts: DashboardOptions) {
-  const assets = assetTable(opts.dir ?? WEB_DIR);
+  const dir = opts.dir ?? WEB_DIR;
+  const assets = staticAssets(dir);
   const index = assets.get('index.html');
-  if (index === undefined) throw new Error(`dashboard: no index.html in ${opts.dir ?? WEB_DIR}`);
+  if (index === undefined) throw new Error(`dashboard: no index.html in ${dir}`);
   const csp = contentSecurityPolicy(opts);
   const clientConfig = JSON.stringify({ tileUrl: opts.tileUrl });
 
@@ -134,20 +220,26 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardOptio
       .type(contentType)
       .send(body);
 
+  // A listening server bundles now, so the first page load does not wait for it; a failure is
+  // logged here and answered as a 500 problem by the asset route.
+  app.addHook('onListen', async () => {
+    bundleOf(dir).catch((error: unknown) => app.log.error({ err: error }, 'dashboard: the bundle failed to build'));
+  });
+
   // Not part of the API: public (nothing secret in a page or a script) and left out of OpenAPI.
   const route = { config: { public: true }, schema: { hide: true } } as const;
 
-  app.get('/', route, async (_request, reply) => send(reply, index.contentType, bodyOf(index)));
+  app.get('/', route, async (_request, reply) => send(reply, index.contentType, index.body));
 
   // What the browser needs to know that only the server's configuration says.
   app.get(`${ASSET_PREFIX}config.json`, route, async (_request, reply) => send(reply, 'application/json; charset=utf-8', clientConfig));
 
   app.get<{ Params: { '*': string } }>(`${ASSET_PREFIX}*`, route, async (request, reply) => {
     const name = request.params['*'];
-    const asset = name === 'index.html' ? undefined : assets.get(name);
+    const asset = name === 'index.html' || !NAME.test(name) ? undefined : (await bundleOf(dir)).get(name) ?? assets.get(name);
     if (asset === undefined) {
       throw new AppError('route-not-found', `No dashboard asset "${name.slice(0, 100)}".`);
     }
-    return send(reply, asset.contentType, bodyOf(asset));
+    return send(reply, asset.contentType, asset.body);
   });
 }

@@ -1,0 +1,311 @@
+// The dashboard's map, charts, route replay and geofences in headless Chromium against a real
+// service on a real port: 400 vehicles clustered on the fleet map, wheel zoom, search, a chart's
+// hover values and drag zoom, a seeded track replayed with its trips and stops, the exports
+// downloaded, and geofences drawn on the page and found through the API. Every wait is for a
+// condition, never a fixed sleep. Screenshots go to test-results/dashboard/.
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Page } from 'playwright-core';
+import { createTestApp, type TestApp } from './helpers/app.ts';
+import { deadOrigin, freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
+
+/** The data attributes of the fleet map and of the chart, in the page. */
+const MAP = "document.querySelector('.fleet .map').dataset";
+const CHART = "document.querySelector('.chart').dataset";
+const SHOTS = fileURLToPath(new URL('../test-results/dashboard/', import.meta.url));
+const VEHICLES = 400;
+const ids = Array.from({ length: VEHICLES }, (_, i) => `car-${String(i + 1).padStart(4, '0')}`);
+
+/** Vehicle i's position: a rough grid over Berlin, denser in the middle. */
+function positionOf(i: number): { lat: number; lng: number } {
+  const ring = Math.floor(i / 40);
+  const angle = (i % 40) * (Math.PI / 20) + ring * 0.3;
+  const radius = 0.004 + ring * 0.012;
+  return { lat: 52.52 + radius * Math.sin(angle), lng: 13.405 + 1.6 * radius * Math.cos(angle) };
+}
+
+/**
+ * car-0001's track, a record every 10 s: 10 min east at 36 km/h, 8 min standing, 7 min north at
+ * 36 km/h. That is two trips and one stop.
+ */
+function trackOf(start: number): Array<{ vehicleId: string; timestamp: string; data: Record<string, unknown> }> {
+  const records = [];
+  let lat = 52.50;
+  let lng = 13.30;
+  for (let t = 0; t <= 1500; t += 10) {
+    const east = t > 0 && t <= 600;
+    const north = t > 1080;
+    if (east) lng += 0.001476;
+    if (north) lat += 0.000899;
+    const moving = east || north;
+    records.push({
+      vehicleId: 'car-0001',
+      timestamp: new Date(start + t * 1000).toISOString(),
+      data: { location: { lat, lng }, speed: moving ? 36 : 0, heading: north ? 0 : 90 },
+    });
+  }
+  return records;
+}
+
+async function wheel(page: Page, selector: string, deltaY: number) {
+  const box = await page.locator(selector).boundingBox();
+  assert.ok(box !== null);
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.wheel(0, deltaY);
+}
+
+const skip = skipUnlessChromium('the dashboard map tests');
+
+test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000 }, async (t) => {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const ctx: TestApp = await createTestApp({
+    env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: `${await deadOrigin()}/{z}/{x}/{y}.png` },
+  });
+  t.after(() => ctx.close());
+  await ctx.app.listen({ host: '127.0.0.1', port });
+
+  for (const id of ids) await ctx.registerVehicle(id, { type: 'car' });
+  const now = Date.now();
+  const trackStart = now - 40 * 60_000;
+  const track = trackOf(trackStart);
+  const latest = ids.slice(1).map((vehicleId, i) => ({
+    vehicleId, timestamp: new Date(now - 60_000).toISOString(), data: { location: positionOf(i + 1), heading: (i * 37) % 360, speed: 20, battery: 50 + (i % 50) },
+  }));
+  for (const records of [track, latest.slice(0, 200), latest.slice(200)]) {
+    const res = await ctx.request('POST', '/v2/telemetry', { body: { records } });
+    assert.equal(res.statusCode, 202, res.body);
+  }
+  const key = await ctx.keyWith(['fleet:read', 'fleet:write', 'telemetry:read', 'streams', 'rules']);
+
+  mkdirSync(SHOTS, { recursive: true });
+  const session = await openBrowser();
+  t.after(() => session.close());
+  const { page } = session;
+  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), animations: 'disabled' });
+  const map = page.locator('.fleet .map');
+  const data = async (name: string) => Number(await map.getAttribute(`data-${name}`));
+  /**
+   * Waits until a JavaScript expression, run in the page, is true. Polled from here: Playwright's
+   * own polling would evaluate it with `eval` in the page, which the page's policy refuses.
+   */
+  const until = async (expression: string, ms = 10_000) => {
+    const deadline = Date.now() + ms;
+    while (await page.evaluate(expression) !== true) {
+      if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${expression}`);
+      await sleep(25);
+    }
+  };
+
+  await t.test('the fleet map clusters every vehicle and says why there are no tiles', async () => {
+    await page.goto(`${origin}/`);
+    await page.locator('#api-key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator(`.fleet .map[data-vehicles="${VEHICLES}"]`).waitFor();
+    await page.locator('.map-note', { hasText: 'could not be loaded' }).waitFor();
+    // The view fits the fleet: every vehicle is in a cluster or stands alone on screen.
+    await until(`Number(${MAP}.clustered) + Number(${MAP}.markers) === ${VEHICLES}`);
+    assert.ok(await data('clusters') > 0, 'no clusters');
+    const counts = await page.locator('.cluster').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-count'))));
+    assert.equal(counts.reduce((a, b) => a + b, 0), await data('clustered'));
+    // No tile shows, so no tile attribution either.
+    assert.doesNotMatch(await page.locator('.fleet .leaflet-control-attribution').innerText(), /OpenStreetMap/);
+    await shot('10-map-clusters');
+  });
+
+  await t.test('the mouse wheel zooms in, and clusters open up', async () => {
+    const zoom = await data('zoom');
+    const markers = await data('markers');
+    await wheel(page, '.fleet .map-view', -400);
+    await until(`Number(${MAP}.zoom) > ${zoom}`);
+    await wheel(page, '.fleet .map-view', -400);
+    await until(`Number(${MAP}.zoom) > ${zoom + 1}`);
+    await until(`Number(${MAP}.markers) > ${markers}`);
+    // A cluster clicked zooms in to where it splits.
+    const before = await data('zoom');
+    const view = await page.locator('.fleet .map-view').boundingBox();
+    assert.ok(view !== null);
+    const boxes = await page.locator('.cluster').evaluateAll((els) => els.map((el) => {
+      const r = el.getBoundingClientRect();
+      return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+    }));
+    const target = boxes.find((b) => b.x > view.x + 40 && b.x < view.x + view.width - 40 && b.y > view.y + 40 && b.y < view.y + view.height - 40);
+    assert.ok(target !== undefined, 'no cluster on screen');
+    await page.mouse.click(target.x, target.y);
+    await until(`Number(${MAP}.zoom) > ${before}`);
+  });
+
+  await t.test('search jumps to a vehicle: its label, and its arrow turned to its heading', async () => {
+    await page.locator('#map-search').fill('car-0123');
+    await page.locator('.map-search button').click();
+    const found = page.locator('.marker.found[data-vehicle-id="car-0123"]');
+    await found.waitFor();
+    assert.ok(await data('zoom') >= 17);
+    assert.equal(await found.locator('.marker-label').innerText(), 'car-0123');
+    const heading = (121 * 37) % 360;
+    assert.match(String(await found.getAttribute('aria-label')), new RegExp(`^car-0123, active, at .*, heading ${heading}°$`));
+    assert.equal(await found.locator('.marker-arrow').evaluate((el) => el.style.transform), `rotate(${heading}deg)`);
+    // The marker is on screen.
+    const box = await found.boundingBox();
+    const view = await page.locator('.fleet .map-view').boundingBox();
+    assert.ok(box !== null && view !== null && box.x > view.x && box.x < view.x + view.width && box.y > view.y && box.y < view.y + view.height);
+    await shot('11-map-search');
+    await page.locator('#map-search').fill('no-such-car');
+    await page.locator('.map-search button').click();
+    await page.locator('.map-search-result', { hasText: 'No vehicle "no-such-car" on the map.' }).waitFor();
+  });
+
+  await t.test('a vehicle\'s chart shows values under the pointer and zooms to a dragged span', async () => {
+    await page.goto(`${origin}/#/vehicles/car-0001`);
+    await page.locator('figcaption', { hasText: /^151 speed and 0 battery readings/ }).waitFor();
+    const chart = page.locator('.chart');
+    // The time axis fits the data (25 minutes), not the 6 hours asked for.
+    await until(`${CHART}.from !== undefined`);
+    const span = async () => {
+      const [from, to] = await chart.evaluate((el) => [el.dataset.from, el.dataset.to]);
+      return Date.parse(to) - Date.parse(from);
+    };
+    assert.ok(Math.abs(await span() - 1_500_000) < 60_000, `span ${await span()} ms`);
+    const over = await page.locator('.u-over').boundingBox();
+    assert.ok(over !== null);
+    await page.mouse.move(over.x + over.width * 0.2, over.y + over.height / 2);
+    const speedValue = page.locator('.u-legend .u-series').nth(1).locator('.u-value');
+    await until(String.raw`/km\/h$/.test(document.querySelectorAll('.u-legend .u-series .u-value')[1].textContent)`);
+    assert.equal(await speedValue.innerText(), '36.0 km/h');
+    await shot('12-chart-hover');
+    // Drag across the middle fifth: the chart zooms to about that span.
+    await page.mouse.move(over.x + over.width * 0.4, over.y + over.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(over.x + over.width * 0.6, over.y + over.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await until(`Date.parse(${CHART}.to) - Date.parse(${CHART}.from) < 600000`);
+    assert.ok(await span() > 200_000 && await span() < 400_000, `zoomed span ${await span()} ms`);
+    await page.locator('.u-over').dblclick();
+    await until(`Date.parse(${CHART}.to) - Date.parse(${CHART}.from) > 1400000`);
+  });
+
+  await t.test('route replay: the track, its trips and stops, and playback along it', async () => {
+    await page.locator('#replay-summary', { hasText: '151 positions' }).waitFor();
+    assert.match(await page.locator('#replay-summary').innerText(), /2 trips, 1 stops\.$/);
+    assert.equal(await page.locator('table.trips tbody tr').count(), 2);
+    assert.equal(await page.locator('table.stops tbody tr').count(), 1);
+    assert.match(await page.locator('table.trips tbody tr').first().innerText(), /9 min 50 s\s+5\.\d\d km\s+36 km\/h/);
+    assert.match(await page.locator('table.stops tbody tr').first().innerText(), /7 min 50 s/);
+    // The track, both trips drawn over it and the stop as a dot.
+    assert.equal(await page.locator('.replay-map path.leaflet-interactive').count(), 4);
+    const cursor = page.locator('.replay-cursor');
+    const startLng = Number(await cursor.getAttribute('data-lng'));
+    assert.equal(startLng, 13.3);
+    await page.locator('#replay-speed').selectOption('20');
+    await page.locator('#replay-play').click();
+    await until(`Number(document.querySelector('#replay-time').value) >= 20`);
+    // 20×: east along the first trip.
+    assert.ok(Number(await cursor.getAttribute('data-lng')) > startLng);
+    assert.equal(await cursor.getAttribute('data-lat'), '52.5');
+    await page.locator('#replay-play').click();
+    assert.equal(await page.locator('#replay-play').innerText(), 'Play');
+    await page.locator('.replay').scrollIntoViewIfNeeded();
+    await page.locator('.replay').screenshot({ path: path.join(SHOTS, '13-replay.png'), animations: 'disabled' });
+    // A trip clicked moves the replay to its start.
+    await page.locator('table.trips button', { hasText: 'Trip 2' }).click();
+    const at = Number(await page.locator('#replay-time').inputValue());
+    assert.ok(at >= 1080 && at <= 1100, `Trip 2 at ${at} s`);
+  });
+
+  await t.test('the period downloads as CSV, GPX and GeoJSON with the bearer token', async () => {
+    for (const [format, head] of [['csv', /^timestamp,lat,lng,speed,heading,battery,temperature,odometer,diagnostics\r\n/], ['gpx', /^<\?xml[^>]*>\s*<gpx /], ['geojson', /^\{"type":"FeatureCollection"/]] as const) {
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.locator(`.replay-export button[data-format="${format}"]`).click(),
+      ]);
+      assert.match(download.suggestedFilename(), new RegExp(`^car-0001_\\d{8}T\\d{6}Z_\\d{8}T\\d{6}Z\\.${format}$`));
+      const file = await download.path();
+      const text = readFileSync(file, 'utf8');
+      assert.match(text, head, format);
+      if (format === 'csv') assert.equal(text.trim().split('\r\n').length, 152);
+      if (format === 'geojson') assert.equal((JSON.parse(text) as { features: unknown[] }).features.length, 151);
+      await page.locator('.replay-export-status', { hasText: `Downloaded ${download.suggestedFilename()}.` }).waitFor();
+    }
+  });
+
+  const geofences = async () => (await ctx.request('GET', '/v2/geofences')).json<{ geofences: Array<{ id: string; name: string; geometry: { type: string; radius?: number; coordinates: unknown } }> }>().geofences;
+  const mapPoint = async (fx: number, fy: number) => {
+    const box = await page.locator('.geofence-map-view').boundingBox();
+    assert.ok(box !== null);
+    return { x: box.x + box.width * fx, y: box.y + box.height * fy };
+  };
+  const clickAt = async (fx: number, fy: number) => {
+    const p = await mapPoint(fx, fy);
+    await page.mouse.click(p.x, p.y);
+  };
+
+  await t.test('a polygon drawn on the page is created through the API, with the vehicles inside', async () => {
+    await page.locator('nav a', { hasText: 'Geofences' }).click();
+    await page.locator('.geofences .empty', { hasText: 'No geofences yet.' }).waitFor();
+    await page.locator('.leaflet-pm-icon-polygon').click();
+    for (const [x, y] of [[0.35, 0.35], [0.65, 0.35], [0.65, 0.65], [0.35, 0.65]] as const) await clickAt(x, y);
+    await clickAt(0.35, 0.35);
+    await page.locator('#geofence-editor-title', { hasText: 'New geofence' }).waitFor();
+    await page.locator('#geofence-name').fill('Mitte');
+    await page.locator('#geofence-save').click();
+    await page.locator('.geofence-editor .ok', { hasText: 'Created Mitte.' }).waitFor();
+    const [created] = await geofences();
+    assert.equal(created?.name, 'Mitte');
+    assert.equal(created.geometry.type, 'Polygon');
+    const ring = (created.geometry.coordinates as number[][][])[0]!;
+    assert.equal(ring.length, 5);
+    assert.deepEqual(ring[0], ring[4]);
+    await page.locator(`li[data-geofence-id="${created.id}"]`).waitFor();
+    // Membership follows telemetry: a vehicle reporting from the middle of it is inside.
+    const [lngs, lats] = [ring.map((p) => p[0]!), ring.map((p) => p[1]!)];
+    const middle = { lat: (Math.min(...lats) + Math.max(...lats)) / 2, lng: (Math.min(...lngs) + Math.max(...lngs)) / 2 };
+    const res = await ctx.request('POST', '/v2/telemetry/car-0400', { body: { data: { location: middle } } });
+    assert.equal(res.statusCode, 202, res.body);
+    await page.locator('#geofence-cancel').click();
+    await page.locator(`li[data-geofence-id="${created.id}"] button`).click();
+    await page.locator('.inside-list a[data-vehicle-id="car-0400"]').waitFor();
+    assert.deepEqual((await ctx.request('GET', `/v2/geofences/${created.id}/vehicles`)).json(), { vehicleIds: ['car-0400'] });
+    await page.locator('#geofence-cancel').click();
+  });
+
+  await t.test('a circle is drawn, renamed and deleted; a crossing ring is refused with the service\'s problem', async () => {
+    await page.locator('.leaflet-pm-icon-circle').click();
+    await clickAt(0.2, 0.2);
+    await clickAt(0.25, 0.2);
+    await page.locator('#geofence-name').fill('Depot');
+    await page.locator('#geofence-save').click();
+    await page.locator('.geofence-editor .ok', { hasText: 'Created Depot.' }).waitFor();
+    let circle = (await geofences()).find((g) => g.name === 'Depot');
+    assert.equal(circle?.geometry.type, 'Circle');
+    assert.ok(circle.geometry.radius! > 1);
+    await shot('14-geofences');
+    await page.locator('#geofence-name').fill('Depot north');
+    await page.locator('#geofence-save').click();
+    await page.locator('.geofence-editor .ok', { hasText: 'Saved Depot north.' }).waitFor();
+    circle = (await geofences()).find((g) => g.id === circle!.id);
+    assert.equal(circle?.name, 'Depot north');
+    await page.locator('#geofence-delete').click();
+    await page.locator('#geofence-delete', { hasText: 'Delete "Depot north" now' }).click();
+    await page.locator('.list-message .ok', { hasText: 'Deleted Depot north.' }).waitFor();
+    assert.equal((await ctx.request('GET', `/v2/geofences/${circle.id}`)).statusCode, 404);
+
+    // A bow tie: the service refuses the crossing ring and says so.
+    await page.locator('.leaflet-pm-icon-polygon').click();
+    for (const [x, y] of [[0.7, 0.7], [0.9, 0.9], [0.9, 0.7], [0.7, 0.9]] as const) await clickAt(x, y);
+    await clickAt(0.7, 0.7);
+    await page.locator('#geofence-name').fill('Bow tie');
+    await page.locator('#geofence-save').click();
+    const problem = page.locator('.geofence-editor .problem');
+    await problem.waitFor();
+    assert.match(await problem.innerText(), /cross/i);
+    assert.equal((await geofences()).length, 1);
+    await shot('15-geofence-problem');
+  });
+
+  assert.deepEqual(session.pageErrors, [], 'uncaught errors in the page');
+  assert.deepEqual(session.cspViolations, [], 'Content-Security-Policy violations');
+});

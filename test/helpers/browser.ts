@@ -1,0 +1,65 @@
+// Headless Chromium for the dashboard's browser suites: Debian's package driven by
+// playwright-core (no browser is ever downloaded), a fresh profile per suite, and the page's
+// uncaught errors and Content-Security-Policy violations collected for the suite to check.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { skipUnless } from './skip.ts';
+
+export const CHROMIUM = process.env.FLEET_TEST_CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM_ARGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+export function skipUnlessChromium(suites: string): string | false {
+  return skipUnless(existsSync(CHROMIUM) ? undefined : 'not installed', `Chromium at ${CHROMIUM}`, suites,
+    'Install Debian\'s chromium package (apt-get install chromium)');
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  assert.ok(address !== null && typeof address === 'object');
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return address.port;
+}
+
+/** A closed port: tile requests fail at once, as they do on a machine without internet. */
+export async function deadOrigin(): Promise<string> {
+  return `http://127.0.0.1:${await freePort()}`;
+}
+
+export interface BrowserPage {
+  browser: BrowserContext;
+  page: Page;
+  pageErrors: string[];
+  cspViolations: string[];
+  close(): Promise<void>;
+}
+
+export async function openBrowser(viewport = { width: 1360, height: 900 }, timeout = 10_000): Promise<BrowserPage> {
+  const profile = mkdtempSync(path.join(tmpdir(), 'fleet-chromium-'));
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true, viewport, acceptDownloads: true,
+  });
+  const page = browser.pages()[0] ?? await browser.newPage();
+  page.setDefaultTimeout(timeout);
+  const pageErrors: string[] = [];
+  const cspViolations: string[] = [];
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+  return {
+    browser, page, pageErrors, cspViolations,
+    async close() {
+      await browser.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
