@@ -2,7 +2,7 @@
 // the live event stream (alert.opened, alert.acknowledged, alert.resolved); and the alert rules
 // that open them: threshold, offline, inside or outside a geofence. docs/API.md "Alert rules and
 // alerts".
-import { api, encode } from './api.ts';
+import { api, encode, type Alert, type AlertCondition, type AlertRule, type Geofence } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { describeState, type EventEnvelope, listenToEvents } from './event-stream.ts';
 import { act, confirmButton, field, listOf, numberOf, onSubmit, panelHeader, problemBox, select, uid } from './forms.ts';
@@ -11,39 +11,9 @@ import { THRESHOLD_FIELDS } from './lists.ts';
 const OPS = ['>', '>=', '<', '<=', '==', '!='] as const;
 const UNITS: Record<string, string> = { speed: ' km/h', battery: ' %', temperature: ' °C', odometer: ' km', heading: '°' };
 
-export interface Alert {
-  id: string;
-  ruleId: string;
-  ruleName: string;
-  vehicleId: string;
-  status: 'open' | 'acknowledged' | 'resolved';
-  openedAt: string;
-  acknowledgedAt: string | null;
-  acknowledgedBy: string | null;
-  resolvedAt: string | null;
-  resolvedBy: string | null;
-  trigger: { timestamp: string; value: unknown };
-}
-
-type Condition =
-  | { kind: 'threshold'; field: string; op: string; value: number | string | boolean; forSeconds?: number }
-  | { kind: 'offline'; afterSeconds: number }
-  | { kind: 'geofence'; geofenceId: string; when: 'inside' | 'outside'; forSeconds?: number };
-
-interface Rule {
-  id: string;
-  name: string;
-  condition: Condition;
-  vehicleIds: string[] | null;
-  enabled: boolean;
-  createdAt: string;
-  updatedAt: string;
-}
-
-interface Geofence {
-  id: string;
-  name: string;
-}
+export type { Alert };
+type Condition = AlertCondition;
+type Rule = AlertRule;
 
 const STATUS_FILTERS: Record<string, { label: string; statuses: string[] }> = {
   unresolved: { label: 'Unresolved (open or acknowledged)', statuses: ['open', 'acknowledged'] },

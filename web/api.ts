@@ -2,77 +2,36 @@
 // token, exactly as any other client. The key lives in sessionStorage (gone when the tab
 // closes) and only ever travels in the Authorization header, never in a URL.
 
+import type { Schemas } from '../sdk/src/types.ts';
+
 const KEY_STORAGE = 'fleet.apiKey';
 
-export interface VehicleListItem {
-  id: string;
-  type: string;
-  status: string;
-  location: { lat: number; lng: number } | null;
-  battery: number | null;
-  lastUpdate: string | null;
-}
-
-export interface VehicleDetails extends VehicleListItem {
-  configuration: { sensors?: string[]; capacity?: number; autonomyLevel?: number };
-  createdAt: string;
-  updatedAt: string;
-  statusChangedAt: string;
-}
-
-export interface VehicleList {
-  vehicles: VehicleListItem[];
-  total: number;
-  limit: number;
-  offset: number;
-}
-
-export interface TelemetryData {
-  location?: { lat: number; lng: number };
-  speed?: number;
-  heading?: number;
-  battery?: number;
-  temperature?: number;
-  odometer?: number;
-  diagnostics?: Record<string, number | string | boolean>;
-}
-
-export interface TelemetryRecord {
-  vehicleId: string;
-  timestamp: string;
-  data: TelemetryData;
-}
-
-export interface History {
-  vehicleId: string;
-  records: TelemetryRecord[];
-  nextCursor: string | null;
-}
-
-export interface StatusHistoryEntry {
-  from: string | null;
-  to: string;
-  reason: string | null;
-  at: string;
-  by: string;
-}
-
-export interface StatusHistory {
-  vehicleId: string;
-  history: StatusHistoryEntry[];
-  total: number;
-}
-
-export interface CreatedStream {
-  streamId: string;
-  url: string;
-  expiresAt: string;
-}
-
-export interface StreamTicket {
-  streamId: string;
-  url: string;
-}
+// The shapes of the API's answers are the SDK's, generated from the OpenAPI document
+// (sdk/src/schema.d.ts), so the dashboard cannot drift from what the service sends. Type-only:
+// nothing of the SDK is bundled.
+export type VehicleListItem = Schemas['VehicleSummary'];
+export type VehicleDetails = Schemas['Vehicle'];
+export type VehicleList = Schemas['VehicleList'];
+export type VehicleStatus = Schemas['VehicleStatus'];
+export type TelemetryData = Schemas['TelemetryData'];
+export type TelemetryRecord = Schemas['TelemetryRecord'];
+export type History = Schemas['TelemetryHistory'];
+export type StatusHistoryEntry = Schemas['VehicleStatusHistoryEntry'];
+export type StatusHistory = Schemas['VehicleStatusHistory'];
+export type CreatedStream = Schemas['CreatedStream'];
+export type StreamTicket = Schemas['StreamTicket'];
+export type EventEnvelope = Schemas['Event'];
+export type Alert = Schemas['Alert'];
+export type AlertRule = Schemas['AlertRule'];
+export type AlertCondition = Schemas['AlertCondition'];
+export type Geofence = Schemas['Geofence'];
+export type GeofenceGeometry = Schemas['GeofenceGeometry'];
+export type Trip = Schemas['Trip'];
+export type Stop = Schemas['Stop'];
+export type Device = Schemas['Device'];
+export type ApiKey = Schemas['ApiKey'];
+export type Webhook = Schemas['Webhook'];
+export type WebhookDelivery = Schemas['WebhookDelivery'];
 
 /** One problem in a request, as the service names it: a JSON Pointer (`/configuration/capacity`) and a message. */
 export interface FieldError {

@@ -8,15 +8,9 @@
 // panel read the API and the socket was not yet attached is read again, never lost.
 //
 // It runs while at least one panel listens, and is ended (DELETE) when the last one leaves.
-import { ApiError, api, type CreatedStream, storedKey, type StreamTicket } from './api.ts';
+import { ApiError, api, type CreatedStream, storedKey, type StreamTicket, type EventEnvelope } from './api.ts';
 
-export interface EventEnvelope {
-  id: string;
-  type: string;
-  occurredAt: string;
-  vehicleId?: string;
-  data: Record<string, unknown>;
-}
+export type { EventEnvelope };
 
 export type StreamState = 'connecting' | 'live' | 'reconnecting' | 'off';
 

@@ -44,6 +44,8 @@ export function summarize(event: EventEnvelope): string {
     case 'trip.started':
     case 'trip.ended':
       return typeof d.distanceMeters === 'number' ? `${(d.distanceMeters / 1000).toFixed(1)} km` : '';
+    case 'webhook.test':
+      return 'test';
     default:
       return '';
   }

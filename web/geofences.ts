@@ -5,25 +5,14 @@
 // ring, a radius out of range) is shown as it says it. A selected geofence lists the vehicles
 // inside it now.
 import '@geoman-io/leaflet-geoman-free';
-import { api, encode, explain } from './api.ts';
+import { api, encode, explain, type Geofence, type GeofenceGeometry } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { known } from './fleet.ts';
 import L, { addBaseLayers } from './leaflet.ts';
 
 type Position = number[];
-export type Geometry =
-  | { type: 'Polygon'; coordinates: Position[][] }
-  | { type: 'MultiPolygon'; coordinates: Position[][][] }
-  | { type: 'Circle'; coordinates: Position; radius: number };
-
-export interface Geofence {
-  id: string;
-  name: string;
-  geometry: Geometry;
-  vehicleIds: string[] | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export type Geometry = GeofenceGeometry;
+export type { Geofence };
 
 interface GeofenceList {
   geofences: Geofence[];

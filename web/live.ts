@@ -3,13 +3,13 @@
 // (browsers cannot send Authorization on a WebSocket). When the socket drops, ask for a fresh
 // ticket and resume after the last `seq` seen; when the stream has ended or expired, create a
 // new one. Retries back off up to 30 s.
-import { ApiError, api, type CreatedStream, type StreamTicket, type TelemetryData } from './api.ts';
+import { ApiError, api, type CreatedStream, type StreamTicket, type TelemetryData, type VehicleStatus } from './api.ts';
 
 export type LiveState = 'connecting' | 'live' | 'reconnecting' | 'off';
 
 export type LiveMessage =
   | { type: 'location' | 'battery' | 'diagnostics'; seq: number; vehicleId: string; timestamp: string; data: TelemetryData }
-  | { type: 'status'; seq: number; vehicleId: string; timestamp: string; data: { from: string | null; to: string; reason: string | null } };
+  | { type: 'status'; seq: number; vehicleId: string; timestamp: string; data: { from: VehicleStatus | null; to: VehicleStatus; reason: string | null } };
 
 type Listener = (message: LiveMessage) => void;
 type StateListener = (state: LiveState, detail?: string) => void;

@@ -1,7 +1,7 @@
 // Devices: trackers and phone apps that send telemetry for a vehicle in their own protocol
 // (OsmAnd over HTTP, Teltonika over TCP). Register one, list them, delete one. docs/API.md
 // "Devices and protocols".
-import { api, encode, type VehicleList } from './api.ts';
+import { api, encode, type VehicleList, type Device } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { confirmButton, field, onSubmit, panelHeader, problemBox, select, uid } from './forms.ts';
 import { PROTOCOLS } from './lists.ts';
@@ -11,14 +11,6 @@ const PROTOCOL_TEXT: Record<string, string> = {
   teltonika: 'Teltonika (TCP, Codec 8)',
 };
 
-interface Device {
-  id: string;
-  protocol: string;
-  identifier: string;
-  vehicleId: string;
-  createdAt: string;
-  lastSeenAt: string | null;
-}
 
 const PAGE = 100;
 

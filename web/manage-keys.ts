@@ -1,7 +1,7 @@
 // API keys: create one with the scopes it needs (its secret shown once, with a copy button), list
 // the organization's keys, revoke one. Needs a key with `admin`. docs/API.md "API keys,
 // organizations and quotas".
-import { api, encode } from './api.ts';
+import { api, encode, type ApiKey } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { checkboxGroup, confirmButton, field, onSubmit, panelHeader, problemBox, secretBox } from './forms.ts';
 import { SCOPES } from './lists.ts';
@@ -19,15 +19,6 @@ const SCOPE_TEXT: Record<string, string> = {
   'metrics:read': 'read /metrics (platform organization)',
 };
 
-interface ApiKey {
-  id: string;
-  name: string;
-  prefix: string;
-  scopes: string[];
-  createdAt: string;
-  lastUsedAt: string | null;
-  expiresAt: string | null;
-}
 
 const PAGE = 100;
 

@@ -1,34 +1,12 @@
 // Webhook endpoints: create one for some event types (its `whsec_` signing secret shown once),
 // send it a test event, watch its deliveries and retry one, rotate the secret, enable or disable
 // it, delete it. Needs a key with `webhooks`. docs/API.md "Webhooks".
-import { api, encode } from './api.ts';
+import { api, encode, type Webhook, type WebhookDelivery } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { EVENT_TYPES } from './lists.ts';
 import { act, checkboxGroup, confirmButton, field, onSubmit, panelHeader, problemBox, secretBox, uid } from './forms.ts';
 
-interface Webhook {
-  id: string;
-  url: string;
-  eventTypes: string[];
-  description: string | null;
-  enabled: boolean;
-  disabledReason: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-interface Delivery {
-  id: string;
-  eventId: string;
-  eventType: string;
-  attempt: number;
-  status: 'pending' | 'succeeded' | 'failed';
-  responseStatus: number | null;
-  durationMs: number | null;
-  error: string | null;
-  at: string | null;
-  nextAttemptAt: string | null;
-}
+type Delivery = WebhookDelivery;
 
 const PAGE = 50;
 const DELIVERY_PAGE = 20;

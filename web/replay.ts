@@ -3,28 +3,11 @@
 // the vehicle along the track at 1× to 20× with a time slider. The period's telemetry can be
 // downloaded as CSV, GPX or GeoJSON: the export needs the bearer token, so it is fetched here and
 // saved as a Blob, never opened as a URL that would need the key in it.
-import { ApiError, api, encode, explain, type History, storedKey } from './api.ts';
+import { ApiError, api, encode, explain, type History, storedKey, type Stop, type Trip } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import L, { addBaseLayers } from './leaflet.ts';
 
-export interface Trip {
-  startedAt: string;
-  endedAt: string;
-  durationSeconds: number;
-  distanceMeters: number;
-  maxSpeed: number | null;
-  averageSpeed: number;
-  start: { lat: number; lng: number } | null;
-  end: { lat: number; lng: number } | null;
-  records: number;
-}
-
-export interface Stop {
-  startedAt: string;
-  endedAt: string;
-  durationSeconds: number;
-  location: { lat: number; lng: number } | null;
-}
+export type { Stop, Trip };
 
 interface Point {
   at: number;
