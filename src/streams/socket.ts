@@ -207,7 +207,12 @@ export function createSocketManager(deps: { sessions: Sessions; settings: Stream
         behind.delete(connection);
         sessions.detach(stream, connection);
       });
-      if (who.expiresAt !== undefined) connection.lifetime = callAt(clock, who.expiresAt, () => connection.close(1008, 'credential expired'));
+      // A credential that expires before the stream's own closes this socket alone then. One that
+      // expires with it or later leaves it to the stream's own timer, which ends the stream and its
+      // sockets together: a client told 1008 must find the stream closed, not still connected.
+      if (who.expiresAt !== undefined && (stream.credentialExpiresAt === null || who.expiresAt < stream.credentialExpiresAt)) {
+        connection.lifetime = callAt(clock, who.expiresAt, () => connection.close(1008, 'credential expired'));
+      }
       sessions.attach(stream, connection, lastSeq);
     },
 
