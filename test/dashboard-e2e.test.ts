@@ -9,7 +9,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
+import { acquireMachineLoadLock } from './helpers/exclusive.ts';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type BrowserContext, chromium, type Page, type WebSocketRoute } from 'playwright-core';
@@ -53,6 +54,14 @@ async function waitUntil(predicate: () => boolean, what: string, ms = TIMEOUT): 
 }
 
 const skip = skipUnlessChromium();
+
+// Its waits for what the page shows are fixed times: it takes turns with the soak and the overload
+// test, beside which a starved Chromium would miss them.
+let releaseLock: (() => void) | undefined;
+before(async () => {
+  releaseLock = await acquireMachineLoadLock();
+}, { timeout: 600_000 });
+after(() => releaseLock?.());
 
 test('the dashboard: sign in, list, filter, page, open a vehicle, change its status, watch it move', { skip, timeout: 60_000 }, async (t) => {
   const port = await freePort();

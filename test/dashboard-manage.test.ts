@@ -10,7 +10,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
+import { acquireMachineLoadLock } from './helpers/exclusive.ts';
 import { fileURLToPath } from 'node:url';
 import { type BrowserContext, chromium, type Locator, type Page, type WebSocketRoute } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
@@ -50,6 +51,14 @@ async function freePort(): Promise<number> {
 
 const skip = skipUnless(existsSync(CHROMIUM) ? undefined : 'not installed', `Chromium at ${CHROMIUM}`, 'the dashboard management browser tests',
   'Install Debian\'s chromium package (apt-get install chromium)');
+
+// Its waits for what the page shows are fixed times: it takes turns with the soak and the overload
+// test, beside which a starved Chromium would miss them.
+let releaseLock: (() => void) | undefined;
+before(async () => {
+  releaseLock = await acquireMachineLoadLock();
+}, { timeout: 600_000 });
+after(() => releaseLock?.());
 
 test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and events live', { skip, timeout: 180_000 }, async (t) => {
   const port = await freePort();

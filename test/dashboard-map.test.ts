@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
+import { acquireMachineLoadLock } from './helpers/exclusive.ts';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Page } from 'playwright-core';
@@ -59,6 +60,14 @@ async function wheel(page: Page, selector: string, deltaY: number) {
 }
 
 const skip = skipUnlessChromium('the dashboard map tests');
+
+// Its waits for what the page shows are fixed times: it takes turns with the soak and the overload
+// test, beside which a starved Chromium would miss them.
+let releaseLock: (() => void) | undefined;
+before(async () => {
+  releaseLock = await acquireMachineLoadLock();
+}, { timeout: 600_000 });
+after(() => releaseLock?.());
 
 test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000 }, async (t) => {
   const port = await freePort();

@@ -1,6 +1,8 @@
 // Tests that load the machine on purpose (the overload test, the soak) measure what a service does
 // under a load they choose; run beside each other, each one's load distorts the other's verdict.
-// They take turns through a lock directory (mkdir is atomic), whatever test files run in parallel.
+// The browser tests wait for what a page shows within fixed times, and a starved Chromium beside a
+// soak misses them. They all take turns through a lock directory (mkdir is atomic), whatever test
+// files run in parallel.
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,8 +11,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /** A lock older than this was left by a run that was killed: it is taken over. */
 const STALE_MS = 10 * 60_000;
 
-/** Runs `fn` while no other test holds the machine-load lock. */
-export async function underMachineLoadLock<T>(fn: () => Promise<T>): Promise<T> {
+/**
+ * Waits until no other test holds the machine-load lock, takes it, and returns its release. For a
+ * test file whose tests must all run under it (take it in `before`, release it in `after`).
+ */
+export async function acquireMachineLoadLock(): Promise<() => void> {
   const lock = path.join(tmpdir(), 'fleet-test-machine-load.lock');
   for (;;) {
     try {
@@ -26,9 +31,15 @@ export async function underMachineLoadLock<T>(fn: () => Promise<T>): Promise<T> 
       await sleep(200);
     }
   }
+  return () => rmSync(lock, { recursive: true, force: true });
+}
+
+/** Runs `fn` while no other test holds the machine-load lock. */
+export async function underMachineLoadLock<T>(fn: () => Promise<T>): Promise<T> {
+  const release = await acquireMachineLoadLock();
   try {
     return await fn();
   } finally {
-    rmSync(lock, { recursive: true, force: true });
+    release();
   }
 }
