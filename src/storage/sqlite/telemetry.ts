@@ -258,7 +258,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
       }
     }
     for (const [vehicleId, fresh] of freshOf) {
-      const { state, unresolved } = ruleWrites.load(org, vehicleId);
+      const { state, unresolved } = ruleWrites.load(org, vehicleId, rules!.alerts(org));
       const judged = rules!.judge(org, vehicleId, fresh, state, unresolved, batch.at);
       if (judged !== undefined) events.push(...ruleWrites.write(judged, batch.at));
     }
