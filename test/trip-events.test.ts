@@ -193,6 +193,35 @@ describe('live trip events agree with the trips report', () => {
   });
 });
 
+describe('a deleted vehicle takes its trip state with it', () => {
+  for (const backend of ['sqlite', 'postgres'] as const) {
+    test(`${backend}: registered again under the same id, its next drive is a new trip`, { skip: backend === 'postgres' && skipPostgres }, async () => {
+      const t = await createTestApp({ backend });
+      try {
+        const inject = injector(t.app, t.adminKey);
+        const records = DAY_RECORDS('van-again');
+        // Into trip A (started, not ended), then deleted.
+        const inTripA = records.filter((r) => r.timestamp < START + 1000 * 1000);
+        await t.registerVehicle('van-again');
+        for (const batch of batches(inTripA)) await send(inject, 'van-again', batch);
+        assert.deepEqual((await tripEvents(inject, 'van-again', 1)).map((e) => e.type), ['trip.started']);
+        assert.equal((await inject('DELETE', '/v2/fleet/vehicles/van-again')).statusCode, 204);
+        // The same vehicle id again, its whole day from after those records: a state kept from
+        // before would carry on trip A (no new start, and a trip of more records than the report's).
+        await t.registerVehicle('van-again');
+        const rest = records.filter((r) => r.timestamp >= START + 1000 * 1000);
+        for (const batch of batches(rest)) await send(inject, 'van-again', batch);
+        // The feed still holds the first vehicle's `trip.started` (its trip never ended).
+        const [old, ...events] = await tripEvents(inject, 'van-again', 1 + 2 * TRIPS);
+        assert.equal(old!.type, 'trip.started');
+        assertAgree(events, await report(inject, 'van-again', rest), 'van-again');
+      } finally {
+        await t.close();
+      }
+    });
+  }
+});
+
 describe('live trip events on two apps sharing one PostgreSQL schema', { skip: skipPostgres, timeout: 120_000 }, () => {
   const apps: TestApp[] = [];
   after(async () => {

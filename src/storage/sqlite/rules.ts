@@ -8,6 +8,7 @@ import { transaction } from './database.ts';
 import type { AppendEvents } from './events.ts';
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value));
+const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
 
 /** What a telemetry commit needs of the rule tables, inside its transaction. */
 export interface SqliteRuleWrites {
@@ -15,10 +16,20 @@ export interface SqliteRuleWrites {
   load(organizationId: string, vehicleId: string, alerts: boolean): { state: RuleState | undefined; unresolved: AlertRecord[] };
   /** Writes the state (one row) and alert changes with their events; the events written. */
   write(judged: Judged, at: number): EventRecord[];
+  /** The vehicle was deleted (its state row with it). */
+  forget(organizationId: string, vehicleId: string): void;
+  /** A transaction that wrote states failed: what was kept of them may not have been stored. */
+  forgetAll(): void;
 }
 
 export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEvents): SqliteRuleWrites & { apply(changes: AlertChanges, at: number): Applied } {
   const state = db.prepare('SELECT ts, inside, held, trip FROM vehicle_rule_state WHERE organization_id = ? AND vehicle_id = ?');
+  /**
+   * Each vehicle's state as last read or written: one process owns the file and only telemetry
+   * commits write states, so a commit reads and parses a vehicle's row only the first time (or
+   * after a deletion, or a failed commit). The engine never changes a state it is given.
+   */
+  const states = new Map<string, RuleState>();
   const unresolved = db.prepare(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE organization_id = ? AND vehicle_id = ? AND status <> 'resolved'`);
   const upsert = db.prepare(
     `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held, trip) VALUES (?, ?, ?, ?, ?, ?)
@@ -53,20 +64,32 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
 
   return {
     load(organizationId, vehicleId, alerts) {
-      const row = state.get(organizationId, vehicleId);
+      const key = keyOf(organizationId, vehicleId);
+      let known = states.get(key);
+      if (known === undefined) {
+        const row = state.get(organizationId, vehicleId);
+        if (row !== undefined) states.set(key, (known = rows.state(row)));
+      }
       return {
-        state: row === undefined ? undefined : rows.state(row),
+        state: known,
         unresolved: alerts ? unresolved.all(organizationId, vehicleId).map(rows.alert) : [],
       };
     },
     write(judged, at) {
       const s = judged.state;
       upsert.run(judged.organizationId, judged.vehicleId, s.ts, JSON.stringify(s.inside), JSON.stringify(s.held), json(s.trip));
+      states.set(keyOf(judged.organizationId, judged.vehicleId), s);
       if (judged.opened.length === 0 && judged.changed.length === 0) {
         appendEvents(judged.events, at);
         return judged.events;
       }
       return apply(judged, at).events;
+    },
+    forget(organizationId, vehicleId) {
+      states.delete(keyOf(organizationId, vehicleId));
+    },
+    forgetAll() {
+      states.clear();
     },
     apply,
   };

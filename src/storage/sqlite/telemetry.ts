@@ -129,6 +129,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
     } catch (error) {
       pendingComplete = false;
       statuses.clear(); // the commit's activations did not happen
+      ruleWrites.forgetAll(); // nor its rule states
       if (db.isOpen) recent = Number(countRecent.get()!.n);
       throw error;
     }
