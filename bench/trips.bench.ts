@@ -8,20 +8,28 @@
 //
 // The two Fleets of a backend take turns for BENCH_ROUNDS rounds (default 5) of BENCH_SECONDS
 // (default 3) after a warm-up, and the medians are reported: the machine may be shared and noisy.
-// BENCH_CASES picks from sqlite-single,sqlite-batch,postgres-single,postgres-batch.
+// BENCH_CASES picks from sqlite-single,sqlite-batch,postgres-single,postgres-batch,sqlite-store.
+//
+// `sqlite-store`: the embedded store's commits called directly (no HTTP, no load generator, so
+// less at the mercy of a busy machine), each commit 100 requests of one vehicle each, of 1 record
+// (as single-record ingest groups them) or of 100; the CPU time per record of this process, with
+// the rule engine's trip detection on and off, taking turns for ROUNDS rounds of 100 commits.
 import { cpus, release } from 'node:os';
 import pg from 'pg';
 import { createPostgresStores } from '../src/storage/postgres/index.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import type { Stores } from '../src/storage/stores.ts';
+import { createRuleEngine } from '../src/rules/engine.ts';
+import { mergeLatest } from '../src/telemetry/latest.ts';
+import type { CommitBatch } from '../src/telemetry/store.ts';
 import { loadVarying, median, ms, startBenchFleet, tempDatabases } from './lib.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
-import type { Plan } from './rows.ts';
+import { type Plan, trackDataText } from './rows.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const warmupSeconds = 1;
-const cases = new Set((process.env.BENCH_CASES ?? 'sqlite-single,sqlite-batch,postgres-single,postgres-batch').split(','));
+const cases = new Set((process.env.BENCH_CASES ?? 'sqlite-single,sqlite-batch,postgres-single,postgres-batch,sqlite-store').split(','));
 const BATCH = 1000;
 const BATCH_CONNECTIONS = 8;
 const SINGLE_CONNECTIONS = 100;
@@ -87,14 +95,16 @@ async function compare(backend: string, plain: Fleet, tracked: Fleet, stateRows:
     print();
     print(`### ${backend === 'sqlite' ? 'SQLite' : 'PostgreSQL'}: ${size === 1 ? `single-record ingest, ${SINGLE_CONNECTIONS} connections` : `batched ingest, ${BATCH} records per request, ${BATCH_CONNECTIONS} connections`}`);
     print();
-    print('| case | records/s | requests/s | p50 ms | p99 ms | server CPU | server CPU ms per 1000 records | load generator CPU |');
+    print('| case | records/s | requests/s | p50 ms | p99 ms | server CPU | server CPU ms per 1000 records (median of rounds) | load generator CPU |');
     print('|---|---|---|---|---|---|---|---|');
     // CPU per record: what the detection costs the serving process, less at the mercy of a busy machine than the rate.
     const cpuPer1000 = (r: Measured) => (r.serverCpu * 1_000_000) / (r.rps * size);
-    for (const r of [without, withTrips]) {
-      print(`| ${r.name} | ${Math.round(r.rps * size)} | ${r.rps.toFixed(1)} | ${ms(r.p50)} | ${ms(r.p99)} | ${pct(r.serverCpu)} | ${cpuPer1000(r).toFixed(1)} | ${pct(r.loadCpu)} |`);
+    const cpuWithout = median(withouts!.map(cpuPer1000));
+    const cpuWith = median(withs!.map(cpuPer1000));
+    for (const [r, cpu] of [[without, cpuWithout], [withTrips, cpuWith]] as const) {
+      print(`| ${r.name} | ${Math.round(r.rps * size)} | ${r.rps.toFixed(1)} | ${ms(r.p50)} | ${ms(r.p99)} | ${pct(r.serverCpu)} | ${cpu.toFixed(1)} | ${pct(r.loadCpu)} |`);
     }
-    const cpuRatio = median(withs!.map(cpuPer1000)) / median(withouts!.map(cpuPer1000));
+    const cpuRatio = cpuWith / cpuWithout;
     const line = `${backend === 'sqlite' ? 'SQLite' : 'PostgreSQL'} ${size === 1 ? 'single-record' : 'batched'} ingest with trip detection / without: ` +
       `**${ratio.toFixed(2)} ×** the records per second (rounds: ${Math.min(...ratios).toFixed(2)} to ${Math.max(...ratios).toFixed(2)}), ` +
       `${cpuRatio.toFixed(2)} × the server CPU per record.`;
@@ -161,6 +171,55 @@ if (cases.has('postgres-single') || cases.has('postgres-batch')) {
     for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await admin.end();
   }
+}
+
+if (cases.has('sqlite-store')) {
+  const databases = tempDatabases();
+  print();
+  print('### SQLite store commits, called directly: CPU per record');
+  print();
+  print('| requests per commit × records per request | without trips, µs per record | with trips, µs per record | with / without (rounds) |');
+  print('|---|---|---|---|');
+  const start = base - 86_400_000;
+  for (const per of [1, 100]) {
+    const sides = [];
+    for (const trips of [false, true]) {
+      const stores = createSqliteStores(databases.file());
+      const fleet = await startBenchFleet(stores, VEHICLES);
+      const engine = createRuleEngine({ store: stores.rules, trips });
+      await engine.prepare(fleet.organizationId);
+      sides.push({ stores, fleet, engine, commits: 0, cpu: [] as number[] });
+    }
+    for (let round = 0; round <= ROUNDS; round++) {
+      for (const side of sides) {
+        const cpu = process.cpuUsage();
+        for (let c = 0; c < 100; c++, side.commits++) {
+          const batches: CommitBatch[] = VEHICLES.map((vehicleId, v) => ({
+            organizationId: side.fleet.organizationId, at: Date.now(),
+            records: Array.from({ length: per }, (_, i) => {
+              const n = side.commits * per + i;
+              return { vehicleId, timestamp: start + n * 1000, data: JSON.parse(trackDataText(v, n)) as CommitBatch['records'][number]['data'] };
+            }),
+          }));
+          const outcomes = await side.stores.telemetry.commit(batches, mergeLatest, side.engine.commitRules);
+          if (outcomes.some((o) => !o.ok || o.accepted !== per)) throw new Error('a commit did not store every record');
+        }
+        const used = process.cpuUsage(cpu);
+        if (round > 0) side.cpu.push((used.user + used.system) / (100 * VEHICLES.length * per)); // the first round warms up
+      }
+    }
+    const [off, on] = sides as [typeof sides[0], typeof sides[0]];
+    const ratios = on.cpu.map((c, i) => c / off.cpu[i]!);
+    const line = `SQLite store commits of ${VEHICLES.length} × ${per} record${per === 1 ? '' : 's'}, CPU per record with trip detection / without: ` +
+      `**${(median(on.cpu) / median(off.cpu)).toFixed(2)} ×** (${median(off.cpu).toFixed(1)} → ${median(on.cpu).toFixed(1)} µs).`;
+    print(`| ${VEHICLES.length} × ${per} | ${median(off.cpu).toFixed(1)} | ${median(on.cpu).toFixed(1)} | ${(median(on.cpu) / median(off.cpu)).toFixed(2)} × (${Math.min(...ratios).toFixed(2)} to ${Math.max(...ratios).toFixed(2)}) |`);
+    lines.push(line);
+    for (const side of sides) {
+      await side.fleet.app.close();
+      await side.stores.close();
+    }
+  }
+  databases.removeAll();
 }
 
 print();
