@@ -204,7 +204,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }),
   });
   const recorded = (events: readonly EventRecord[]) => dispatcher.emit('recorded', { origin: 'local', events });
-  const ruleEngine = createRuleEngine({ store: deps.stores.rules });
+  const ruleEngine = createRuleEngine({ store: deps.stores.rules, trips: deps.config.rules.tripEvents });
   /**
    * Whether the credential a stream was created with still stands: an API key not revoked or
    * expired, an OAuth client not deleted (its token's own expiry is the stream's). An external

@@ -110,8 +110,8 @@ export interface Config {
   telemetry: { retentionDays: number };
   /** Events are kept this many days; webhooks may reach private addresses only when allowed. */
   events: { retentionDays: number };
-  /** How often each node runs the offline alert check, seconds. */
-  rules: { offlineCheckSeconds: number };
+  /** How often each node runs the offline alert check, seconds; whether trips are detected live. */
+  rules: { offlineCheckSeconds: number; tripEvents: boolean };
   webhooks: { allowPrivate: boolean };
   mqtt: MqttConfig;
   protocols: ProtocolsConfig;
@@ -178,6 +178,10 @@ export const VARIABLES = {
   FLEET_OFFLINE_CHECK_SECONDS: {
     default: '15',
     doc: 'How often the check for `offline` alert rules runs, seconds (1 to 3600). An offline alert opens at most this long after its rule\'s `afterSeconds` have passed; in cluster mode one node at a time runs it.',
+  },
+  FLEET_TRIP_EVENTS: {
+    default: 'true',
+    doc: '`false` turns off live trip detection: no `trip.started` or `trip.ended` events, and a telemetry commit writes no trip state (the trips report is not affected).',
   },
   FLEET_WEBHOOK_ALLOW_PRIVATE: {
     default: 'false',
@@ -320,6 +324,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   };
   const eventRetentionDays = int('FLEET_EVENT_RETENTION_DAYS', 1, 36_500);
   const offlineCheckSeconds = int('FLEET_OFFLINE_CHECK_SECONDS', 1, 3600);
+  const tripEvents = read('FLEET_TRIP_EVENTS');
+  if (tripEvents !== 'true' && tripEvents !== 'false') errors.push(`FLEET_TRIP_EVENTS: "${tripEvents}" is neither true nor false`);
   const allowPrivate = read('FLEET_WEBHOOK_ALLOW_PRIVATE');
   if (allowPrivate !== 'true' && allowPrivate !== 'false') errors.push(`FLEET_WEBHOOK_ALLOW_PRIVATE: "${allowPrivate}" is neither true nor false`);
   const poolSize = int('FLEET_DATABASE_POOL_SIZE', 1, 1000);
@@ -346,7 +352,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       oauth: { tokenTtlSeconds, external },
       telemetry: { retentionDays },
       events: { retentionDays: eventRetentionDays },
-      rules: { offlineCheckSeconds },
+      rules: { offlineCheckSeconds, tripEvents: tripEvents === 'true' },
       webhooks: { allowPrivate: allowPrivate === 'true' },
       mqtt,
       protocols,

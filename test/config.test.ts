@@ -52,7 +52,7 @@ describe('defaults', () => {
       oauth: { tokenTtlSeconds: 900, external: undefined },
       telemetry: { retentionDays: 30 },
       events: { retentionDays: 30 },
-      rules: { offlineCheckSeconds: 15 },
+      rules: { offlineCheckSeconds: 15, tripEvents: true },
       webhooks: { allowPrivate: false },
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
       protocols: { host: '0.0.0.0', osmandPort: 5055, teltonikaPort: 5027, teltonikaIdleMs: 600_000 },
@@ -67,6 +67,8 @@ describe('defaults', () => {
   test('webhooks may reach private addresses only when allowed; event retention and the new quotas in range', () => {
     assert.equal(ok({ FLEET_WEBHOOK_ALLOW_PRIVATE: 'true' }).webhooks.allowPrivate, true);
     rejectsOnly({ FLEET_WEBHOOK_ALLOW_PRIVATE: 'yes' }, 'FLEET_WEBHOOK_ALLOW_PRIVATE');
+    assert.equal(ok({ FLEET_TRIP_EVENTS: 'false' }).rules.tripEvents, false);
+    rejectsOnly({ FLEET_TRIP_EVENTS: 'no' }, 'FLEET_TRIP_EVENTS');
     assert.equal(ok({ FLEET_EVENT_RETENTION_DAYS: '7' }).events.retentionDays, 7);
     rejectsOnly({ FLEET_EVENT_RETENTION_DAYS: '0' }, 'FLEET_EVENT_RETENTION_DAYS');
     assert.equal(ok({ FLEET_QUOTA_GEOFENCES: '5' }).quotas.geofences, 5);

@@ -4,6 +4,7 @@
 // time passes). Its state is plain JSON, so it can be stored or sent anywhere; `advance` never
 // changes the state it is given. Events are reported as they become certain, each carrying what
 // is known of the trip or stop then (docs/API.md "History: trips, stops, aggregates, exports").
+import { iso } from '../clock.ts';
 import type { TelemetryData } from '../telemetry/schema.ts';
 
 export interface TripSettings {
@@ -167,10 +168,18 @@ function close(state: TripState, events: TripEvent[]): void {
   state.moving = false;
 }
 
+/** A copy of a state that `advanceInPlace` may change without touching the original. */
+export function copyTripState(previous: TripState): TripState {
+  return { ...previous, trip: previous.trip && { ...previous.trip }, still: previous.still && { ...previous.still } };
+}
+
+/** The public form of a trip: what the trips report answers and what `trip.ended` carries. */
+export const tripView = (trip: Trip) => ({ ...trip, startedAt: iso(trip.startedAt), endedAt: iso(trip.endedAt) });
+
 /** Feeds one record; records must come in time order (one at or before the last is ignored). */
 export function advance(previous: TripState, record: MotionRecord, settings: TripSettings): Step {
   if (previous.last !== null && record.timestamp <= previous.last) return { state: previous, events: [] };
-  const state: TripState = { ...previous, trip: previous.trip && { ...previous.trip }, still: previous.still && { ...previous.still } };
+  const state = copyTripState(previous);
   const events: TripEvent[] = [];
   advanceInPlace(state, record, settings, events);
   return { state, events };

@@ -1,9 +1,11 @@
 // The rule engine: judges each vehicle's newly stored records, in time order, against the
-// geofences and alert rules of its organization, inside the telemetry commit's transaction (the
-// store calls `judge`). Definitions are kept in memory per organization, loaded before a commit
-// needs them (`prepare`) and dropped when they change here or on another node.
+// geofences and alert rules of its organization, and feeds them to the live trip detection,
+// inside the telemetry commit's transaction (the store calls `judge`). Definitions are kept in
+// memory per organization, loaded before a commit needs them (`prepare`) and dropped when they
+// change here or on another node.
 import { iso } from '../clock.ts';
 import { type EventRecord, newEvent } from '../events/types.ts';
+import { DEFAULT_TRIP_SETTINGS, type TripEvent, advanceInPlace, copyTripState, initialTripState, tripView } from '../history/trips.ts';
 import { newAlertId } from './ids.ts';
 import { type AlertRecord, type AlertRuleRecord, type Condition, type GeofenceRecord, type RuleState, appliesTo } from './model.ts';
 import { type GeofenceIndex, createGeofenceIndex } from '../geofences/spatial-index.ts';
@@ -19,8 +21,16 @@ interface Definitions {
 /** Definitions older than this are read again even without news of a change (a lost bus message). */
 const REFRESH_MS = 30_000;
 
-export function createRuleEngine(deps: { store: RulesStore; now?: () => number }) {
+/** An organization whose definitions are not in memory: only the trips are judged. */
+const NONE: Definitions = { geofences: new Map(), index: createGeofenceIndex(), rules: [], loadedAt: -Infinity };
+
+/**
+ * `trips` (default true): every vehicle's records also feed the live trip detection, which emits
+ * `trip.started` and `trip.ended` (docs/API.md "Trip events").
+ */
+export function createRuleEngine(deps: { store: RulesStore; now?: () => number; trips?: boolean }) {
   const now = deps.now ?? Date.now;
+  const trips = deps.trips ?? true;
   const cache = new Map<string, Definitions>();
   const loading = new Map<string, Promise<Definitions>>();
   /** Records judged against their organization's geofences and rules (fleet_alert_evaluations_total). */
@@ -60,13 +70,17 @@ export function createRuleEngine(deps: { store: RulesStore; now?: () => number }
 
   const commitRules: CommitRules = {
     judges(organizationId) {
+      if (trips) return true;
       const d = cache.get(organizationId);
       return d !== undefined && (d.geofences.size > 0 || d.rules.length > 0);
     },
+    alerts(organizationId) {
+      return (cache.get(organizationId)?.rules.length ?? 0) > 0;
+    },
     judge(organizationId, vehicleId, records, state, unresolved, at) {
       const d = cache.get(organizationId);
-      if (d === undefined) return undefined;
-      return judgeRecords(d, organizationId, vehicleId, records, state, unresolved, at, tally);
+      if (d === undefined && !trips) return undefined;
+      return judgeRecords(d ?? NONE, trips, organizationId, vehicleId, records, state, unresolved, at, tally);
     },
   };
 
@@ -128,15 +142,31 @@ export function resolution(alert: AlertRecord, at: number, by: string): Pick<Ale
   return { changed: [{ id: alert.id, from: ['open', 'acknowledged'], status: 'resolved', at, by }], events: [alertEvent('alert.resolved', resolved, at)] };
 }
 
+/** What the trip machine reports as events: the start and the end of trips (stops are not events). */
+function tripEvents(organizationId: string, vehicleId: string, reported: TripEvent[], into: EventRecord[]): void {
+  for (const e of reported) {
+    if (e.type === 'trip.started') {
+      into.push(newEvent(organizationId, 'trip.started', vehicleId, e.trip.startedAt, { startedAt: iso(e.trip.startedAt), start: e.trip.start }));
+    } else if (e.type === 'trip.ended') {
+      into.push(newEvent(organizationId, 'trip.ended', vehicleId, e.trip.endedAt, tripView(e.trip)));
+    }
+  }
+  reported.length = 0;
+}
+
 function judgeRecords(
-  d: Definitions, organizationId: string, vehicleId: string, records: readonly { timestamp: number; data: Data }[],
+  d: Definitions, trips: boolean, organizationId: string, vehicleId: string, records: readonly { timestamp: number; data: Data }[],
   previous: RuleState | undefined, unresolved: readonly AlertRecord[], _at: number, tally: { records: number },
 ): Judged | undefined {
-  const state: RuleState = previous === undefined ? { ts: -Infinity, inside: [], held: {} } : { ts: previous.ts, inside: [...previous.inside], held: { ...previous.held } };
+  const state: RuleState = previous === undefined
+    ? { ts: -Infinity, inside: [], held: {}, trip: null }
+    : { ts: previous.ts, inside: [...previous.inside], held: { ...previous.held }, trip: previous.trip };
+  if (trips) state.trip = state.trip === null ? initialTripState() : copyTripState(state.trip);
   const judged: Judged = { organizationId, vehicleId, state, opened: [], changed: [], events: [] };
   const open = new Map(unresolved.map((a) => [a.ruleId, a]));
-  const rules = d.rules.filter((r) => appliesTo(r.vehicleIds, vehicleId));
+  const rules = d.rules.length === 0 ? d.rules : d.rules.filter((r) => appliesTo(r.vehicleIds, vehicleId));
   const sorted = records.length > 1 ? [...records].sort((a, b) => a.timestamp - b.timestamp) : records;
+  const reported: TripEvent[] = [];
   let changed = false;
 
   for (const record of sorted) {
@@ -144,6 +174,11 @@ function judgeRecords(
     if (record.timestamp <= state.ts) continue;
     state.ts = record.timestamp;
     changed = true;
+    if (trips) {
+      advanceInPlace(state.trip!, record, DEFAULT_TRIP_SETTINGS, reported);
+      if (reported.length > 0) tripEvents(organizationId, vehicleId, reported, judged.events);
+    }
+    if (d.geofences.size === 0 && rules.length === 0) continue;
     tally.records++;
     const location = record.data.location as { lat: number; lng: number } | undefined;
     if (location !== undefined) {

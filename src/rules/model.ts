@@ -1,5 +1,6 @@
 // What geofences, alert rules and alerts are, as the service keeps them. Times are ms since the
 // epoch. See docs/API.md "Geofences" and "Alert rules and alerts".
+import type { TripState } from '../history/trips.ts';
 
 /** A geofence's shape: GeoJSON Polygon or MultiPolygon ([lng, lat] positions), or a circle. */
 export type Geometry =
@@ -58,13 +59,15 @@ export interface AlertRecord {
 
 /**
  * What a vehicle's records have told the rules so far: the time of the newest record judged (an
- * older one changes nothing), the geofences it is inside, and since when (record time) each rule's
- * condition has held, for rules that must hold a while before an alert opens.
+ * older one changes nothing), the geofences it is inside, since when (record time) each rule's
+ * condition has held, for rules that must hold a while before an alert opens, and the live trip
+ * detection's state (null before its first record).
  */
 export interface RuleState {
   ts: number;
   inside: string[];
   held: Record<string, number>;
+  trip: TripState | null;
 }
 
 /** Whether a geofence or rule applies to a vehicle. */

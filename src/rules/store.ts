@@ -72,8 +72,13 @@ export interface RulesStore {
 
 /** What the telemetry commit asks of the rules, inside its transaction (see telemetry/store.ts). */
 export interface CommitRules {
-  /** False when nothing of the organization judges telemetry: the commit then reads no rule state. */
+  /**
+   * False when nothing of the organization judges telemetry (no geofences or alert rules, and
+   * live trip detection off): the commit then reads and writes no rule state.
+   */
   judges(organizationId: string): boolean;
+  /** Whether the organization has alert rules: only then does the commit read unresolved alerts. */
+  alerts(organizationId: string): boolean;
   /**
    * Judges a vehicle's newly stored records (time order) from its state and unresolved alerts;
    * undefined when nothing changed.

@@ -1,5 +1,6 @@
 // Rows of geofences, alert rules, alerts and rule states to records, for both backends (they
 // differ in how JSON and lists arrive: text in SQLite, decoded in PostgreSQL).
+import type { TripState } from '../history/trips.ts';
 import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, GeofenceRecord, Geometry, RuleState } from '../rules/model.ts';
 import type { Row } from './rows.ts';
 
@@ -53,6 +54,7 @@ export function ruleRows(d: RuleDecoders) {
       ts: row.ts as number,
       inside: d.list(row.inside),
       held: d.json<Record<string, number>>(row.held),
+      trip: row.trip === null || row.trip === undefined ? null : d.json<TripState>(row.trip),
     }),
   };
 }

@@ -8,7 +8,7 @@ export const START = Math.floor((Date.now() - 3 * 86_400_000) / 3_600_000) * 3_6
 const LNG = 13.4;
 const metersToLat = (x: number) => 52.5 + (x / EARTH_RADIUS_METERS) * (180 / Math.PI);
 
-type Leg = { park: number } | { drive: number; mps: number } | { gap: number };
+export type Leg = { park: number } | { drive: number; mps: number } | { gap: number };
 
 /**
  * park P1 0..599 s; drive 10 m/s 600..1799; park 1800..1919 (a pause shorter than a stop); drive
@@ -24,6 +24,9 @@ export interface RouteOptions {
   withoutSpeedEvery?: number;
   /** Report an odometer reading `factor` times the true distance. */
   odometerFactor?: number;
+  /** Another day than LEGS; `vehicleId` names its records (default `trip-test`). */
+  legs?: readonly Leg[];
+  vehicleId?: string;
 }
 
 /** The records of LEGS, in time order, with `x` the metres travelled. */
@@ -35,10 +38,10 @@ export function route(options: RouteOptions = {}): StoredRecord[] {
     const data: StoredRecord['data'] = { location: { lat: metersToLat(x), lng: LNG } };
     if (options.withoutSpeedEvery === undefined) data.speed = speedKmh;
     if (options.odometerFactor !== undefined) data.odometer = 1000 + (x * options.odometerFactor) / 1000;
-    records.push({ vehicleId: 'trip-test', timestamp: START + t * 1000, data });
+    records.push({ vehicleId: options.vehicleId ?? 'trip-test', timestamp: START + t * 1000, data });
     t++;
   };
-  for (const leg of LEGS) {
+  for (const leg of options.legs ?? LEGS) {
     if ('gap' in leg) t += leg.gap - 1;
     else if ('park' in leg) for (let i = 0; i < leg.park; i++) push(0);
     else for (let i = 0; i < leg.drive; i++) {

@@ -11,7 +11,8 @@ import { appendEvents } from './events.ts';
 
 const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
 
-async function applyAlerts(client: Queryable, changes: AlertChanges, at: number): Promise<Applied> {
+/** Alert changes inside the caller's transaction: the ids opened and changed (their events are the caller's to write). */
+async function writeAlerts(client: Queryable, changes: AlertChanges): Promise<{ opened: string[]; changed: string[] }> {
   const opened: string[] = [];
   const changed: string[] = [];
   for (const a of changes.opened) {
@@ -31,6 +32,11 @@ async function applyAlerts(client: Queryable, changes: AlertChanges, at: number)
     );
     if ((rowCount ?? 0) > 0) changed.push(c.id);
   }
+  return { opened, changed };
+}
+
+async function applyAlerts(client: Queryable, changes: AlertChanges, at: number): Promise<Applied> {
+  const { opened, changed } = await writeAlerts(client, changes);
   const events = happenedEvents(changes.events, new Set([...opened, ...changed]));
   await appendEvents(client, events, at);
   return { opened, changed, events };
@@ -38,7 +44,8 @@ async function applyAlerts(client: Queryable, changes: AlertChanges, at: number)
 
 /**
  * Inside a telemetry commit: judges the newly stored records of each vehicle, writes the states
- * and alert changes; the events written for each entry of `fresh`.
+ * (one statement for all of them) and alert changes, and appends the events (one statement); the
+ * events written for each entry of `fresh`.
  */
 export async function judgeInCommit(
   client: Queryable, rules: CommitRules, fresh: { organizationId: string; vehicleId: string; records: { timestamp: number; data: Record<string, unknown> }[]; at: number }[],
@@ -54,41 +61,62 @@ export async function judgeInCommit(
   });
   const orgs = keys.map((k) => k.split('\n')[0]!);
   const vehicles = keys.map((k) => k.split('\n')[1]!);
+  const alerting = keys.filter((_, i) => rules.alerts(orgs[i]!));
   const [stateRows, alertRows] = await Promise.all([
     client.query({
       name: 'rules.states',
-      text: `SELECT organization_id, vehicle_id, ts, inside, held FROM vehicle_rule_state
+      text: `SELECT organization_id, vehicle_id, ts, inside, held, trip FROM vehicle_rule_state
              WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
       values: [orgs, vehicles],
     }),
-    client.query({
+    alerting.length === 0 ? { rows: [] } : client.query({
       name: 'rules.unresolved',
       text: `SELECT ${ALERT_COLUMNS} FROM alerts
              WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND status <> 'resolved'`,
-      values: [orgs, vehicles],
+      values: [alerting.map((k) => k.split('\n')[0]!), alerting.map((k) => k.split('\n')[1]!)],
     }),
   ]);
   const states = new Map<string, RuleState>(stateRows.rows.map((row) => [keyOf(row.organization_id as string, row.vehicle_id as string), rows.state(row)]));
   const unresolved = Map.groupBy(alertRows.rows.map(rows.alert), (a: AlertRecord) => keyOf(a.organizationId, a.vehicleId));
+  const changedStates = new Map<string, Judged>();
+  const events: EventRecord[] = [];
+  let at = -Infinity;
   for (const [i, f] of fresh.entries()) {
     if (f.records.length === 0 || !rules.judges(f.organizationId)) continue;
     const key = keyOf(f.organizationId, f.vehicleId);
     const judged: Judged | undefined = rules.judge(f.organizationId, f.vehicleId, f.records, states.get(key), unresolved.get(key) ?? [], f.at);
     if (judged === undefined) continue;
     states.set(key, judged.state);
-    await client.query({
-      name: 'rules.upsert-state',
-      text: `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held) VALUES ($1, $2, $3, $4, $5::json)
-             ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, inside = excluded.inside, held = excluded.held`,
-      values: [f.organizationId, f.vehicleId, judged.state.ts, judged.state.inside, JSON.stringify(judged.state.held)],
-    });
-    const applied = await applyAlerts(client, judged, f.at);
-    // Later batches of the same vehicle in this commit see what this one opened and resolved.
-    const resolved = new Set(judged.changed.filter((c) => c.status === 'resolved' && applied.changed.includes(c.id)).map((c) => c.id));
-    const opened = judged.opened.filter((a) => applied.opened.includes(a.id));
-    unresolved.set(key, [...(unresolved.get(key) ?? []).filter((a) => !resolved.has(a.id)), ...opened]);
-    written[i] = applied.events;
+    changedStates.set(key, judged);
+    let happened = judged.events;
+    if (judged.opened.length > 0 || judged.changed.length > 0) {
+      const applied = await writeAlerts(client, judged);
+      happened = happenedEvents(judged.events, new Set([...applied.opened, ...applied.changed]));
+      // Later batches of the same vehicle in this commit see what this one opened and resolved.
+      const resolved = new Set(judged.changed.filter((c) => c.status === 'resolved' && applied.changed.includes(c.id)).map((c) => c.id));
+      const opened = judged.opened.filter((a) => applied.opened.includes(a.id));
+      unresolved.set(key, [...(unresolved.get(key) ?? []).filter((a) => !resolved.has(a.id)), ...opened]);
+    }
+    written[i] = happened;
+    events.push(...happened);
+    if (f.at > at) at = f.at;
   }
+  if (changedStates.size === 0) return written;
+  // Each vehicle's newest state, one row per vehicle (a vehicle in several batches of the group is written once).
+  const latest = [...changedStates.values()];
+  await client.query({
+    name: 'rules.upsert-states',
+    text: `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held, trip)
+           SELECT o, v, t, ARRAY(SELECT json_array_elements_text(i)), h, p
+           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::json[], $5::json[], $6::json[]) AS s (o, v, t, i, h, p)
+           ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, inside = excluded.inside, held = excluded.held, trip = excluded.trip`,
+    values: [
+      latest.map((j) => j.organizationId), latest.map((j) => j.vehicleId), latest.map((j) => j.state.ts),
+      latest.map((j) => JSON.stringify(j.state.inside)), latest.map((j) => JSON.stringify(j.state.held)),
+      latest.map((j) => (j.state.trip === null ? null : JSON.stringify(j.state.trip))),
+    ],
+  });
+  await appendEvents(client, events, at);
   return written;
 }
 

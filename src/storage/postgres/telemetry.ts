@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import {
-  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, groupByVehicle, judgeBatch, scanByPages,
+  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, groupByVehicle, judgeBatch,
 } from '../../telemetry/store.ts';
 import type { Database, Queryable } from './database.ts';
 import { aggregatePostgres } from './telemetry-aggregate.ts';
@@ -253,10 +253,32 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       return rows.map((row) => ({ vehicleId, timestamp: row.ts, data: row.data }));
     },
 
-    scan(organizationId, vehicleId, range, pageSize) {
+    async *scan(organizationId, vehicleId, range, pageSize) {
       // A query on the partitioned table costs about a millisecond before its first row (a round
-      // trip, partition pruning): read 5000 at a time, still a few MB at most.
-      return scanByPages((...args) => store.history(...args), organizationId, vehicleId, range, pageSize, Math.max(pageSize, 5000));
+      // trip, partition pruning): read 5000 at a time, still a few MB at most. The records' JSON
+      // comes as text and is parsed a page at a time, as the page is taken: parsed 5000 at once
+      // (by `pg`), the records lived across the pages' awaits, left V8's young generation and
+      // made trips on PostgreSQL take about 1.5 × as long. Not a named statement, as `history` says.
+      const readSize = Math.max(pageSize, 5000);
+      let after = Number.MIN_SAFE_INTEGER;
+      for (;;) {
+        const { rows } = await db.query<{ ts: number; data: string }>({
+          text: `SELECT ts, data::text AS data FROM telemetry
+                 WHERE organization_id = $1 AND vehicle_id = $2 AND ts >= $3 AND ts < $4 AND ts > $5
+                 ORDER BY ts LIMIT $6`,
+          values: [organizationId, vehicleId, range.from, range.to, after, readSize],
+        });
+        for (let i = 0; i < rows.length; i += pageSize) {
+          const page = new Array<StoredRecord>(Math.min(pageSize, rows.length - i));
+          for (let j = 0; j < page.length; j++) {
+            const row = rows[i + j]!;
+            page[j] = { vehicleId, timestamp: row.ts, data: JSON.parse(row.data) as TelemetryData };
+          }
+          yield page;
+        }
+        if (rows.length < readSize) return;
+        after = rows.at(-1)!.ts;
+      }
     },
 
     aggregate(organizationId, vehicleId, query) {

@@ -33,7 +33,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
   return {
     auth: createSqliteAuthStore(db),
     oauth: createSqliteOAuthStore(db),
-    vehicles: createSqliteVehicleStore(db, wal, statuses, appendEvents),
+    vehicles: createSqliteVehicleStore(db, wal, statuses, appendEvents, (organizationId, vehicleId) => ruleWrites.forget(organizationId, vehicleId)),
     telemetry: createSqliteTelemetryStore(db, wal, statuses, ruleWrites),
     events: createSqliteEventStore(db),
     rules: createSqliteRulesStore(db, ruleWrites),

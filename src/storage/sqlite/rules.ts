@@ -8,20 +8,32 @@ import { transaction, write } from './database.ts';
 import type { AppendEvents } from './events.ts';
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value));
+const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
 
 /** What a telemetry commit needs of the rule tables, inside its transaction. */
 export interface SqliteRuleWrites {
-  load(organizationId: string, vehicleId: string): { state: RuleState | undefined; unresolved: AlertRecord[] };
-  /** Writes the state and alert changes with their events; the events written. */
+  /** The vehicle's state, and its unresolved alerts when `alerts` (else none are read). */
+  load(organizationId: string, vehicleId: string, alerts: boolean): { state: RuleState | undefined; unresolved: AlertRecord[] };
+  /** Writes the state (one row) and alert changes with their events; the events written. */
   write(judged: Judged, at: number): EventRecord[];
+  /** The vehicle was deleted (its state row with it). */
+  forget(organizationId: string, vehicleId: string): void;
+  /** A transaction that wrote states failed: what was kept of them may not have been stored. */
+  forgetAll(): void;
 }
 
 export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEvents): SqliteRuleWrites & { apply(changes: AlertChanges, at: number): Applied } {
-  const state = db.prepare('SELECT ts, inside, held FROM vehicle_rule_state WHERE organization_id = ? AND vehicle_id = ?');
+  const state = db.prepare('SELECT ts, inside, held, trip FROM vehicle_rule_state WHERE organization_id = ? AND vehicle_id = ?');
+  /**
+   * Each vehicle's state as last read or written: one process owns the file and only telemetry
+   * commits write states, so a commit reads and parses a vehicle's row only the first time (or
+   * after a deletion, or a failed commit). The engine never changes a state it is given.
+   */
+  const states = new Map<string, RuleState>();
   const unresolved = db.prepare(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE organization_id = ? AND vehicle_id = ? AND status <> 'resolved'`);
   const upsert = db.prepare(
-    `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held) VALUES (?, ?, ?, ?, ?)
-     ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, inside = excluded.inside, held = excluded.held`,
+    `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held, trip) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, inside = excluded.inside, held = excluded.held, trip = excluded.trip`,
   );
   const open = db.prepare(
     `INSERT INTO alerts (id, organization_id, rule_id, rule_name, vehicle_id, status, opened_at, trigger_ts, trigger_value)
@@ -51,13 +63,33 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
   }
 
   return {
-    load(organizationId, vehicleId) {
-      const row = state.get(organizationId, vehicleId);
-      return { state: row === undefined ? undefined : rows.state(row), unresolved: unresolved.all(organizationId, vehicleId).map(rows.alert) };
+    load(organizationId, vehicleId, alerts) {
+      const key = keyOf(organizationId, vehicleId);
+      let known = states.get(key);
+      if (known === undefined) {
+        const row = state.get(organizationId, vehicleId);
+        if (row !== undefined) states.set(key, (known = rows.state(row)));
+      }
+      return {
+        state: known,
+        unresolved: alerts ? unresolved.all(organizationId, vehicleId).map(rows.alert) : [],
+      };
     },
     write(judged, at) {
-      upsert.run(judged.organizationId, judged.vehicleId, judged.state.ts, JSON.stringify(judged.state.inside), JSON.stringify(judged.state.held));
+      const s = judged.state;
+      upsert.run(judged.organizationId, judged.vehicleId, s.ts, JSON.stringify(s.inside), JSON.stringify(s.held), json(s.trip));
+      states.set(keyOf(judged.organizationId, judged.vehicleId), s);
+      if (judged.opened.length === 0 && judged.changed.length === 0) {
+        appendEvents(judged.events, at);
+        return judged.events;
+      }
       return apply(judged, at).events;
+    },
+    forget(organizationId, vehicleId) {
+      states.delete(keyOf(organizationId, vehicleId));
+    },
+    forgetAll() {
+      states.clear();
     },
     apply,
   };
@@ -164,7 +196,7 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
     },
     async insideOf(organizationId, vehicleId) {
       const row = insideOf.get(organizationId, vehicleId);
-      return row === undefined ? [] : rows.state({ ts: 0, inside: row.inside, held: '{}' }).inside;
+      return row === undefined ? [] : rows.state({ ts: 0, inside: row.inside, held: '{}', trip: null }).inside;
     },
     async vehiclesInside(organizationId, geofenceId) {
       return vehiclesInside.all(organizationId, geofenceId).map((row) => row.vehicle_id as string);

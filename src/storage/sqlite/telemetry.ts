@@ -129,6 +129,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
     } catch (error) {
       pendingComplete = false;
       statuses.clear(); // the commit's activations did not happen
+      ruleWrites.forgetAll(); // nor its rule states
       if (db.isOpen) recent = Number(countRecent.get()!.n);
       throw error;
     }
@@ -258,7 +259,7 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
       }
     }
     for (const [vehicleId, fresh] of freshOf) {
-      const { state, unresolved } = ruleWrites.load(org, vehicleId);
+      const { state, unresolved } = ruleWrites.load(org, vehicleId, rules!.alerts(org));
       const judged = rules!.judge(org, vehicleId, fresh, state, unresolved, batch.at);
       if (judged !== undefined) events.push(...ruleWrites.write(judged, batch.at));
     }

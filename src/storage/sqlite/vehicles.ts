@@ -9,7 +9,10 @@ import type { WalSync } from './wal-sync.ts';
 const COLUMNS = VEHICLE_COLUMNS;
 
 /** Status writes go through `statuses`, which the telemetry store reads; events through `appendEvents`. */
-export function createSqliteVehicleStore(db: DatabaseSync, wal: WalSync, statuses: VehicleStatuses, appendEvents: AppendEvents): VehicleStore {
+/** `deleted` is told of each deletion (after it), so that memory kept of the vehicle elsewhere goes with it. */
+export function createSqliteVehicleStore(
+  db: DatabaseSync, wal: WalSync, statuses: VehicleStatuses, appendEvents: AppendEvents, deleted: (organizationId: string, vehicleId: string) => void = () => {},
+): VehicleStore {
   const insertVehicle = db.prepare(
     `INSERT INTO vehicles (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
@@ -104,6 +107,7 @@ export function createSqliteVehicleStore(db: DatabaseSync, wal: WalSync, statuse
         });
       } finally {
         statuses.forget(organizationId, id);
+        deleted(organizationId, id);
       }
     },
 
