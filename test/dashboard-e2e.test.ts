@@ -5,44 +5,17 @@
 // Without /usr/bin/chromium the suite is skipped with a loud message, except under CI=true,
 // where that is a failure (.ci/run installs it).
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { acquireMachineLoadLock } from './helpers/exclusive.ts';
+import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type BrowserContext, chromium, type Page, type WebSocketRoute } from 'playwright-core';
+import type { WebSocketRoute } from 'playwright-core';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { skipUnless } from './helpers/skip.ts';
+import { deadOrigin, freePort, openBrowser, skipUnlessChromium, takeTurnsWithLoadTests } from './helpers/browser.ts';
 
-const CHROMIUM = process.env.FLEET_TEST_CHROMIUM ?? '/usr/bin/chromium';
-const ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard/', import.meta.url));
 const TIMEOUT = 10_000;
-
-function skipUnlessChromium(): string | false {
-  return skipUnless(existsSync(CHROMIUM) ? undefined : 'not installed', `Chromium at ${CHROMIUM}`, 'the dashboard browser tests',
-    'Install Debian\'s chromium package (apt-get install chromium)');
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  assert.ok(address !== null && typeof address === 'object');
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return address.port;
-}
-
-/** A closed port: tile requests fail at once, as they do on a machine without internet. */
-async function deadOrigin(): Promise<string> {
-  return `http://127.0.0.1:${await freePort()}`;
-}
 
 /** Polls a condition held on the test's side (what the browser reports through events). */
 async function waitUntil(predicate: () => boolean, what: string, ms = TIMEOUT): Promise<void> {
@@ -53,15 +26,9 @@ async function waitUntil(predicate: () => boolean, what: string, ms = TIMEOUT): 
   }
 }
 
-const skip = skipUnlessChromium();
+const skip = skipUnlessChromium('the dashboard browser tests');
 
-// Its waits for what the page shows are fixed times: it takes turns with the soak and the overload
-// test, beside which a starved Chromium would miss them.
-let releaseLock: (() => void) | undefined;
-before(async () => {
-  releaseLock = await acquireMachineLoadLock();
-}, { timeout: 600_000 });
-after(() => releaseLock?.());
+takeTurnsWithLoadTests();
 
 test('the dashboard: sign in, list, filter, page, open a vehicle, change its status, watch it move', { skip, timeout: 60_000 }, async (t) => {
   const port = await freePort();
@@ -97,21 +64,9 @@ test('the dashboard: sign in, list, filter, page, open a vehicle, change its sta
   const readOnly = await ctx.keyWith(['fleet:read', 'telemetry:read']);
 
   mkdirSync(SHOTS, { recursive: true });
-  const profile = mkdtempSync(path.join(tmpdir(), 'fleet-chromium-'));
-  t.after(() => rmSync(profile, { recursive: true, force: true }));
-  const browser: BrowserContext = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, args: ARGS, headless: true, viewport: { width: 1360, height: 900 },
-  });
-  t.after(() => browser.close());
-  const page: Page = browser.pages()[0] ?? await browser.newPage();
-  page.setDefaultTimeout(TIMEOUT);
-  const pageErrors: string[] = [];
-  const cspViolations: string[] = [];
+  const { page, pageErrors, cspViolations, close } = await openBrowser({ width: 1360, height: 900 }, TIMEOUT);
+  t.after(close);
   const requests: string[] = [];
-  page.on('pageerror', (error) => pageErrors.push(error.message));
-  page.on('console', (message) => {
-    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
-  });
   page.on('request', (request) => requests.push(request.url()));
   const sockets: string[] = [];
   page.on('websocket', (ws) => sockets.push(ws.url()));

@@ -6,14 +6,11 @@
 // Without /usr/bin/chromium the browser suite is skipped with a loud message, except under
 // CI=true, where that is a failure.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { acquireMachineLoadLock } from './helpers/exclusive.ts';
+import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type BrowserContext, chromium, type Locator, type Page, type WebSocketRoute } from 'playwright-core';
+import type { Locator, WebSocketRoute } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { SCOPES as SERVER_SCOPES } from '../src/auth/scopes.ts';
 import { PROTOCOLS as SERVER_PROTOCOLS } from '../src/devices/schema.ts';
@@ -21,14 +18,9 @@ import { THRESHOLD_FIELDS as SERVER_FIELDS } from '../src/rules/model.ts';
 import { SUBSCRIBABLE } from '../src/webhooks/schema.ts';
 import { EVENT_TYPES, PROTOCOLS, SCOPES, THRESHOLD_FIELDS } from '../web/lists.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
+import { freePort, openBrowser, skipUnlessChromium, takeTurnsWithLoadTests } from './helpers/browser.ts';
 import { startReceiver } from './helpers/receiver.ts';
-import { skipUnless } from './helpers/skip.ts';
 
-const CHROMIUM = process.env.FLEET_TEST_CHROMIUM ?? '/usr/bin/chromium';
-const ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard-manage/', import.meta.url));
 const TIMEOUT = 10_000;
 const FAST_WEBHOOKS = { retryDelaysMs: [60_000], jitter: 0, pollMs: 50, leaseMs: 2000 };
@@ -40,25 +32,9 @@ test('the lists the browser offers are the server\'s', () => {
   assert.deepEqual([...PROTOCOLS], [...SERVER_PROTOCOLS]);
 });
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  assert.ok(address !== null && typeof address === 'object');
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return address.port;
-}
+const skip = skipUnlessChromium('the dashboard management browser tests');
 
-const skip = skipUnless(existsSync(CHROMIUM) ? undefined : 'not installed', `Chromium at ${CHROMIUM}`, 'the dashboard management browser tests',
-  'Install Debian\'s chromium package (apt-get install chromium)');
-
-// Its waits for what the page shows are fixed times: it takes turns with the soak and the overload
-// test, beside which a starved Chromium would miss them.
-let releaseLock: (() => void) | undefined;
-before(async () => {
-  releaseLock = await acquireMachineLoadLock();
-}, { timeout: 600_000 });
-after(() => releaseLock?.());
+takeTurnsWithLoadTests();
 
 test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and events live', { skip, timeout: 180_000 }, async (t) => {
   const port = await freePort();
@@ -78,23 +54,11 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
   const adminId = (await ctx.request('GET', '/v2/api-keys')).json<{ apiKeys: Array<{ id: string }> }>().apiKeys[0]!.id;
 
   mkdirSync(SHOTS, { recursive: true });
-  const profile = mkdtempSync(path.join(tmpdir(), 'fleet-chromium-'));
-  t.after(() => rmSync(profile, { recursive: true, force: true }));
-  const browser: BrowserContext = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, args: ARGS, headless: true, viewport: { width: 1360, height: 900 },
-  });
-  t.after(() => browser.close());
+  const { browser, page, pageErrors, cspViolations, close } = await openBrowser({ width: 1360, height: 900 }, TIMEOUT);
+  t.after(close);
   await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
-  const page: Page = browser.pages()[0] ?? await browser.newPage();
-  page.setDefaultTimeout(TIMEOUT);
-  const pageErrors: string[] = [];
-  const cspViolations: string[] = [];
-  page.on('pageerror', (error) => pageErrors.push(error.message));
   const sockets: string[] = [];
   page.on('websocket', (ws) => sockets.push(ws.url()));
-  page.on('console', (message) => {
-    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
-  });
   const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true, animations: 'disabled' });
   const nav = page.getByRole('navigation', { name: 'Sections' });
   const open = async (label: string, heading: string) => {

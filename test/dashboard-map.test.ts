@@ -6,13 +6,12 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
-import { acquireMachineLoadLock } from './helpers/exclusive.ts';
+import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Page } from 'playwright-core';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { deadOrigin, freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
+import { deadOrigin, freePort, openBrowser, skipUnlessChromium, takeTurnsWithLoadTests } from './helpers/browser.ts';
 
 /** The data attributes of the fleet map and of the chart, in the page. */
 const MAP = "document.querySelector('.fleet .map').dataset";
@@ -61,13 +60,7 @@ async function wheel(page: Page, selector: string, deltaY: number) {
 
 const skip = skipUnlessChromium('the dashboard map tests');
 
-// Its waits for what the page shows are fixed times: it takes turns with the soak and the overload
-// test, beside which a starved Chromium would miss them.
-let releaseLock: (() => void) | undefined;
-before(async () => {
-  releaseLock = await acquireMachineLoadLock();
-}, { timeout: 600_000 });
-after(() => releaseLock?.());
+takeTurnsWithLoadTests();
 
 test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000 }, async (t) => {
   const port = await freePort();

@@ -6,7 +6,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { acquireMachineLoadLock } from './exclusive.ts';
 import { skipUnless } from './skip.ts';
 
 export const CHROMIUM = process.env.FLEET_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -39,7 +41,7 @@ export interface BrowserPage {
   page: Page;
   pageErrors: string[];
   cspViolations: string[];
-  close(): Promise<void>;
+  close: () => Promise<void>;
 }
 
 export async function openBrowser(viewport = { width: 1360, height: 900 }, timeout = 10_000): Promise<BrowserPage> {
@@ -62,4 +64,16 @@ export async function openBrowser(viewport = { width: 1360, height: 900 }, timeo
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * For a browser suite whose waits for what the page shows are fixed times: its tests take turns
+ * with the soak and the overload test, beside which a starved Chromium would miss them.
+ */
+export function takeTurnsWithLoadTests(): void {
+  let release: (() => void) | undefined;
+  before(async () => {
+    release = await acquireMachineLoadLock();
+  }, { timeout: 600_000 });
+  after(() => release?.());
 }
