@@ -4,50 +4,24 @@
 // Debian's Chromium driven by playwright-core, as in dashboard-e2e.test.ts; skipped loudly when
 // absent, except under CI=true.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { type BrowserContext, type Page, chromium } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { createTestApp } from './helpers/app.ts';
 import { freePort } from './helpers/oauth.ts';
-import { skipUnless } from './helpers/skip.ts';
+import { type Cleanup, cleanups, openBrowser, serveOrigin, skipUnlessChromium } from './helpers/browser.ts';
 
-const CHROMIUM = process.env.FLEET_TEST_CHROMIUM ?? '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
-const skip = skipUnless(existsSync(CHROMIUM) ? undefined : 'not installed', `Chromium at ${CHROMIUM}`, 'the CORS browser tests',
-  'Install Debian\'s chromium package (apt-get install chromium)');
-
-/**
- * Clean-ups run last registered first: the browser goes before the servers it holds kept-alive
- * connections to, which would otherwise keep them waiting.
- */
-function cleanups(t: TestContext) {
-  const steps: (() => Promise<unknown> | void)[] = [];
-  t.after(async () => {
-    for (const step of steps.reverse()) await step();
-  });
-  return (step: () => Promise<unknown> | void) => void steps.push(step);
-}
+const skip = skipUnlessChromium('the CORS browser tests');
 
 /** A page server on its own port: the other origin. */
-async function pageOrigin(_t: TestContext, cleanup: ReturnType<typeof cleanups>): Promise<string> {
+async function pageOrigin(_t: TestContext, cleanup: Cleanup): Promise<string> {
   const server = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>another app</title><p>another app</p>');
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanup(() => {
-    server.closeAllConnections();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  const address = server.address();
-  assert.ok(address !== null && typeof address === 'object');
-  return `http://127.0.0.1:${address.port}`;
+  return serveOrigin(server, cleanup);
 }
 
-async function fleet(cleanup: ReturnType<typeof cleanups>, env: Record<string, string>) {
+async function fleet(cleanup: Cleanup, env: Record<string, string>) {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const ctx = await createTestApp({ env: { FLEET_PORT: String(port), FLEET_PUBLIC_URL: url, ...env } });
@@ -56,13 +30,9 @@ async function fleet(cleanup: ReturnType<typeof cleanups>, env: Record<string, s
   return { ctx, url };
 }
 
-async function browserPage(cleanup: ReturnType<typeof cleanups>, origin: string): Promise<Page> {
-  const profile = mkdtempSync(path.join(tmpdir(), 'fleet-chromium-'));
-  cleanup(() => rmSync(profile, { recursive: true, force: true }));
-  const browser: BrowserContext = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: ARGS, headless: true });
-  cleanup(() => browser.close());
-  const page = browser.pages()[0] ?? await browser.newPage();
-  page.setDefaultTimeout(10_000);
+async function browserPage(cleanup: Cleanup, origin: string): Promise<Page> {
+  const { page, close } = await openBrowser();
+  cleanup(close);
   await page.goto(`${origin}/`);
   return page;
 }

@@ -5,26 +5,19 @@
 // driven by playwright-core, as the other browser tests; skipped loudly when absent, except under
 // CI=true.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { stripTypeScriptTypes } from 'node:module';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type TestContext, test } from 'node:test';
-import { type Page, chromium } from 'playwright-core';
+import { test } from 'node:test';
+import type { Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import type * as Sdk from '../sdk/src/index.ts';
 import { createStreamApp, send } from './helpers/streams.ts';
-import { skipUnless } from './helpers/skip.ts';
+import { type Cleanup, cleanups, openBrowser, serveOrigin, skipUnlessChromium } from './helpers/browser.ts';
 
-const CHROMIUM = process.env.FLEET_TEST_CHROMIUM ?? '/usr/bin/chromium';
-const ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync',
-];
-const skip = skipUnless(existsSync(CHROMIUM) ? undefined : 'not installed', `Chromium at ${CHROMIUM}`, 'the SDK browser test',
-  'Install Debian\'s chromium package (apt-get install chromium)');
+const skip = skipUnlessChromium('the SDK browser test');
 
 const SDK_SRC = fileURLToPath(new URL('../sdk/src/', import.meta.url));
 const OPENAPI_FETCH = fileURLToPath(import.meta.resolve('openapi-fetch'));
@@ -34,17 +27,8 @@ const SDK_URL = '/sdk/index.ts';
 /** What the page keeps between evaluations. */
 type PageState = { fleet: Sdk.FleetClient; stream: Sdk.LiveStream; batteries: number[] };
 
-/** Clean-ups run last registered first: the browser goes before the servers it holds connections to. */
-function cleanups(t: TestContext) {
-  const steps: (() => Promise<unknown> | void)[] = [];
-  t.after(async () => {
-    for (const step of steps.reverse()) await step();
-  });
-  return (step: () => Promise<unknown> | void) => void steps.push(step);
-}
-
 /** The other origin: an empty page with an import map, the SDK's modules, and openapi-fetch. */
-async function pageServer(cleanup: ReturnType<typeof cleanups>): Promise<string> {
+async function pageServer(cleanup: Cleanup): Promise<string> {
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://page');
     if (url.pathname === '/') {
@@ -60,27 +44,14 @@ async function pageServer(cleanup: ReturnType<typeof cleanups>): Promise<string>
       res.writeHead(404).end();
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanup(() => {
-    server.closeAllConnections();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  const address = server.address();
-  assert.ok(address !== null && typeof address === 'object');
-  return `http://127.0.0.1:${address.port}`;
+  return serveOrigin(server, cleanup);
 }
 
-async function browserPage(cleanup: ReturnType<typeof cleanups>, origin: string): Promise<Page> {
-  const profile = mkdtempSync(path.join(tmpdir(), 'fleet-chromium-'));
-  cleanup(() => rmSync(profile, { recursive: true, force: true }));
-  const browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, args: ARGS, headless: true });
-  cleanup(() => browser.close());
-  const page = browser.pages()[0] ?? await browser.newPage();
-  page.setDefaultTimeout(10_000);
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(String(error)));
+async function browserPage(cleanup: Cleanup, origin: string): Promise<Page> {
+  const { page, pageErrors, close } = await openBrowser();
+  cleanup(close);
   await page.goto(`${origin}/`);
-  cleanup(() => assert.deepEqual(errors, [], 'errors in the page'));
+  cleanup(() => assert.deepEqual(pageErrors, [], 'errors in the page'));
   return page;
 }
 

@@ -3,10 +3,11 @@
 // uncaught errors and Content-Security-Policy violations collected for the suite to check.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, before } from 'node:test';
+import { type TestContext, after, before } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { acquireMachineLoadLock } from './exclusive.ts';
 import { skipUnless } from './skip.ts';
@@ -76,4 +77,30 @@ export function takeTurnsWithLoadTests(): void {
     release = await acquireMachineLoadLock();
   }, { timeout: 600_000 });
   after(() => release?.());
+}
+
+export type Cleanup = (step: () => Promise<unknown> | void) => void;
+
+/**
+ * Clean-up steps for a test, run last registered first: a browser goes before the servers it holds
+ * kept-alive connections to, which would otherwise keep them waiting.
+ */
+export function cleanups(t: TestContext): Cleanup {
+  const steps: (() => Promise<unknown> | void)[] = [];
+  t.after(async () => {
+    for (const step of steps.reverse()) await step();
+  });
+  return (step) => void steps.push(step);
+}
+
+/** Serves `server` on a port of its own (another origin than the service's); closed at clean-up. */
+export async function serveOrigin(server: Server, cleanup: Cleanup): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanup(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const address = server.address();
+  assert.ok(address !== null && typeof address === 'object');
+  return `http://127.0.0.1:${address.port}`;
 }
