@@ -14,8 +14,9 @@ import { DatabaseSync } from 'node:sqlite';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { openSqlite } from '../src/storage/sqlite/database.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
+import { inlineNamed } from '../src/schema/named.ts';
 import { TelemetryRecord } from '../src/telemetry/schema.ts';
-import { loadVarying, median, ms, startBenchFleet, tempDatabases } from './lib.ts';
+import { loadVarying, median, ms, runPlans, startBenchFleet, tempDatabases } from './lib.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 import { dataText, type Plan, singleBody, timestampOf, vehicleOf } from './rows.ts';
 
@@ -33,16 +34,7 @@ const VEHICLES = Array.from({ length: 100 }, (_, i) => `veh-${String(i).padStart
 // million single-record ones.
 const RANGE = 10_000_000;
 
-// Every run writes its own range of timestamps (unique records, never duplicates), all within the
-// last 25 days, so retention (30 days by default) deletes nothing meanwhile.
-const base = Date.now() - 25 * 86_400_000;
-let runs = 0;
-const plan = (size: number): Plan => {
-  const start = base + runs++ * RANGE;
-  // Records ahead of the server's clock would be refused; no setting should get there.
-  if (start + RANGE > Date.now()) throw new Error(`run ${runs}: its timestamps would reach the present; fewer rounds, please`);
-  return { vehicles: VEHICLES, size, start };
-};
+const plan = runPlans(VEHICLES, RANGE);
 
 const databases = tempDatabases();
 const tempFile = () => databases.file();
@@ -134,7 +126,8 @@ const bare = Fastify({ bodyLimit: 1024 * 1024 });
 bare.post('/sink/:vehicleId', async (request, reply) => reply.code(202).send({ accepted: (request.body as { records: unknown[] }).records.length, duplicates: 0 }));
 bare.post('/v2/telemetry/:vehicleId', async (_request, reply) => reply.code(204).send());
 let latestSample: unknown;
-bare.get('/latest', { schema: { response: { 200: TelemetryRecord } } }, async () => latestSample);
+// The same schema Fleet's serializer compiles: its named parts written out in place.
+bare.get('/latest', { schema: { response: { 200: inlineNamed(TelemetryRecord) } } }, async () => latestSample);
 await bare.listen({ host: '127.0.0.1', port: 0 });
 const bareUrl = urlOf(bare);
 

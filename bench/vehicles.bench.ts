@@ -10,6 +10,7 @@ import { createAuthService } from '../src/auth/service.ts';
 import { systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
+import { inlineNamed } from '../src/schema/named.ts';
 import { VehicleDetails } from '../src/vehicles/schema.ts';
 import { TABLE_HEAD, load, row } from './lib.ts';
 
@@ -37,7 +38,8 @@ for (let i = 0; i < 1000; i++) {
 const sample = (await fleet.inject({ method: 'GET', url: '/v2/fleet/vehicles/veh-0500', headers: auth })).json<unknown>();
 
 const bare = Fastify();
-bare.get('/vehicle', { schema: { response: { 200: VehicleDetails } } }, async () => sample);
+// The same schema Fleet's serializer compiles: its named parts written out in place.
+bare.get('/vehicle', { schema: { response: { 200: inlineNamed(VehicleDetails) } } }, async () => sample);
 await bare.listen({ host: '127.0.0.1', port: 0 });
 const bareUrl = `http://127.0.0.1:${(bare.server.address() as AddressInfo).port}`;
 
