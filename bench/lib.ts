@@ -14,6 +14,7 @@ import { systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import type { Stores } from '../src/storage/stores.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
+import type { Plan } from './rows.ts';
 
 const run = promisify(execFile);
 const autocannonBin = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
@@ -107,4 +108,52 @@ export function tempDatabases(prefix = 'fleet-bench-') {
       for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Where each run's records go in time: a range of `range` ms of its own (unique records, never
+ * duplicates), all within the last 25 days, so retention (30 days by default) deletes nothing
+ * meanwhile.
+ */
+export function runPlans(vehicles: readonly string[], range = 10_000_000): (size: number) => Plan {
+  const base = Date.now() - 25 * 86_400_000;
+  let runs = 0;
+  return (size) => {
+    const start = base + runs++ * range;
+    // Records ahead of the server's clock would be refused; no setting should get there.
+    if (start + range > Date.now()) throw new Error(`run ${runs}: its timestamps would reach the present; fewer rounds, please`);
+    return { vehicles, size, start };
+  };
+}
+
+export type Measured = LoadOutcome & { serverCpu: number };
+
+/**
+ * Loads against Fleets in this process that take turns: `once` runs one (its body planned anew),
+ * `interleaved` a warm-up of each then `rounds` rounds in turn, so a slow spell falls on all of
+ * them, and `summary` the medians of one's rounds.
+ */
+export function turnTaking(settings: { seconds: number; rounds: number; warmupSeconds: number; plan: (size: number) => Plan }) {
+  async function once(spec: LoadSpec, forSeconds: number): Promise<Measured> {
+    const body = spec.body === undefined ? {} : { body: { ...spec.body, ...settings.plan(spec.body.size) } };
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    const result = await loadVarying({ ...spec, ...body, seconds: forSeconds });
+    const used = process.cpuUsage(cpu);
+    if (result.non2xx + result.errors > 0) throw new Error(`${spec.name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+    return { ...result, serverCpu: (used.user + used.system) / 1000 / (performance.now() - started) };
+  }
+  async function interleaved(specs: LoadSpec[]): Promise<Measured[][]> {
+    for (const spec of specs) await once(spec, settings.warmupSeconds);
+    const results: Measured[][] = specs.map(() => []);
+    for (let round = 0; round < settings.rounds; round++) {
+      for (const [i, spec] of specs.entries()) results[i]!.push(await once(spec, settings.seconds));
+    }
+    return results;
+  }
+  function summary(results: Measured[]): Measured {
+    const pick = (f: (r: Measured) => number) => median(results.map(f));
+    return { ...results[0]!, rps: pick((r) => r.rps), p50: pick((r) => r.p50), p99: pick((r) => r.p99), serverCpu: pick((r) => r.serverCpu), loadCpu: pick((r) => r.loadCpu) };
+  }
+  return { once, interleaved, summary };
 }

@@ -17,9 +17,8 @@
 import { cpus, release } from 'node:os';
 import { DatabaseSync } from 'node:sqlite';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
-import { loadVarying, median, ms, startBenchFleet, tempDatabases } from './lib.ts';
-import type { LoadOutcome, LoadSpec } from './load.ts';
-import type { Plan } from './rows.ts';
+import { ms, runPlans, startBenchFleet, tempDatabases, turnTaking } from './lib.ts';
+import type { LoadSpec } from './load.ts';
 import { cityGeofence, seeded } from './city.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -52,13 +51,8 @@ const RULES = [
   { name: 'Tyres', condition: { kind: 'threshold', field: 'diagnostics.tirePressureLow', op: '==', value: true, forSeconds: 0 } },
 ];
 
-const base = Date.now() - 25 * 86_400_000;
-let runs = 0;
-const plan = (size: number): Plan => {
-  const start = base + runs++ * RANGE;
-  if (start + RANGE > Date.now()) throw new Error(`run ${runs}: its timestamps would reach the present; fewer rounds, please`);
-  return { vehicles: VEHICLES, size, start };
-};
+const plan = runPlans(VEHICLES, RANGE);
+const { interleaved, summary } = turnTaking({ seconds, rounds: ROUNDS, warmupSeconds, plan });
 
 const databases = tempDatabases();
 const tempFile = () => databases.file();
@@ -78,32 +72,8 @@ for (const rule of RULES) {
 }
 const setupSeconds = (performance.now() - setupStarted) / 1000;
 
-type Measured = LoadOutcome & { serverCpu: number };
 
-async function once(spec: LoadSpec, forSeconds: number): Promise<Measured> {
-  const body = spec.body === undefined ? {} : { body: { ...spec.body, ...plan(spec.body.size) } };
-  const cpu = process.cpuUsage();
-  const started = performance.now();
-  const result = await loadVarying({ ...spec, ...body, seconds: forSeconds });
-  const used = process.cpuUsage(cpu);
-  if (result.non2xx + result.errors > 0) throw new Error(`${spec.name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return { ...result, serverCpu: (used.user + used.system) / 1000 / (performance.now() - started) };
-}
 
-/** A warm-up of each, then ROUNDS rounds taking turns, so a slow spell falls on both. */
-async function interleaved(specs: LoadSpec[]): Promise<Measured[][]> {
-  for (const spec of specs) await once(spec, warmupSeconds);
-  const results: Measured[][] = specs.map(() => []);
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, spec] of specs.entries()) results[i]!.push(await once(spec, seconds));
-  }
-  return results;
-}
-
-function summary(results: Measured[]): Measured {
-  const pick = (f: (r: Measured) => number) => median(results.map(f));
-  return { ...results[0]!, rps: pick((r) => r.rps), p50: pick((r) => r.p50), p99: pick((r) => r.p99), serverCpu: pick((r) => r.serverCpu), loadCpu: pick((r) => r.loadCpu) };
-}
 
 /** What the judging wrote: events by type, per record stored (so the rules were not idle). */
 function judged(): { records: number; events: Record<string, number> } {

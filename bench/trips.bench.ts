@@ -22,9 +22,9 @@ import type { Stores } from '../src/storage/stores.ts';
 import { createRuleEngine } from '../src/rules/engine.ts';
 import { mergeLatest } from '../src/telemetry/latest.ts';
 import type { CommitBatch } from '../src/telemetry/store.ts';
-import { loadVarying, median, ms, startBenchFleet, tempDatabases } from './lib.ts';
-import type { LoadOutcome, LoadSpec } from './load.ts';
-import { type Plan, trackDataText } from './rows.ts';
+import { type Measured, median, ms, runPlans, startBenchFleet, tempDatabases, turnTaking } from './lib.ts';
+import type { LoadSpec } from './load.ts';
+import { trackDataText } from './rows.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -37,40 +37,12 @@ const VEHICLES = Array.from({ length: 100 }, (_, i) => `veh-${String(i).padStart
 const RANGE = 10_000_000;
 const url = process.env.FLEET_BENCH_DATABASE_URL ?? process.env.FLEET_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-const base = Date.now() - 25 * 86_400_000;
-let runs = 0;
-const plan = (size: number): Plan => {
-  const start = base + runs++ * RANGE;
-  if (start + RANGE > Date.now()) throw new Error(`run ${runs}: its timestamps would reach the present; fewer rounds, please`);
-  return { vehicles: VEHICLES, size, start };
-};
+const plan = runPlans(VEHICLES, RANGE);
+const { interleaved, summary } = turnTaking({ seconds, rounds: ROUNDS, warmupSeconds, plan });
 
 type Fleet = Awaited<ReturnType<typeof startBenchFleet>>;
-type Measured = LoadOutcome & { serverCpu: number };
 
-async function once(spec: LoadSpec, forSeconds: number): Promise<Measured> {
-  const body = spec.body === undefined ? {} : { body: { ...spec.body, ...plan(spec.body.size) } };
-  const cpu = process.cpuUsage();
-  const started = performance.now();
-  const result = await loadVarying({ ...spec, ...body, seconds: forSeconds });
-  const used = process.cpuUsage(cpu);
-  if (result.non2xx + result.errors > 0) throw new Error(`${spec.name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return { ...result, serverCpu: (used.user + used.system) / 1000 / (performance.now() - started) };
-}
 
-async function interleaved(specs: LoadSpec[]): Promise<Measured[][]> {
-  for (const spec of specs) await once(spec, warmupSeconds);
-  const results: Measured[][] = specs.map(() => []);
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, spec] of specs.entries()) results[i]!.push(await once(spec, seconds));
-  }
-  return results;
-}
-
-function summary(results: Measured[]): Measured {
-  const pick = (f: (r: Measured) => number) => median(results.map(f));
-  return { ...results[0]!, rps: pick((r) => r.rps), p50: pick((r) => r.p50), p99: pick((r) => r.p99), serverCpu: pick((r) => r.serverCpu), loadCpu: pick((r) => r.loadCpu) };
-}
 
 const print = (line = '') => console.log(line);
 const pct = (fraction: number) => `${Math.round(fraction * 100)} %`;
@@ -180,7 +152,7 @@ if (cases.has('sqlite-store')) {
   print();
   print('| requests per commit × records per request | without trips, µs per record | with trips, µs per record | with / without (rounds) |');
   print('|---|---|---|---|');
-  const start = base - 86_400_000;
+  const start = Date.now() - 26 * 86_400_000; // a day before the HTTP runs' ranges (runPlans)
   for (const per of [1, 100]) {
     const sides = [];
     for (const trips of [false, true]) {
