@@ -110,6 +110,8 @@ export interface WebhookStore {
   fanOut(match: (events: LoggedEvent[], endpoints: WebhookRecord[]) => NewDelivery[], limit: number, at: number): Promise<number>;
   /** Claims up to `limit` due deliveries of enabled endpoints, leased until `leaseUntil`. */
   claim(now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]>;
+  /** Gives back claimed deliveries not attempted: due again at once, for any node. */
+  release(ids: readonly string[]): Promise<void>;
   /**
    * Records attempts' results in one transaction: each delivery's status and next attempt, and each
    * endpoint's run of failures; an endpoint failing since `disableAfter` ms or longer is disabled.

@@ -19,9 +19,13 @@ export interface DeliverySettings {
   giveUpAfterMs: number;
   /** An endpoint whose every delivery failed for this long is disabled. */
   disableAfterMs: number;
-  /** A claimed delivery is this node's for this long (longer than an attempt can take). */
+  /**
+   * A claimed delivery is this node's for this long. An attempt starts within a third of it or
+   * not at all (the delivery is then claimed again once the lease has run out), so it must be more
+   * than 1.5 × the longest an attempt can take (10 s).
+   */
   leaseMs: number;
-  /** Attempts under way at once. */
+  /** Attempts under way at once; as many again are claimed ahead, ready to start. */
   concurrency: number;
   /** How often the store is asked for due deliveries when nothing wakes the worker. */
   pollMs: number;
@@ -83,6 +87,12 @@ export function createDeliveryWorker(deps: {
   /** Whether `timer` runs the next cycle at once (not after pollMs). */
   let soon = false;
   let inFlight = 0;
+  /**
+   * Claimed, not yet attempted: an attempt starts from here the moment another ends, with no
+   * round trip to the store in between. Refilled when it falls to half the concurrency.
+   */
+  let ready: Array<{ delivery: ClaimedDelivery; claimedAt: number }> = [];
+  const lowWater = Math.max(1, Math.floor(settings.concurrency / 2));
   let results: AttemptResult[] = [];
   let flushing: Promise<void> | undefined;
 
@@ -113,19 +123,34 @@ export function createDeliveryWorker(deps: {
         const read = await store.fanOut((events, endpoints) => matchDeliveries(events, endpoints, clock.now()), FAN_OUT_STEP, clock.now());
         if (read < FAN_OUT_STEP || stopped) break;
       }
-      const free = settings.concurrency - inFlight;
-      if (free > 0 && !stopped) {
+      const room = 2 * settings.concurrency - inFlight - ready.length;
+      if (room <= 0) {
+        // Full: whether more is due is not known; look again when the ready ones run low.
+        wanted = true;
+      } else if (!stopped) {
         const now = clock.now();
-        const claimed = await store.claim(now, now + settings.leaseMs, free);
-        for (const delivery of claimed) void attempt(delivery);
-        // A full claim may have left more due: look again once attempts free their places.
-        if (claimed.length === free) wanted = true;
+        const claimed = await store.claim(now, now + settings.leaseMs, room);
+        for (const delivery of claimed) ready.push({ delivery, claimedAt: now });
+        pump();
+        // A full claim may have left more due: look again once the ready ones run low.
+        if (claimed.length === room) wanted = true;
       }
     } catch (error) {
       log.warn({ err: error }, 'webhooks: the delivery worker could not read or claim; it tries again shortly');
     } finally {
       running = false;
-      if (!stopped) schedule(wanted && inFlight < settings.concurrency ? 0 : settings.pollMs);
+      if (!stopped) schedule(wanted && ready.length <= lowWater ? 0 : settings.pollMs);
+    }
+  }
+
+  /** Starts attempts from the ready ones while there are places. */
+  function pump(): void {
+    while (!stopped && inFlight < settings.concurrency && ready.length > 0) {
+      const { delivery, claimedAt } = ready.shift()!;
+      // Held back too long (attempts slower than the lease allows for): its lease may run out
+      // during the attempt and another node claim it, so it is left to be claimed again.
+      if (clock.now() - claimedAt > settings.leaseMs / 3) continue;
+      void attempt(delivery);
     }
   }
 
@@ -148,7 +173,8 @@ export function createDeliveryWorker(deps: {
     deps.attempted?.(result);
     results.push(result);
     void flush();
-    if (wanted) wake();
+    pump();
+    if (wanted && ready.length <= lowWater) wake();
   }
 
   function flush(): Promise<void> {
@@ -178,11 +204,23 @@ export function createDeliveryWorker(deps: {
       wake();
     },
     wake,
-    /** Stops claiming; records the results already in hand. Attempts under way are left to their leases. */
+    /**
+     * Stops claiming and attempting; gives back the claimed deliveries not yet attempted and
+     * records the results already in hand. Attempts under way are left to their leases.
+     */
     async stop(): Promise<void> {
       stopped = true;
       clearTimeout(timer);
       soon = false;
+      const unsent = ready.map((r) => r.delivery.id);
+      ready = [];
+      if (unsent.length > 0) {
+        try {
+          await store.release(unsent);
+        } catch (error) {
+          log.warn({ err: error, deliveries: unsent.length }, 'webhooks: could not give back claimed deliveries; their leases run out instead');
+        }
+      }
       await flush();
     },
   };

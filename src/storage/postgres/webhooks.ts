@@ -139,6 +139,10 @@ export function createPostgresWebhookStore(db: Database): WebhookStore {
       );
       return rows.map((row) => claimedOf(row, row, now));
     },
+    async release(ids) {
+      if (ids.length === 0) return;
+      await db.query("UPDATE webhook_deliveries SET lease_until = NULL WHERE id = ANY($1::text[]) AND status = 'pending'", [ids]);
+    },
     async complete(results, disableAfter) {
       if (results.length === 0) return;
       await db.transaction(async (client) => {

@@ -54,6 +54,7 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
      ORDER BY d.next_at LIMIT ?`,
   );
   const lease = db.prepare(`UPDATE webhook_deliveries SET lease_until = ? WHERE seq = ? RETURNING ${DELIVERY_COLUMNS}`);
+  const release = db.prepare("UPDATE webhook_deliveries SET lease_until = NULL WHERE id = ? AND status = 'pending'");
   const finish = db.prepare(
     `UPDATE webhook_deliveries SET status = ?, attempt = attempt + 1, next_at = ?, lease_until = NULL, response_status = ?,
        duration_ms = ?, error = ?, at = ? WHERE id = ?`,
@@ -154,6 +155,13 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
       // So the attempts start without waiting for the disk (and, under load, for another turn of
       // the event loop).
       return unsynced(() => due.all(now, now, limit).map((row) => claimedOf(row, lease.get(leaseUntil, row.seq as number)!, now)));
+    },
+    async release(ids) {
+      if (ids.length === 0) return;
+      // Like a claim, no sync of its own: a release lost to a power cut is a lease that runs out.
+      unsynced(() => {
+        for (const id of ids) release.run(id);
+      });
     },
     async complete(results, disableAfter) {
       if (results.length === 0) return;

@@ -1,0 +1,111 @@
+// The delivery worker's claims ahead of its attempts, against the embedded store and a real
+// receiver: a delivery claimed but held back longer than a third of its lease is not attempted
+// on that lease (another node could claim it once the lease runs out), and stopping gives back
+// the claimed deliveries not yet attempted.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { systemClock } from '../src/clock.ts';
+import { createSqliteStores } from '../src/storage/sqlite/index.ts';
+import type { Stores } from '../src/storage/stores.ts';
+import { createOutbound } from '../src/webhooks/outbound.ts';
+import { DEFAULT_DELIVERY_SETTINGS, createDeliveryWorker } from '../src/webhooks/worker.ts';
+import { addOrganization } from './contract/fixtures.ts';
+
+const quiet = { warn() {} };
+
+async function setUp(t: { after(fn: () => unknown): void }, handle: (req: IncomingMessage, res: ServerResponse) => void) {
+  const dir = mkdtempSync(join(tmpdir(), 'fleet-worker-'));
+  const stores: Stores = createSqliteStores(join(dir, 'fleet.db'));
+  const server = createServer(handle);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const outbound = createOutbound({ allowPrivate: true, timeoutMs: 10_000 });
+  t.after(async () => {
+    server.closeAllConnections();
+    server.close();
+    await outbound.close();
+    await stores.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const organizationId = await addOrganization(stores);
+  const now = Date.now();
+  assert.equal(await stores.webhooks.insert({
+    id: 'wh_1', organizationId, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, eventTypes: ['*'], description: null,
+    enabled: true, disabledReason: null, secret: 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmU=', previousSecret: null,
+    previousSecretUntil: null, failingSince: null, createdAt: now, updatedAt: now,
+  }, 10), 'created');
+  const ids: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const id = `whd_${i}`;
+    ids.push(id);
+    await stores.webhooks.addDelivery({ id, webhookId: 'wh_1', eventId: `evt_${i}`, eventType: 'webhook.test', payload: `{"n":${i}}`, recordedAt: now }, now);
+  }
+  return { stores, outbound, ids };
+}
+
+test('a delivery held back past a third of its lease waits for the lease to run out, and is then sent once', async (t) => {
+  const received: Array<{ n: number; at: number }> = [];
+  let holding = true;
+  const held: ServerResponse[] = [];
+  const { stores, outbound, ids } = await setUp(t, (req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.push({ n: (JSON.parse(body) as { n: number }).n, at: Date.now() });
+      if (holding) held.push(res);
+      else res.writeHead(204).end();
+    });
+  });
+  const leaseMs = 6000;
+  const worker = createDeliveryWorker({
+    store: stores.webhooks, outbound, clock: systemClock, log: quiet,
+    settings: { ...DEFAULT_DELIVERY_SETTINGS, concurrency: 2, leaseMs, pollMs: 100 },
+  });
+  t.after(() => worker.stop());
+  const started = Date.now();
+  worker.start();
+  // Two attempts under way, two more claimed ahead of them (twice the concurrency in hand).
+  while (held.length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+  // Held for longer than a third of the lease: the two claimed ahead may not start on it.
+  await new Promise((resolve) => setTimeout(resolve, leaseMs / 3 + 500));
+  holding = false;
+  for (const res of held.splice(0)) res.writeHead(204).end();
+  const deadline = Date.now() + 30_000;
+  while (received.length < 6 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+
+  assert.deepEqual(received.map((r) => r.n).sort(), [0, 1, 2, 3, 4, 5], 'each delivery received once');
+  const first = received.slice(0, 2).map((r) => r.n);
+  const late = received.filter((r) => r.at - started >= leaseMs).map((r) => r.n);
+  assert.equal(late.length, 2, `the two held back were sent after their lease ran out (${JSON.stringify(received.map((r) => [r.n, r.at - started]))})`);
+  assert.ok(late.every((n) => !first.includes(n)));
+  for (const id of ids) {
+    const delivery = await stores.webhooks.getDelivery('wh_1', id);
+    assert.deepEqual([delivery?.status, delivery?.attempt], ['succeeded', 1], id);
+  }
+});
+
+test('stopping gives back the deliveries claimed ahead: due again at once', async (t) => {
+  const held: ServerResponse[] = [];
+  const { stores, outbound } = await setUp(t, (req, res) => {
+    req.resume();
+    req.on('end', () => held.push(res));
+  });
+  const worker = createDeliveryWorker({
+    store: stores.webhooks, outbound, clock: systemClock, log: quiet, settings: { ...DEFAULT_DELIVERY_SETTINGS, concurrency: 2, pollMs: 100 },
+  });
+  worker.start();
+  while (held.length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+  await worker.stop();
+  // Four were claimed (two sent, two ahead); the two ahead and the two never claimed are due.
+  const now = Date.now();
+  const claimable = await stores.webhooks.claim(now, now + 1000, 10);
+  assert.equal(claimable.length, 4);
+  for (const res of held) res.writeHead(204).end();
+});
