@@ -3,7 +3,7 @@
 import { AppError } from '../errors.ts';
 import { FEED_LIMIT_DEFAULT, type FeedQuery } from './schema.ts';
 import { type EventStore, type Position, START } from './store.ts';
-import { type EventType, envelopeJson } from './types.ts';
+import type { EventType } from './types.ts';
 
 export type FeedService = ReturnType<typeof createFeedService>;
 
@@ -20,9 +20,8 @@ export function createFeedService(deps: { store: EventStore }) {
     if (page.gone) {
       throw new AppError('cursor-expired', 'Events after this cursor are no longer kept; start again without `after`.');
     }
-    // Written as text around each event's stored data: a page of 1000 is neither parsed nor
-    // serialized field by field.
-    return `{"events":[${page.events.map(envelopeJson).join(',')}],"next":"${encodeCursor(page.next)}"}`;
+    // The store gives the envelopes as text: a page of 1000 is neither parsed nor serialized here.
+    return `{"events":[${page.envelopes}],"next":"${encodeCursor(page.next)}"}`;
   }
   return { read };
 }

@@ -4,8 +4,8 @@
 // gone, and deliveries are fanned out, claimed once and completed.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { START } from '../../src/events/store.ts';
-import { type EventRecord, newEvent } from '../../src/events/types.ts';
+import { type FeedPage, START } from '../../src/events/store.ts';
+import { type EventEnvelope, type EventRecord, newEvent, toEnvelope } from '../../src/events/types.ts';
 import type { Stores } from '../../src/storage/stores.ts';
 import { statusChangedEvent } from '../../src/vehicles/events.ts';
 import type { VehicleRecord } from '../../src/vehicles/store.ts';
@@ -23,6 +23,15 @@ async function register(stores: Stores, organizationId: string, id: string): Pro
   return event;
 }
 
+/** The events of a feed page, parsed from the envelopes' text the store gives. */
+function eventsOf(page: FeedPage): EventEnvelope[] {
+  assert.ok(!page.gone);
+  if (page.gone) throw new Error('unreachable');
+  const events = JSON.parse(`[${page.envelopes}]`) as EventEnvelope[];
+  assert.equal(events.length, page.count);
+  return events;
+}
+
 async function feedAll(stores: Stores, organizationId: string, limit: number, query: { vehicleId?: string; types?: EventRecord['type'][] } = {}) {
   const ids: string[] = [];
   let after = START;
@@ -30,9 +39,10 @@ async function feedAll(stores: Stores, organizationId: string, limit: number, qu
     const result = await stores.events.feed(organizationId, { after, limit, ...query });
     assert.equal(result.gone, false);
     if (result.gone) throw new Error('unreachable');
-    ids.push(...result.events.map((e) => e.id));
+    const events = eventsOf(result);
+    ids.push(...events.map((e) => e.id));
     assert.ok(result.next !== undefined);
-    if (result.events.length === 0) return { ids, next: result.next };
+    if (events.length === 0) return { ids, next: result.next };
     after = result.next;
   }
   throw new Error('the feed did not end');
@@ -90,7 +100,7 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       assert.equal(await stores.vehicles.delete(a, 'v-0', [deleted]), true);
       await eventually(async () => {
         const page = await stores.events.feed(a, { after: next, limit: 10, types: ['vehicle.deleted'] });
-        assert.deepEqual(page.gone ? [] : page.events.map((e) => [e.id, e.type, e.vehicleId, e.occurredAt, e.data]), [[deleted.id, 'vehicle.deleted', 'v-0', T0 + 2, {}]]);
+        assert.deepEqual(eventsOf(page), [toEnvelope(deleted)]);
       });
     });
 
@@ -105,7 +115,12 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       assert.equal(await stores.vehicles.delete(a, 'nobody', [newEvent(a, 'vehicle.deleted', 'nobody', T0, {})]), false);
       // A transaction that fails takes its events with it.
       const duplicateId = newEvent(a, 'vehicle.registered', 'v-2', T0, {});
-      duplicateId.id = again.id === duplicateId.id ? 'x' : (await feedAll(stores, a, 10)).ids[0]!;
+      const [registered] = await eventually(async () => {
+        const { ids } = await feedAll(stores, a, 10);
+        assert.equal(ids.length, 1);
+        return ids;
+      });
+      duplicateId.id = registered!;
       await assert.rejects(stores.vehicles.insert(vehicle(a, 'v-2'), { from: null, to: 'registered', reason: null, at: T0, by: 'k' }, undefined, [duplicateId]));
       assert.equal(await stores.vehicles.get(a, 'v-2'), undefined);
       assert.equal((await feedAll(stores, a, 10)).ids.length, 1);
@@ -123,11 +138,27 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       assert.equal(outcome.events.length, 1);
       const page = await eventually(async () => {
         const read = await stores.events.feed(a, { after: START, limit: 10, types: ['vehicle.status_changed'] });
-        assert.ok(!read.gone && read.events.length === 1);
+        assert.equal(eventsOf(read).length, 1);
         return read;
       });
-      assert.ok(!page.gone);
-      assert.deepEqual(page.events.map((e) => [e.id, e.data]), [[outcome.events[0]!.id, { from: 'registered', to: 'active', reason: 'first telemetry', by: 'system' }]]);
+      assert.deepEqual(eventsOf(page).map((e) => [e.id, e.data]), [[outcome.events[0]!.id, { from: 'registered', to: 'active', reason: 'first telemetry', by: 'system' }]]);
+    });
+
+    test('the feed gives each event its public envelope: any time, any data', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      // The epoch and its edges, the first and last millisecond of years 0000 and 9999, before
+      // 1970, past 9999 (not a time a client can send, yet an envelope must still be right).
+      const times = [0, 1, 999, 1000, -1, -999, -1001, T0 + 7, -62167219200000, 253402300799999, 253402300800000, -62198755200000, 8.64e15];
+      const recorded = times.map((at, i) => newEvent(a, 'vehicle.registered', `v-${i}`, at,
+        { id: `v-${i}`, text: 'quote " backslash \\ newline \n snowman \u2603 \ud83d\ude9a', nested: { n: [1.5, -0, 1e21, null, true] } }));
+      for (const [i, event] of recorded.entries()) {
+        assert.equal(await stores.vehicles.insert(vehicle(a, `v-${i}`), { from: null, to: 'registered', reason: null, at: T0, by: 'k' }, undefined, [event]), 'created');
+      }
+      await eventually(async () => {
+        const page = await stores.events.feed(a, { after: START, limit: 100 });
+        assert.deepEqual(eventsOf(page), recorded.map((e) => JSON.parse(JSON.stringify(toEnvelope(e))) as EventEnvelope));
+      });
     });
 
     test('pruning: an older cursor is gone, a newer one reads on', async () => {
@@ -136,7 +167,7 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       await register(stores, a, 'v-1');
       const first = await eventually(async () => {
         const read = await stores.events.feed(a, { after: START, limit: 1 });
-        assert.ok(!read.gone && read.events.length === 1);
+        assert.equal(eventsOf(read).length, 1);
         return read;
       });
       assert.ok(!first.gone);
@@ -147,8 +178,7 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       assert.equal(await stores.events.prune(Date.now() + 1000, 1), 1);
       assert.deepEqual(await stores.events.feed(a, { after: START, limit: 10 }), { gone: true });
       const later = await stores.events.feed(a, { after: first.next, limit: 10 });
-      assert.ok(!later.gone);
-      assert.deepEqual(later.events.map((e) => e.vehicleId), ['v-2']);
+      assert.deepEqual(eventsOf(later).map((e) => e.vehicleId), ['v-2']);
     });
 
     test('deliveries: fanned out once per matching endpoint, claimed once, completed', async () => {
@@ -169,7 +199,11 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       const claimed = await stores.webhooks.claim(T0, T0 + 1000, 10);
       assert.deepEqual(claimed.map((d) => `${d.webhookId} ${d.eventType}`).sort(), ['wh_all vehicle.deleted', 'wh_all vehicle.registered', 'wh_del vehicle.deleted']);
       assert.deepEqual(await stores.webhooks.claim(T0, T0 + 1000, 10), [], 'a leased delivery is not claimed again');
-      assert.equal((await stores.webhooks.claim(T0 + 1000, T0 + 2000, 10)).length, 3, 'once the lease ran out it is');
+      const again = await stores.webhooks.claim(T0 + 1000, T0 + 2000, 10);
+      assert.equal(again.length, 3, 'once the lease ran out it is');
+      await stores.webhooks.release(again.slice(0, 2).map((d) => d.id));
+      assert.deepEqual((await stores.webhooks.claim(T0 + 1000, T0 + 2000, 10)).map((d) => d.id).sort(), again.slice(0, 2).map((d) => d.id).sort(),
+        'a delivery given back is claimed again at once, the one still leased is not');
 
       const [one, two] = claimed;
       await stores.webhooks.complete([

@@ -2,7 +2,7 @@
 // transaction still running (migration 0005 says why): nodes commit concurrently, and a reader
 // following `next` must never step over an event whose commit became visible late.
 import type { EventStore, LoggedEvent, Position } from '../../events/store.ts';
-import type { EventRecord } from '../../events/types.ts';
+import { type EventRecord, envelopeJson } from '../../events/types.ts';
 import type { Database, Queryable, Row } from './database.ts';
 import { eventOfRow } from '../rows.ts';
 
@@ -58,9 +58,10 @@ export function createPostgresEventStore(db: Database): EventStore {
       const pruned = rows.find((row) => row.part === 'pruned')!;
       if (before([tx, seq], [pruned.tx as number, pruned.seq as number])) return { gone: true };
       const events = rows.filter((row) => row.part === 'page').map(toLoggedEvent);
-      if (events.length === query.limit) return { gone: false, events, next: events.at(-1)!.position };
+      const envelopes = events.map(envelopeJson).join(',');
+      if (events.length === query.limit) return { gone: false, envelopes, count: events.length, next: events.at(-1)!.position };
       const head = rows.find((row) => row.part === 'head');
-      return { gone: false, events, next: head === undefined ? query.after : [head.tx as number, head.seq as number] };
+      return { gone: false, envelopes, count: events.length, next: head === undefined ? query.after : [head.tx as number, head.seq as number] };
     },
 
     async since(after, limit) {
