@@ -160,16 +160,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
         }
       }
 
-      // The rules judge what was stored, vehicle by vehicle, before the latest states are locked
-      // (one lock order for every commit: vehicles, rule states, latest states).
-      if (rules !== undefined) {
-        const fresh = accepted.flatMap(({ batch, byVehicle, outcome }) =>
-          [...byVehicle].map(([vehicleId, records]) => ({ organizationId: batch.organizationId, vehicleId, records, at: batch.at, outcome })));
-        const written = await judgeInCommit(client, rules, fresh);
-        fresh.forEach((f, i) => f.outcome.events.push(...written[i]!));
-      }
-
-      // Last, the latest states of the accepted batches' vehicles: this node's own rows of them, so
+      // Then the latest states of the accepted batches' vehicles: this node's own rows of them, so
       // other nodes' commits never wait for these locks (the vehicle's state is all its rows merged).
       const touched = new Set<Key>();
       for (const { batch, byVehicle } of accepted) for (const vehicleId of byVehicle.keys()) touched.add(keyOf(batch.organizationId, vehicleId));
@@ -203,6 +194,16 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       }
 
       await upsertLatest(client, [...touched].map((key) => latest.get(key)!), writer, at);
+      // Last, the rules judge what was stored, vehicle by vehicle, under per-vehicle locks that
+      // other nodes' commits of the same vehicles wait for: taken last, they are held only for
+      // the judging and the commit (one lock order for every commit: vehicles, this node's latest
+      // states, rule states).
+      if (rules !== undefined) {
+        const fresh = accepted.flatMap(({ batch, byVehicle, outcome }) =>
+          [...byVehicle].map(([vehicleId, records]) => ({ organizationId: batch.organizationId, vehicleId, records, at: batch.at, outcome })));
+        const written = await judgeInCommit(client, rules, fresh);
+        fresh.forEach((f, i) => f.outcome.events.push(...written[i]!));
+      }
       return outcomes;
     });
   }
@@ -213,7 +214,8 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
      * every vehicle named; activations, if any (one statement per batch that has some); one
      * multi-row insert of every accepted batch's records, and only if its row count says some
      * were duplicates, one read of which ones it stored; then lock and read this node's latest
-     * states, merge, and write them in one upsert; commit. Refusals are decided before any write.
+     * states, merge, and write them in one upsert; then, with rules or trip detection, lock the
+     * vehicles' rule states and judge; commit. Refusals are decided before any write.
      *
      * Locks are what let several nodes commit at once. The vehicles are only key-share locked (a
      * concurrent deletion waits for this commit; status changes and other commits do not), and the
