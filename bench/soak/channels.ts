@@ -54,7 +54,7 @@ export interface Counters {
   /** Operations the pacer could not start because every slot was busy. */
   shed: number;
   latency: Histogram;
-  /** The first few failures, to say why. */
+  /** The first few different failures, to say why. */
   why: string[];
 }
 
@@ -107,7 +107,8 @@ async function measured(c: Counters, work: (signal: AbortSignal) => Promise<Resu
     if (result.status !== undefined && result.status >= 500) c.status5xx++;
     else if (result.status !== undefined) c.refused++;
     else c.errors++;
-    if (c.why.length < 5) c.why.push(result.status === undefined ? (result.error ?? 'failed') : `${result.status} ${result.error ?? ''}`.trim());
+    const why = result.status === undefined ? (result.error ?? 'failed') : `${result.status} ${result.error ?? ''}`.trim();
+    if (c.why.length < 5 && !c.why.includes(why)) c.why.push(why);
   }
   return result;
 }
