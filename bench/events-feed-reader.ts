@@ -1,7 +1,10 @@
 // The reader of the feed case of bench/events.bench.ts, in its own process (so the client never
 // competes with the server for the server's event loop): follows `GET /v2/events?limit=1000` page
-// by page, passing `next` as `after`, until a page comes back empty. Run with one JSON argument
-// ({url, key}); prints one JSON line.
+// by page until a page comes back empty, as a client that reads the `Link: rel="next"` header
+// would: it asks for the next page as soon as a page's headers arrive, then reads and checks the
+// page's body (two connections, at most two requests under way). Every page's body `next` is
+// checked to be the `after` of the link it followed. Run with one JSON argument ({url, key});
+// prints one JSON line.
 import { Agent, request } from 'undici';
 
 export interface FeedReadOutcome {
@@ -23,21 +26,26 @@ interface Page {
 
 if (import.meta.main) {
   const { url, key } = JSON.parse(process.argv[2] ?? '') as { url: string; key: string };
-  const dispatcher = new Agent({ connections: 1 });
+  const dispatcher = new Agent({ connections: 2 });
   const headers = { authorization: `Bearer ${key}` };
+  const get = (path: string) => request(`${url}${path}`, { headers, dispatcher });
   let events = 0;
   let pages = 0;
   let firstId: string | null = null;
   let lastId: string | null = null;
   let outOfOrder = 0;
-  let after: string | undefined;
   const cpu = process.cpuUsage();
   const started = performance.now();
+  let pending = get('/v2/events?limit=1000');
   for (;;) {
-    const res = await request(`${url}/v2/events?limit=1000${after === undefined ? '' : `&after=${after}`}`, { headers, dispatcher });
+    const res = await pending;
     if (res.statusCode !== 200) throw new Error(`GET /v2/events: ${res.statusCode} ${await res.body.text()}`);
+    const link = /^<([^>]+)>; rel="next"$/.exec(String(res.headers.link ?? ''));
+    if (link === null) throw new Error(`GET /v2/events: no next link (${String(res.headers.link)})`);
+    pending = get(link[1]!);
     const page = (await res.body.json()) as Page;
     pages++;
+    if (new URLSearchParams(link[1]!.split('?')[1]).get('after') !== page.next) throw new Error(`the link ${link[1]} is not the page's next ${page.next}`);
     if (page.events.length === 0) break;
     for (const event of page.events) {
       if (lastId !== null && event.id <= lastId) outOfOrder++;
@@ -45,8 +53,8 @@ if (import.meta.main) {
     }
     events += page.events.length;
     firstId ??= page.events[0]!.id;
-    after = page.next;
   }
+  await (await pending).body.dump();
   const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
   await dispatcher.close();

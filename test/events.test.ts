@@ -72,6 +72,29 @@ describe('event feed', () => {
     assert.deepEqual(more.events.map((e) => e.data.to), ['active']);
   });
 
+  test('the Link header names the next page: the same request from next on, and following it reads what following next reads', async () => {
+    await ctx.registerVehicle('ev-link');
+    for (const status of ['inactive', 'active', 'inactive']) await ctx.request('PUT', '/v2/fleet/vehicles/ev-link/status', { body: { status } });
+    const query = { types: 'vehicle.status_changed,vehicle.registered', vehicleId: 'ev-link', limit: '2' };
+    const byNext = await follow(undefined, 2, { types: query.types, vehicleId: query.vehicleId });
+    const ids: string[] = [];
+    let path = `/v2/events?${new URLSearchParams(query)}`;
+    for (let pages = 0; pages < 10; pages++) {
+      const res = await ctx.request('GET', path);
+      assert.equal(res.statusCode, 200, res.body);
+      const page = res.json() as { events: Envelope[]; next: string };
+      const link = /^<(\/v2\/events\?[^>]+)>; rel="next"$/.exec(String(res.headers.link));
+      assert.ok(link !== null, String(res.headers.link));
+      const params = new URLSearchParams(link[1]!.split('?')[1]);
+      assert.deepEqual(Object.fromEntries(params), { ...query, after: page.next });
+      if (page.events.length === 0) break;
+      ids.push(...page.events.map((e) => e.id));
+      path = link[1]!;
+    }
+    assert.equal(ids.length, 4);
+    assert.deepEqual(ids, byNext.events.map((e) => e.id));
+  });
+
   test('organizations see only their own events', async () => {
     const other = await ctx.otherOrganization();
     await ctx.registerVehicle('ev-other', {}, other.key);

@@ -536,7 +536,7 @@ export interface paths {
         };
         /**
          * The event feed
-         * @description The organization's events in the order they were recorded, oldest first. Follow `next` (pass it as `after`): no event is ever skipped or repeated, across restarts and nodes. `webhook.test` events are not in the feed. An `after` older than the retention period answers 410 `cursor-expired`.
+         * @description The organization's events in the order they were recorded, oldest first. Follow `next` (pass it as `after`): no event is ever skipped or repeated, across restarts and nodes. `webhook.test` events are not in the feed. An `after` older than the retention period answers 410 `cursor-expired`. The `Link` header names the next page (`rel="next"`, this request with `after` set to `next`) before the body, so a reader can ask for it while it reads this one.
          *
          *     Needs scope `events:read`.
          */
@@ -2825,8 +2825,8 @@ export interface components {
          */
         Deprecation: string;
         /**
-         * @description RFC 8288: the `/v2` successor of this operation, `rel="successor-version"`.
-         * @example </v2/fleet/vehicles/van-042>; rel="successor-version"
+         * @description RFC 8288 links. On `/api/v1`: the `/v2` successor of the operation, `rel="successor-version"`. On the event feed: the next page, `rel="next"` (the request again with `after` set to the page's `next`), sent before the body.
+         * @example </v2/events?limit=1000&after=ZTE6MDoxMDAw>; rel="next"
          */
         Link: string;
         /**
@@ -4435,6 +4435,7 @@ export interface operations {
             /** @description A page of the event feed. */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -8,8 +8,8 @@ import type { EventType } from './types.ts';
 export type FeedService = ReturnType<typeof createFeedService>;
 
 export function createFeedService(deps: { store: EventStore }) {
-  /** A page of the feed as the JSON text of the response. */
-  async function read(organizationId: string, query: FeedQuery): Promise<string> {
+  /** A page of the feed: the JSON text of the response, and its `next` cursor. */
+  async function read(organizationId: string, query: FeedQuery): Promise<{ body: string; next: string }> {
     const after = query.after === undefined ? START : decodeCursor(query.after);
     const page = await deps.store.feed(organizationId, {
       after,
@@ -21,7 +21,8 @@ export function createFeedService(deps: { store: EventStore }) {
       throw new AppError('cursor-expired', 'Events after this cursor are no longer kept; start again without `after`.');
     }
     // The store gives the envelopes as text: a page of 1000 is neither parsed nor serialized here.
-    return `{"events":[${page.envelopes}],"next":"${encodeCursor(page.next)}"}`;
+    const next = encodeCursor(page.next);
+    return { body: `{"events":[${page.envelopes}],"next":"${next}"}`, next };
   }
   return { read };
 }

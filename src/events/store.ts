@@ -16,8 +16,8 @@ export function comparePositions(a: Position, b: Position): number {
 
 export interface LoggedEvent extends EventRecord {
   position: Position;
-  /** `data` as the store holds it, JSON text: the feed writes it out without parsing it. */
-  dataJson: string;
+  /** The public envelope as JSON text (`envelopeJson`): what the feed and webhooks send, as it is. */
+  envelope: string;
   /** When the service recorded it (its commit's time). */
   recordedAt: number;
 }
@@ -52,7 +52,7 @@ export interface EventStore {
   prune(before: number, max: number): Promise<number>;
 }
 
-/** An event read from the log: `data` is parsed from its stored text only when asked for. */
+/** An event read from the log: `data` is parsed from its envelope's text only when asked for. */
 export class StoredEvent implements LoggedEvent {
   readonly position: Position;
   readonly id: string;
@@ -61,10 +61,10 @@ export class StoredEvent implements LoggedEvent {
   readonly vehicleId: string | null;
   readonly occurredAt: number;
   readonly recordedAt: number;
-  readonly dataJson: string;
+  readonly envelope: string;
   #data: Record<string, unknown> | undefined;
 
-  constructor(row: { position: Position; id: string; organizationId: string; type: EventType; vehicleId: string | null; occurredAt: number; recordedAt: number; dataJson: string }) {
+  constructor(row: { position: Position; id: string; organizationId: string; type: EventType; vehicleId: string | null; occurredAt: number; recordedAt: number; envelope: string }) {
     this.position = row.position;
     this.id = row.id;
     this.organizationId = row.organizationId;
@@ -72,10 +72,10 @@ export class StoredEvent implements LoggedEvent {
     this.vehicleId = row.vehicleId;
     this.occurredAt = row.occurredAt;
     this.recordedAt = row.recordedAt;
-    this.dataJson = row.dataJson;
+    this.envelope = row.envelope;
   }
 
   get data(): Record<string, unknown> {
-    return (this.#data ??= JSON.parse(this.dataJson) as Record<string, unknown>);
+    return (this.#data ??= (JSON.parse(this.envelope) as { data: Record<string, unknown> }).data);
   }
 }

@@ -75,7 +75,7 @@ export function wants(wanted: readonly string[], type: string): boolean {
  * The envelope as JSON text, written around the stored `data` text without parsing it (the feed
  * and the webhook fan-out write many events; this is `JSON.stringify(toEnvelope(event))`).
  */
-export function envelopeJson(event: Omit<EventRecord, 'data'> & { dataJson: string }): string {
+export function envelopeJson(event: Pick<EventRecord, 'id' | 'type' | 'occurredAt' | 'vehicleId'> & { dataJson: string }): string {
   const vehicle = event.vehicleId === null ? '' : `,"vehicleId":${JSON.stringify(event.vehicleId)}`;
   return `{"id":${JSON.stringify(event.id)},"type":"${event.type}","occurredAt":"${iso(event.occurredAt)}"${vehicle},"data":${event.dataJson}}`;
 }

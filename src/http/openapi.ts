@@ -64,8 +64,9 @@ const HEADERS: Record<string, { description: string; schema: Record<string, unkn
     description: 'RFC 6266: the response is a file to save, and its name.', schema: { type: 'string' }, example: 'attachment; filename="van-042.csv"',
   },
   Link: {
-    description: 'RFC 8288: the `/v2` successor of this operation, `rel="successor-version"`.',
-    schema: { type: 'string' }, example: '</v2/fleet/vehicles/van-042>; rel="successor-version"',
+    description: 'RFC 8288 links. On `/api/v1`: the `/v2` successor of the operation, `rel="successor-version"`. On the event feed: ' +
+      'the next page, `rel="next"` (the request again with `after` set to the page\'s `next`), sent before the body.',
+    schema: { type: 'string' }, example: '</v2/events?limit=1000&after=ZTE6MDoxMDAw>; rel="next"',
   },
 };
 

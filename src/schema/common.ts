@@ -106,11 +106,12 @@ export const DECLARED_HEADERS = Symbol('declared response headers');
 /**
  * A route's `response` schema: its success responses plus the problem responses it can give.
  * Every status gets a schema, so no field a schema does not name can leak into a response.
- * `location`: the 201 carries a `Location` header naming the created resource.
+ * `location`: the 201 carries a `Location` header naming the created resource. `headers`: other
+ * named headers (http/openapi.ts) a success response carries, by status.
  */
 export function responses(
   success: Record<number, TSchema>,
-  options: { errors?: number[]; body?: boolean; authenticated?: boolean; location?: boolean } = {},
+  options: { errors?: number[]; body?: boolean; authenticated?: boolean; location?: boolean; headers?: Record<number, string[]> } = {},
 ): Record<number, unknown> {
   const out: Record<number, unknown> & { [DECLARED_HEADERS]?: Record<number, string[]> } = { ...success };
   const statuses = new Set<number>([
@@ -119,7 +120,9 @@ export function responses(
     ...(options.errors ?? []),
   ]);
   for (const status of [...statuses].sort()) out[status] = problemResponse(status);
-  if (options.location === true) out[DECLARED_HEADERS] = { 201: ['Location'] };
+  const declared: Record<number, string[]> = { ...options.headers };
+  if (options.location === true) declared[201] = [...(declared[201] ?? []), 'Location'];
+  if (Object.keys(declared).length > 0) out[DECLARED_HEADERS] = declared;
   return out;
 }
 

@@ -119,7 +119,8 @@ export function bucketOf(row: Row, fields: readonly NumericField[]): AggregateBu
 }
 
 /** An event-log row (both backends store the same columns; `data` arrives as JSON text from both). */
-export function eventOfRow(row: Row, position: Position): LoggedEvent {
+/** `envelope`: the event's public envelope as JSON text (stored, or written from the row). */
+export function eventOfRow(row: Row, position: Position, envelope: string): LoggedEvent {
   return new StoredEvent({
     position,
     id: row.id as string,
@@ -128,6 +129,6 @@ export function eventOfRow(row: Row, position: Position): LoggedEvent {
     vehicleId: (row.vehicle_id as string | null) ?? null,
     occurredAt: row.occurred_at as number,
     recordedAt: row.recorded_at as number,
-    dataJson: row.data as string,
+    envelope,
   });
 }

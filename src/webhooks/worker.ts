@@ -4,7 +4,7 @@
 // out. Attempts' results are written together, one transaction for many.
 import type { Clock } from '../clock.ts';
 import type { LoggedEvent } from '../events/store.ts';
-import { envelopeJson, wants } from '../events/types.ts';
+import { wants } from '../events/types.ts';
 import type { Outbound } from './outbound.ts';
 import { newDeliveryId } from './service.ts';
 import { signedHeaders } from './signing.ts';
@@ -59,12 +59,10 @@ export function matchDeliveries(events: readonly LoggedEvent[], endpoints: reado
   const out: NewDelivery[] = [];
   const byOrganization = Map.groupBy(endpoints, (w) => w.organizationId);
   for (const event of events) {
-    let payload: string | undefined;
     for (const webhook of byOrganization.get(event.organizationId) ?? []) {
       // An endpoint hears of what is recorded from its creation on, not of older events.
       if (!wants(webhook.eventTypes, event.type) || event.recordedAt < webhook.createdAt) continue;
-      payload ??= envelopeJson(event);
-      out.push({ id: newDeliveryId(), webhookId: webhook.id, eventId: event.id, eventType: event.type, payload, recordedAt });
+      out.push({ id: newDeliveryId(), webhookId: webhook.id, eventId: event.id, eventType: event.type, payload: event.envelope, recordedAt });
     }
   }
   return out;

@@ -2,7 +2,7 @@
 // transaction still running (migration 0005 says why): nodes commit concurrently, and a reader
 // following `next` must never step over an event whose commit became visible late.
 import type { EventStore, LoggedEvent, Position } from '../../events/store.ts';
-import { type EventRecord, envelopeJson } from '../../events/types.ts';
+import { type EventRecord, type EventType, envelopeJson } from '../../events/types.ts';
 import type { Database, Queryable, Row } from './database.ts';
 import { eventOfRow } from '../rows.ts';
 
@@ -26,7 +26,11 @@ export async function appendEvents(client: Queryable, events: readonly EventReco
 }
 
 export function toLoggedEvent(row: Row): LoggedEvent {
-  return eventOfRow(row, [row.tx as number, row.seq as number]);
+  const envelope = envelopeJson({
+    id: row.id as string, type: row.type as EventType, occurredAt: row.occurred_at as number,
+    vehicleId: (row.vehicle_id as string | null) ?? null, dataJson: row.data as string,
+  });
+  return eventOfRow(row, [row.tx as number, row.seq as number], envelope);
 }
 
 export function createPostgresEventStore(db: Database): EventStore {
@@ -58,7 +62,7 @@ export function createPostgresEventStore(db: Database): EventStore {
       const pruned = rows.find((row) => row.part === 'pruned')!;
       if (before([tx, seq], [pruned.tx as number, pruned.seq as number])) return { gone: true };
       const events = rows.filter((row) => row.part === 'page').map(toLoggedEvent);
-      const envelopes = events.map(envelopeJson).join(',');
+      const envelopes = events.map((e) => e.envelope).join(',');
       if (events.length === query.limit) return { gone: false, envelopes, count: events.length, next: events.at(-1)!.position };
       const head = rows.find((row) => row.part === 'head');
       return { gone: false, envelopes, count: events.length, next: head === undefined ? query.after : [head.tx as number, head.seq as number] };

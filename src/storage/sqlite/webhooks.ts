@@ -46,7 +46,7 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   );
   const fanned = db.prepare('SELECT fanned_seq FROM event_log_state WHERE id = 1');
   const markFanned = db.prepare('UPDATE event_log_state SET fanned_seq = ? WHERE id = 1');
-  const eventsAfter = db.prepare('SELECT seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+  const eventsAfter = db.prepare('SELECT seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, envelope FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
   const enabledOf = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = ? AND enabled = 1`);
   const due = db.prepare(
     `SELECT d.seq, w.url, w.secret, w.previous_secret, w.previous_secret_until FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
