@@ -69,18 +69,10 @@ export function createOutbound(options: { allowPrivate: boolean; timeoutMs: numb
       if (why !== undefined) return done(false, null, `refused: ${why}`);
     }
     try {
-      const response = await request(target, {
-        method: 'POST', headers, body, dispatcher: agent, signal: AbortSignal.timeout(options.timeoutMs),
-      });
+      const signal = AbortSignal.timeout(options.timeoutMs);
+      const response = await request(target, { method: 'POST', headers, body, dispatcher: agent, signal });
       // Read (and drop) at most 64 KiB, so the connection can be reused; past that it is closed.
-      let read = 0;
-      for await (const chunk of response.body) {
-        read += (chunk as Buffer).length;
-        if (read > RESPONSE_READ_LIMIT) {
-          response.body.destroy();
-          break;
-        }
-      }
+      await response.body.dump({ limit: RESPONSE_READ_LIMIT, signal });
       const status = response.statusCode;
       if (status >= 200 && status < 300) return done(true, status, null);
       return done(false, status, status >= 300 && status < 400 ? `redirect (${status}) not followed` : `answered ${status}`);

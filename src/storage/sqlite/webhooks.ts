@@ -48,12 +48,15 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   const markFanned = db.prepare('UPDATE event_log_state SET fanned_seq = ? WHERE id = 1');
   const eventsAfter = db.prepare('SELECT seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, envelope FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
   const enabledOf = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = ? AND enabled = 1`);
-  const due = db.prepare(
-    `SELECT d.seq, w.url, w.secret, w.previous_secret, w.previous_secret_until FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-     WHERE d.status = 'pending' AND d.next_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.enabled = 1
-     ORDER BY d.next_at LIMIT ?`,
+  // One statement leases a whole claim; RETURNING gives the rows in no set order.
+  const lease = db.prepare(
+    `UPDATE webhook_deliveries SET lease_until = ? WHERE seq IN (
+       SELECT d.seq FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.status = 'pending' AND d.next_at <= ? AND (d.lease_until IS NULL OR d.lease_until <= ?) AND w.enabled = 1
+       ORDER BY d.next_at LIMIT ?)
+     RETURNING ${DELIVERY_COLUMNS}`,
   );
-  const lease = db.prepare(`UPDATE webhook_deliveries SET lease_until = ? WHERE seq = ? RETURNING ${DELIVERY_COLUMNS}`);
+  const endpointOf = db.prepare('SELECT url, secret, previous_secret, previous_secret_until FROM webhooks WHERE id = ?');
   const release = db.prepare("UPDATE webhook_deliveries SET lease_until = NULL WHERE id = ? AND status = 'pending'");
   const finish = db.prepare(
     `UPDATE webhook_deliveries SET status = ?, attempt = attempt + 1, next_at = ?, lease_until = NULL, response_status = ?,
@@ -154,7 +157,16 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
       // again at once (at least once, as after any crash); the next synced write covers it anyway.
       // So the attempts start without waiting for the disk (and, under load, for another turn of
       // the event loop).
-      return unsynced(() => due.all(now, now, limit).map((row) => claimedOf(row, lease.get(leaseUntil, row.seq as number)!, now)));
+      return unsynced(() => {
+        const leased = lease.all(leaseUntil, now, now, limit).sort((a, b) => (a.next_at as number) - (b.next_at as number) || (a.seq as number) - (b.seq as number));
+        const endpoints = new Map<string, Row>();
+        return leased.map((row) => {
+          const webhookId = row.webhook_id as string;
+          let endpoint = endpoints.get(webhookId);
+          if (endpoint === undefined) endpoints.set(webhookId, (endpoint = endpointOf.get(webhookId)!));
+          return claimedOf(endpoint, row, now);
+        });
+      });
     },
     async release(ids) {
       if (ids.length === 0) return;
