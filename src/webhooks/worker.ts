@@ -29,6 +29,12 @@ export interface DeliverySettings {
   concurrency: number;
   /** How often the store is asked for due deliveries when nothing wakes the worker. */
   pollMs: number;
+  /**
+   * A commit that recorded events wakes the worker within this long, so that one fan-out step
+   * (a write and a disk sync) takes in what every commit of that time recorded, rather than one
+   * step per commit.
+   */
+  wakeDelayMs: number;
 }
 
 const MINUTE = 60_000;
@@ -42,6 +48,7 @@ export const DEFAULT_DELIVERY_SETTINGS: DeliverySettings = {
   leaseMs: 30_000,
   concurrency: 64,
   pollMs: 1000,
+  wakeDelayMs: 20,
 };
 
 const FAN_OUT_STEP = 500;
@@ -80,10 +87,13 @@ export function createDeliveryWorker(deps: {
   const { store, outbound, clock, settings, log } = deps;
   let stopped = true;
   let running = false;
-  let wanted = false;
+  /** Something was recorded since the last fan-out step began. */
+  let recorded = false;
+  /** More deliveries may be due than the last claim took. */
+  let moreDue = false;
   let timer: NodeJS.Timeout | undefined;
-  /** Whether `timer` runs the next cycle at once (not after pollMs). */
-  let soon = false;
+  /** When `timer` runs the next cycle (performance.now()). */
+  let dueAt: number | undefined;
   let inFlight = 0;
   /**
    * Claimed, not yet attempted: an attempt starts from here the moment another ends, with no
@@ -96,26 +106,35 @@ export function createDeliveryWorker(deps: {
 
   function schedule(delay: number): void {
     clearTimeout(timer);
-    soon = delay === 0;
+    dueAt = performance.now() + delay;
     timer = setTimeout(() => {
-      soon = false;
+      dueAt = undefined;
       void cycle();
     }, delay);
   }
 
+  /**
+   * A cycle within `delay` ms. One already due by then is left alone: putting it off again on
+   * every commit would, under a steady stream of commits, keep it from ever running. During a
+   * cycle, its end decides (see `cycle`).
+   */
+  function within(delay: number): void {
+    if (stopped || running || (dueAt !== undefined && dueAt <= performance.now() + delay)) return;
+    schedule(delay);
+  }
+
+  /** Something was recorded: a fan-out step shortly. */
   function wake(): void {
     if (stopped) return;
-    wanted = true;
-    // A cycle already due at once is left alone: putting it off again on every commit would, under
-    // a steady stream of commits, keep it from ever running.
-    if (running || soon) return;
-    schedule(0);
+    recorded = true;
+    within(settings.wakeDelayMs);
   }
 
   async function cycle(): Promise<void> {
     if (stopped || running) return;
     running = true;
-    wanted = false;
+    recorded = false;
+    moreDue = false;
     try {
       for (;;) {
         const read = await store.fanOut((events, endpoints) => matchDeliveries(events, endpoints, clock.now()), FAN_OUT_STEP, clock.now());
@@ -124,20 +143,20 @@ export function createDeliveryWorker(deps: {
       const room = 2 * settings.concurrency - inFlight - ready.length;
       if (room <= 0) {
         // Full: whether more is due is not known; look again when the ready ones run low.
-        wanted = true;
+        moreDue = true;
       } else if (!stopped) {
         const now = clock.now();
         const claimed = await store.claim(now, now + settings.leaseMs, room);
         for (const delivery of claimed) ready.push({ delivery, claimedAt: now });
         pump();
         // A full claim may have left more due: look again once the ready ones run low.
-        if (claimed.length === room) wanted = true;
+        if (claimed.length === room) moreDue = true;
       }
     } catch (error) {
       log.warn({ err: error }, 'webhooks: the delivery worker could not read or claim; it tries again shortly');
     } finally {
       running = false;
-      if (!stopped) schedule(wanted && ready.length <= lowWater ? 0 : settings.pollMs);
+      if (!stopped) schedule(moreDue && ready.length <= lowWater ? 0 : recorded ? settings.wakeDelayMs : settings.pollMs);
     }
   }
 
@@ -172,7 +191,7 @@ export function createDeliveryWorker(deps: {
     results.push(result);
     void flush();
     pump();
-    if (wanted && ready.length <= lowWater) wake();
+    if (moreDue && ready.length <= lowWater) within(0);
   }
 
   function flush(): Promise<void> {
@@ -199,7 +218,7 @@ export function createDeliveryWorker(deps: {
     start(): void {
       if (!stopped) return;
       stopped = false;
-      wake();
+      within(0);
     },
     wake,
     /**
@@ -209,7 +228,7 @@ export function createDeliveryWorker(deps: {
     async stop(): Promise<void> {
       stopped = true;
       clearTimeout(timer);
-      soon = false;
+      dueAt = undefined;
       const unsent = ready.map((r) => r.delivery.id);
       ready = [];
       if (unsent.length > 0) {
