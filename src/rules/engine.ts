@@ -14,6 +14,8 @@ import type { AlertChanges, CommitRules, Judged, RulesStore } from './store.ts';
 interface Definitions {
   geofences: Map<string, GeofenceRecord>;
   index: GeofenceIndex;
+  /** Whether some geofence applies to listed vehicles only. */
+  limitedGeofences: boolean;
   rules: AlertRuleRecord[];
   loadedAt: number;
 }
@@ -22,7 +24,7 @@ interface Definitions {
 const REFRESH_MS = 30_000;
 
 /** An organization whose definitions are not in memory: only the trips are judged. */
-const NONE: Definitions = { geofences: new Map(), index: createGeofenceIndex(), rules: [], loadedAt: -Infinity };
+const NONE: Definitions = { geofences: new Map(), index: createGeofenceIndex(), limitedGeofences: false, rules: [], loadedAt: -Infinity };
 
 /**
  * `trips` (default true): every vehicle's records also feed the live trip detection, which emits
@@ -43,6 +45,7 @@ export function createRuleEngine(deps: { store: RulesStore; now?: () => number; 
     const definitions = {
       geofences: new Map(geofences.map((g) => [g.id, g])),
       index,
+      limitedGeofences: geofences.some((g) => g.vehicleIds !== null),
       rules: rules.filter((r) => r.enabled),
       loadedAt: now(),
     };
@@ -95,9 +98,16 @@ export type RuleEngine = ReturnType<typeof createRuleEngine>;
 
 type Data = Record<string, unknown>;
 
+/** `diagnostics.<key>` fields by their key, split once (a rule reads its field on every record). */
+const diagnosticKeys = new Map<string, string | null>();
+
 function fieldValue(data: Data, field: string): unknown {
-  if (field.startsWith('diagnostics.')) return (data.diagnostics as Data | undefined)?.[field.slice('diagnostics.'.length)];
-  return data[field];
+  let key = diagnosticKeys.get(field);
+  if (key === undefined) {
+    key = field.startsWith('diagnostics.') ? field.slice('diagnostics.'.length) : null;
+    if (diagnosticKeys.size < 10_000) diagnosticKeys.set(field, key);
+  }
+  return key === null ? data[field] : (data.diagnostics as Data | undefined)?.[key];
 }
 
 export function compare(value: unknown, op: string, threshold: unknown): boolean {
@@ -166,6 +176,8 @@ function judgeRecords(
   const open = new Map(unresolved.map((a) => [a.ruleId, a]));
   const rules = d.rules.length === 0 ? d.rules : d.rules.filter((r) => appliesTo(r.vehicleIds, vehicleId));
   const sorted = records.length > 1 ? [...records].sort((a, b) => a.timestamp - b.timestamp) : records;
+  // Geofences limited to some vehicles are asked about this one; with none limited, no question.
+  const applies = d.limitedGeofences ? (id: string) => appliesTo(d.geofences.get(id)!.vehicleIds, vehicleId) : undefined;
   const reported: TripEvent[] = [];
   let changed = false;
 
@@ -182,21 +194,24 @@ function judgeRecords(
     tally.records++;
     const location = record.data.location as { lat: number; lng: number } | undefined;
     if (location !== undefined) {
-      const now = d.index.containing(location.lng, location.lat).filter((id) => appliesTo(d.geofences.get(id)!.vehicleIds, vehicleId));
-      const before = new Set(state.inside);
-      const after = new Set(now);
-      for (const id of now) {
-        if (before.has(id)) continue;
-        const g = d.geofences.get(id)!;
-        judged.events.push(newEvent(organizationId, 'geofence.entered', vehicleId, record.timestamp, { geofenceId: id, name: g.name, location }));
+      const now = d.index.containing(location.lng, location.lat, applies);
+      // Most records stay where the one before was (outside every geofence, or in the same one).
+      if (!sameMembers(now, state.inside)) {
+        const before = new Set(state.inside);
+        const after = new Set(now);
+        for (const id of now) {
+          if (before.has(id)) continue;
+          const g = d.geofences.get(id)!;
+          judged.events.push(newEvent(organizationId, 'geofence.entered', vehicleId, record.timestamp, { geofenceId: id, name: g.name, location }));
+        }
+        for (const id of before) {
+          const g = d.geofences.get(id);
+          // A deleted geofence leaves the set without an exit.
+          if (after.has(id) || g === undefined) continue;
+          judged.events.push(newEvent(organizationId, 'geofence.exited', vehicleId, record.timestamp, { geofenceId: id, name: g.name, location }));
+        }
+        state.inside = now.sort();
       }
-      for (const id of before) {
-        const g = d.geofences.get(id);
-        // A deleted geofence leaves the set without an exit.
-        if (after.has(id) || g === undefined) continue;
-        judged.events.push(newEvent(organizationId, 'geofence.exited', vehicleId, record.timestamp, { geofenceId: id, name: g.name, location }));
-      }
-      state.inside = now.sort();
     }
     for (const rule of rules) judgeRule(rule, rule.condition, record, location, state, open, judged, vehicleId);
   }
@@ -214,7 +229,7 @@ function judgeRule(
     case 'offline': {
       // Telemetry is back: an offline alert resolves itself.
       const alert = open.get(rule.id);
-      if (alert !== undefined) close(alert, record.timestamp);
+      if (alert !== undefined) close(rule, alert, record.timestamp, open, judged);
       return;
     }
     case 'threshold':
@@ -234,8 +249,9 @@ function judgeRule(
   }
   const alert = open.get(rule.id);
   if (!holds) {
-    delete state.held[rule.id];
-    if (alert !== undefined) close(alert, record.timestamp);
+    // Deleted only when there: a delete of every rule's key on every record cost more than the rest of the rule.
+    if (state.held[rule.id] !== undefined) delete state.held[rule.id];
+    if (alert !== undefined) close(rule, alert, record.timestamp, open, judged);
     return;
   }
   const since = (state.held[rule.id] ??= record.timestamp);
@@ -245,11 +261,21 @@ function judgeRule(
     judged.events.push(alertEvent('alert.opened', opened, record.timestamp));
     open.set(rule.id, opened);
   }
+}
 
-  function close(a: AlertRecord, at: number): void {
-    const { changed, events } = resolution(a, at, 'system');
-    judged.changed.push(...changed);
-    judged.events.push(...events);
-    open.delete(rule.id);
-  }
+/** The rule's alert resolves itself at `at`. */
+function close(rule: AlertRuleRecord, alert: AlertRecord, at: number, open: Map<string, AlertRecord>, judged: Judged): void {
+  const { changed, events } = resolution(alert, at, 'system');
+  judged.changed.push(...changed);
+  judged.events.push(...events);
+  open.delete(rule.id);
+}
+
+/** Whether two lists of geofence ids hold the same ids (`inside` is kept sorted; a lookup's order is the index's). */
+function sameMembers(found: readonly string[], inside: readonly string[]): boolean {
+  if (found.length !== inside.length) return false;
+  if (found.length === 0) return true;
+  if (found.length === 1) return found[0] === inside[0];
+  const sorted = [...found].sort();
+  return sorted.every((id, i) => id === inside[i]);
 }
