@@ -171,6 +171,8 @@ interface Measured {
   frames: number[];
   longTasks: number[];
   messages: number;
+  /** WebSocket frames (messages, or several in a frame on a batched socket). */
+  wsFrames: number;
   /** Time in the stream's message handlers. */
   messageMs: number;
 }
@@ -377,17 +379,23 @@ async function orchestrate(): Promise<void> {
     console.log(`CPUs: ${placement.note}; checked: the service on ${allowedCpus(child.pid!)}, this driver on ${allowedCpus(process.pid)}, ` +
       `Chromium's ${browserProcesses.size} processes on ${[...where].map(([c, n]) => `${c} (${n})`).join(', ')}`);
     console.log(`driver: ${driver.description}`);
-    // Counts the stream's messages in the page, and the time its handlers take (not through the
-    // driver, which would add work).
+    // Counts the stream's messages (one a line: a batched socket's frame holds several) and
+    // frames in the page, and the time its handlers take (not through the driver, which would add
+    // work).
     await driver.addInitScript(`(() => {
       const Native = window.WebSocket;
       window.__messages = 0;
+      window.__frames = 0;
       window.__messageMs = 0;
       window.WebSocket = class extends Native {
         addEventListener(type, listener, options) {
           if (type !== 'message') return super.addEventListener(type, listener, options);
           return super.addEventListener(type, (event) => {
             const started = performance.now();
+            window.__frames++;
+            if (typeof event.data === 'string') {
+              for (let i = event.data.indexOf('\\n'); i !== -1; i = event.data.indexOf('\\n', i + 1)) window.__messages++;
+            }
             window.__messages++;
             listener.call(this, event);
             window.__messageMs += performance.now() - started;
@@ -415,6 +423,7 @@ async function orchestrate(): Promise<void> {
         const observer = new PerformanceObserver((list) => { for (const e of list.getEntries()) longTasks.push(e.duration); });
         observer.observe({ type: 'longtask', buffered: false });
         const messages = window.__messages;
+        const wsFrames = window.__frames;
         const messageMs = window.__messageMs;
         const end = performance.now() + ${seconds * 1000};
         let last;
@@ -422,7 +431,7 @@ async function orchestrate(): Promise<void> {
           if (last !== undefined) frames.push(now - last);
           last = now;
           if (now < end) requestAnimationFrame(frame);
-          else { observer.disconnect(); resolve({ frames, longTasks, messages: window.__messages - messages, messageMs: window.__messageMs - messageMs }); }
+          else { observer.disconnect(); resolve({ frames, longTasks, messages: window.__messages - messages, wsFrames: window.__frames - wsFrames, messageMs: window.__messageMs - messageMs }); }
         };
         requestAnimationFrame(frame);
       })`);
@@ -460,6 +469,7 @@ async function orchestrate(): Promise<void> {
     console.log('|---|---|---|---|---|---|---|---|---|---|---|');
     console.log(summary(`no updates, ${BASELINE_SECONDS} s`, baseline, BASELINE_SECONDS));
     console.log(summary(`${VEHICLES} vehicles updating once a second, ${SECONDS} s`, underLoad, SECONDS));
+    console.log(`\nthe stream's WebSocket frames: ${Math.round(underLoad.wsFrames / SECONDS)} a second, ${(underLoad.messages / Math.max(1, underLoad.wsFrames)).toFixed(1)} messages a frame`);
 
     const share = (name: string) => `${(((metricsAfter.get(name) ?? 0) - (metricsBefore.get(name) ?? 0)) / window * 100).toFixed(1)} %`;
     console.log(`\nthe renderer's main thread under the updates (Performance.getMetrics): tasks ${share('TaskDuration')} of the time ` +
