@@ -4,10 +4,15 @@
 // where it is mounted, else cgroup v2 (cpu.max). Needs root. Every group made is removed by
 // removeAll(), which the caller runs in its `finally`, after the processes in them have exited;
 // an exit hook tries again for groups left behind.
+//
+// Cpuset groups pin processes to cores of their own (cpuset.cpus): the dashboard benchmark puts
+// the service on some cores and the browser on the others, as they are in use (on different
+// machines). cgroup v1's cpuset controller where it is mounted, else cgroup v2's.
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const V1 = '/sys/fs/cgroup/cpu';
+const V1_CPUSET = '/sys/fs/cgroup/cpuset';
 const V2 = '/sys/fs/cgroup';
 const PERIOD_US = 100_000;
 
@@ -32,8 +37,18 @@ export function cpuCgroups(): Flavour | { kind: 'none'; why: string } {
   return { kind: 'none', why: 'no cgroup v1 cpu controller at /sys/fs/cgroup/cpu and no cgroup v2 with cpu at /sys/fs/cgroup' };
 }
 
-const made: string[] = [];
-let rootOfMade: string | undefined;
+/** Which cgroup interface pins processes to cores here, or why none can be used. */
+export function cpusetCgroups(): Flavour | { kind: 'none'; why: string } {
+  if (process.getuid?.() !== 0) return { kind: 'none', why: 'not root' };
+  if (existsSync(path.join(V1_CPUSET, 'cpuset.cpus'))) return { kind: 'v1', root: V1_CPUSET };
+  if (existsSync(path.join(V2, 'cgroup.controllers')) && readFileSync(path.join(V2, 'cgroup.controllers'), 'utf8').split(/\s+/).includes('cpuset')) {
+    return { kind: 'v2', root: V2 };
+  }
+  return { kind: 'none', why: 'no cgroup v1 cpuset controller at /sys/fs/cgroup/cpuset and no cgroup v2 with cpuset at /sys/fs/cgroup' };
+}
+
+/** Groups made, in order, with the root of their hierarchy. */
+const made: { dir: string; root: string }[] = [];
 
 function removeQuietly(dir: string): boolean {
   try {
@@ -47,13 +62,14 @@ function removeQuietly(dir: string): boolean {
 // A run that fails before its own clean-up: this process leaves its group, then the groups go
 // (those whose processes have exited; a child killed with its parent is gone by then).
 process.once('exit', () => {
-  if (made.length === 0 || rootOfMade === undefined) return;
-  try {
-    writeFileSync(path.join(rootOfMade, 'cgroup.procs'), String(process.pid));
-  } catch {
-    // Not in a group of ours.
+  for (const root of new Set(made.map((group) => group.root))) {
+    try {
+      writeFileSync(path.join(root, 'cgroup.procs'), String(process.pid));
+    } catch {
+      // Not in a group of ours.
+    }
   }
-  for (const dir of made.splice(0).reverse()) removeQuietly(dir);
+  for (const { dir } of made.splice(0).reverse()) removeQuietly(dir);
 });
 
 /**
@@ -65,8 +81,7 @@ process.once('exit', () => {
 export function cpuGroup(flavour: Flavour, name: string, cores: number | undefined, weight = 1): CpuGroup {
   const dir = path.join(flavour.root, name);
   mkdirSync(dir);
-  made.push(dir);
-  rootOfMade = flavour.root;
+  made.push({ dir, root: flavour.root });
   const quota = cores === undefined ? undefined : Math.round(cores * PERIOD_US);
   if (flavour.kind === 'v1') {
     writeFileSync(path.join(dir, 'cpu.cfs_period_us'), String(PERIOD_US));
@@ -93,12 +108,47 @@ export function cpuGroup(flavour: Flavour, name: string, cores: number | undefin
   };
 }
 
+export interface CpusetGroup {
+  name: string;
+  dir: string;
+  /** The cores, as cpuset.cpus lists them ("0", "2-3"). */
+  cpus: string;
+  /** Moves a process (all its threads) into the group; processes it starts later are born there. */
+  add(pid: number): void;
+}
+
+/** A new group named `name` whose processes run only on the cores `cpus` (e.g. [1]). */
+export function cpusetGroup(flavour: Flavour, name: string, cpus: readonly number[]): CpusetGroup {
+  const dir = path.join(flavour.root, name);
+  const list = cpus.join(',');
+  if (flavour.kind === 'v2') writeFileSync(path.join(flavour.root, 'cgroup.subtree_control'), '+cpuset');
+  mkdirSync(dir);
+  made.push({ dir, root: flavour.root });
+  writeFileSync(path.join(dir, 'cpuset.cpus'), list);
+  // v1 needs the memory nodes too before a process may join; the parent's are the machine's.
+  if (flavour.kind === 'v1') writeFileSync(path.join(dir, 'cpuset.mems'), readFileSync(path.join(flavour.root, 'cpuset.mems'), 'utf8').trim());
+  return {
+    name,
+    dir,
+    cpus: readFileSync(path.join(dir, flavour.kind === 'v1' ? 'cpuset.cpus' : 'cpuset.cpus.effective'), 'utf8').trim(),
+    add(pid) {
+      writeFileSync(path.join(dir, 'cgroup.procs'), String(pid));
+    },
+  };
+}
+
 /** Moves a process back to the root group (so that its group can be removed). */
 export function leaveGroup(flavour: Flavour, pid: number): void {
   writeFileSync(path.join(flavour.root, 'cgroup.procs'), String(pid));
 }
 
-/** Removes every group made, once its processes have exited; returns those that could not go. */
+/**
+ * Removes every group made, once its processes have exited; returns those that could not go (yet:
+ * a process that has just exited may still count for a moment). Those are tried again by the next
+ * call and at exit.
+ */
 export function removeAll(): string[] {
-  return made.splice(0).filter((dir) => !removeQuietly(dir));
+  const left = made.splice(0).reverse().filter(({ dir }) => !removeQuietly(dir)).reverse();
+  made.push(...left);
+  return left.map(({ dir }) => dir);
 }

@@ -99,6 +99,43 @@ describe('throttling', () => {
   });
 });
 
+describe('batched sockets', () => {
+  let ctx: StreamApp;
+  const ids = Array.from({ length: 50 }, (_, i) => `b-${i}`);
+  before(async () => {
+    ctx = await createStreamApp();
+    apps.push(ctx);
+    for (const id of ids) await ctx.registerVehicle(id);
+  });
+
+  const batchOf = (speed: number) => ({ records: ids.map((vehicleId) => ({ vehicleId, timestamp: stamp(), data: { speed } })) });
+
+  test('batch=true: the messages of one turn come in one frame, one per line, seqs +1 as ever; without it, one message a frame', async () => {
+    const batched = await open(`${(await createStream(ctx, { events: ['location'], interval: 0 })).url}&batch=true`);
+    const plain = await open((await createStream(ctx, { events: ['location'], interval: 0 })).url);
+    for (const speed of [1, 2, 3]) {
+      const res = await ctx.request('POST', '/v2/telemetry', { body: batchOf(speed) });
+      assert.equal(res.statusCode, 202, res.body);
+    }
+    for (const client of [batched, plain]) {
+      const got = await client.take(3 * ids.length, isEvent());
+      assert.deepEqual(got.map((m) => m.data!.speed), [1, 2, 3].flatMap((speed) => ids.map(() => speed)), 'every update, in order');
+      const seqs = got.map((m) => m.seq!);
+      assert.deepEqual(seqs, seqs.map((_, i) => seqs[0]! + i), 'seq +1 per message');
+    }
+    // Each batch of 50 records is committed and fanned out in one turn: one frame (or a few).
+    assert.ok(batched.frames.length <= 1 + 3 * 3, `${batched.frames.length} frames for ${batched.messages.length} messages`);
+    assert.ok(Math.max(...batched.frames) >= ids.length, `frames of ${batched.frames.join(', ')} messages`);
+    assert.ok(plain.frames.every((n) => n === 1), 'one message a frame without batch');
+  });
+
+  test('batch must be true or false', async () => {
+    const created = await createStream(ctx, { events: ['location'], interval: 0 });
+    const refusal = await refused(`${created.url}&batch=yes`, {}, clients);
+    assert.equal(refusal.status, 400);
+  });
+});
+
 describe('heartbeats', () => {
   test('pings every interval; a client that does not pong is terminated, one that does stays', async () => {
     const ctx = await createStreamApp({ streams: { pingIntervalMs: 150, pongTimeoutMs: 150 } });

@@ -193,7 +193,8 @@ export async function streamRoutes(instance: FastifyInstance, opts: StreamRoutes
           'of the stream\'s types (as for creating it). Everything is ' +
         'checked before the upgrade: a bad, expired or reused ticket answers 401, a browser `Origin` not allowed 403 `origin-not-allowed`, ' +
         'another organization\'s or an unknown stream 404, an ended one 409 `stream-closed`. `lastSeq=N` resumes after seq N, replaying ' +
-        'the messages still held (at least the last 60 s); when some are gone, a snapshot follows instead. ' + PROTOCOL,
+        'the messages still held (at least the last 60 s); when some are gone, a snapshot follows instead. `batch=true` sends the messages ' +
+        'of one turn of the server in one text frame, separated by newlines. ' + PROTOCOL,
       params: StreamIdParams,
       querystring: AttachQuery,
       response: responses({ 200: StreamDetails }, { errors: [404, 409] }),
@@ -205,7 +206,7 @@ export async function streamRoutes(instance: FastifyInstance, opts: StreamRoutes
     handler: async (request) => details(await service.read(request.principal.organizationId, request.params.streamId)),
     wsHandler: (socket, request) => {
       releaseUpgradeRequest(request, socket);
-      service.attach(request.principal, request.params.streamId, socket, request.query.lastSeq);
+      service.attach(request.principal, request.params.streamId, socket, request.query.lastSeq, request.query.batch === true);
     },
   });
 

@@ -65,6 +65,10 @@ export const AttachQuery = Type.Object(
       maximum: Number.MAX_SAFE_INTEGER,
       description: 'WebSocket upgrade only: resume after this seq, replaying the messages the server still holds (at least the last 60 s).',
     })),
+    batch: Type.Optional(Type.Boolean({
+      description: 'WebSocket upgrade only: `true` sends the messages of one turn of the server in one text frame, separated by newlines ' +
+        '(`\\n`; a message never contains one), for clients that receive thousands a second.',
+    })),
   },
   { additionalProperties: false },
 );

@@ -159,13 +159,13 @@ export function createStreamService(deps: {
     },
 
     /** The upgraded socket of `who`; closed at once (1000) if the stream ended since prepareAttach. */
-    attach(who: Principal, streamId: string, ws: WebSocket, lastSeq: number | undefined): boolean {
+    attach(who: Principal, streamId: string, ws: WebSocket, lastSeq: number | undefined, batch = false): boolean {
       const stream = registry.find(who.organizationId, streamId);
       if (stream === undefined || stream.status !== 'connected') {
         ws.close(1000, 'stream ended');
         return false;
       }
-      sockets.attach(stream, ws, lastSeq, who);
+      sockets.attach(stream, ws, lastSeq, who, batch);
       return true;
     },
 

@@ -8,6 +8,13 @@
 // those that drained, and closes with 1013 those behind for too long. Server memory per socket
 // is thus bounded by the limit plus one frame, however slowly a client reads.
 //
+// Batched sockets (attached with `batch=true`): the messages sent to the socket in one turn of the
+// event loop go out as one text frame, separated by newlines, at the end of the turn. A client
+// that receives thousands of messages a second (a browser showing a whole fleet) then handles a
+// few frames a second instead: each WebSocket frame costs a browser work in its network process,
+// its IPC and its page's main thread, whatever the frame holds. Bytes waiting for the end of the
+// turn count as buffered for the slow-consumer limit.
+//
 // Client messages: each socket has a budget (budget.ts), checked before the message is even
 // parsed. A subscribe needs the scopes of the types it adds (messages.ts missingScope), judged by
 // the credential the socket attached with: the bearer token's, or for a ticket the stream's own.
@@ -23,6 +30,7 @@ import { type Sink, type Stream, callAt } from './stream.ts';
 
 /** Buffers hold JSON text: sent as text frames. */
 const TEXT = { binary: false };
+const NEWLINE = Buffer.from('\n');
 
 class Connection implements Sink {
   readonly ws: WebSocket;
@@ -43,8 +51,13 @@ class Connection implements Sink {
   lastPingAt: number;
   closeTimer: NodeJS.Timeout | undefined;
   readonly #manager: SocketManager;
+  /** Several messages a frame (see above). */
+  readonly batch: boolean;
+  /** A batched socket's messages of this turn, and their bytes. */
+  #queue: Buffer[] = [];
+  #queuedBytes = 0;
 
-  constructor(ws: WebSocket, stream: Stream, who: Principal, manager: SocketManager, now: number) {
+  constructor(ws: WebSocket, stream: Stream, who: Principal, manager: SocketManager, now: number, batch: boolean) {
     this.ws = ws;
     this.stream = stream;
     this.credentialId = who.credentialId;
@@ -52,17 +65,40 @@ class Connection implements Sink {
     this.budget = new TokenBucket(manager.budget.burst, manager.budget.rate, now);
     this.#manager = manager;
     this.lastPingAt = now;
+    this.batch = batch;
   }
 
   get bufferedAmount(): number {
-    return this.ws.bufferedAmount;
+    return this.ws.bufferedAmount + this.#queuedBytes;
   }
 
   send(frame: string | Buffer): void {
     if (this.closed) return;
-    this.ws.send(frame, TEXT);
     this.#manager.sent++;
-    if (this.ready && this.ws.bufferedAmount > this.#manager.limit) this.#manager.fellBehind(this);
+    if (this.batch) {
+      if (this.#queue.length === 0) setImmediate(() => this.flushBatch());
+      const bytes = typeof frame === 'string' ? Buffer.from(frame) : frame;
+      this.#queue.push(bytes);
+      this.#queuedBytes += bytes.length;
+    } else {
+      this.ws.send(frame, TEXT);
+    }
+    if (this.ready && this.bufferedAmount > this.#manager.limit) this.#manager.fellBehind(this);
+  }
+
+  /** Sends a batched socket's waiting messages as one frame. */
+  flushBatch(): void {
+    const queue = this.#queue;
+    if (queue.length === 0) return;
+    this.#queue = [];
+    this.#queuedBytes = 0;
+    if (this.closed) return;
+    const parts: Buffer[] = [];
+    for (const message of queue) {
+      if (parts.length > 0) parts.push(NEWLINE);
+      parts.push(message);
+    }
+    this.ws.send(parts.length === 1 ? parts[0]! : Buffer.concat(parts), TEXT);
   }
 
   /** Replies that are not part of the stream (errors, subscription changes): dropped while behind. */
@@ -72,6 +108,8 @@ class Connection implements Sink {
 
   close(code: number, reason: string): void {
     if (this.closed) return;
+    // What was sent before the close goes before it.
+    this.flushBatch();
     this.closed = true;
     this.lifetime?.cancel();
     this.ws.close(code, reason);
@@ -190,8 +228,8 @@ export function createSocketManager(deps: { sessions: Sessions; settings: Stream
      * A socket upgraded for `stream` by `who`; the credentials and the stream were checked before
      * the upgrade. It lives no longer than `who`'s credential.
      */
-    attach(stream: Stream, ws: WebSocket, lastSeq: number | undefined, who: Principal): void {
-      const connection = new Connection(ws, stream, who, manager, clock.now());
+    attach(stream: Stream, ws: WebSocket, lastSeq: number | undefined, who: Principal, batch = false): void {
+      const connection = new Connection(ws, stream, who, manager, clock.now(), batch);
       sockets.add(connection);
       ws.on('pong', () => {
         connection.pingSentAt = 0;
@@ -227,6 +265,7 @@ export function createSocketManager(deps: { sessions: Sessions; settings: Stream
       clearInterval(behindTimer);
       const open = [...sockets];
       for (const connection of open) {
+        connection.flushBatch();
         connection.closed = true;
         connection.lifetime?.cancel();
         connection.ws.close(code, reason);

@@ -44,6 +44,8 @@ export class StreamClient {
   readonly messages: Message[] = [];
   /** Receive time (ms) of each message, same index as `messages`. */
   readonly receivedAt: number[] = [];
+  /** How many messages each frame held (more than one only on a socket attached with `batch=true`). */
+  readonly frames: number[] = [];
   readonly closed: Promise<{ code: number; reason: string }>;
   #waiters = new Set<() => void>();
   #read = 0;
@@ -58,8 +60,12 @@ export class StreamClient {
     });
     ws.on('message', (data, isBinary) => {
       assert.equal(isBinary, false, 'server messages are text frames');
-      this.messages.push(JSON.parse((data as Buffer).toString('utf8')) as Message);
-      this.receivedAt.push(Date.now());
+      const lines = (data as Buffer).toString('utf8').split('\n');
+      for (const line of lines) {
+        this.messages.push(JSON.parse(line) as Message);
+        this.receivedAt.push(Date.now());
+      }
+      this.frames.push(lines.length);
       for (const wake of this.#waiters) wake();
     });
   }
