@@ -103,6 +103,13 @@ export interface TelemetryStore {
    * consumer that stops (`return()`) stops the reads. Pages are never empty.
    */
   scan(organizationId: string, vehicleId: string, range: TimeRange, pageSize: number): AsyncGenerator<StoredRecord[], void, undefined>;
+  /**
+   * The records `scan` would give, already written by the database as the CSV export writes them
+   * (history/formats.ts: the lines, byte for byte, without the header), up to `pageSize` records
+   * a piece, read as `scan` reads: no record is parsed in JavaScript. Optional; `undefined` when
+   * the store cannot for this range, and the export then writes the records `scan` gives.
+   */
+  scanCsv?(organizationId: string, vehicleId: string, range: TimeRange, pageSize: number): AsyncGenerator<Uint8Array, void, undefined> | undefined;
   /** Per-bucket statistics of the numeric fields, computed by the database; empty buckets left out, in time order. */
   aggregate(organizationId: string, vehicleId: string, query: AggregateQuery): Promise<AggregateBucket[]>;
   /** Every vehicle's latest state, to rebuild the in-memory view at start. */

@@ -19,6 +19,7 @@ import type { CommitRules } from '../../rules/store.ts';
 import type { SqliteRuleWrites } from './rules.ts';
 import { write as writeOne } from './database.ts';
 import { createSqliteAggregate } from './telemetry-aggregate.ts';
+import { CSV_TIMES, prepareCsvPage } from './telemetry-csv.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
 import type { WalSync } from './wal-sync.ts';
 
@@ -59,16 +60,17 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
   // Each part reads at most `limit` rows (the recent part scans its few thousand by time); the merge is then small.
   // One lower bound (`from`, or just after the cursor): given two, SQLite seeks the key to one of
   // them and filters by the other row by row, so each page read the range again from `from`.
-  const historyPage = db.prepare(
-    `SELECT * FROM (SELECT ts, data FROM telemetry
-                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 ORDER BY ts LIMIT ?5)
-     UNION ALL
-     SELECT * FROM (SELECT ts, data FROM telemetry_recent
-                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 ORDER BY ts LIMIT ?5)
-     ORDER BY ts LIMIT ?5`,
-  );
+  const page = `SELECT * FROM (SELECT ts, data FROM telemetry
+                                WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 ORDER BY ts LIMIT ?5)
+                 UNION ALL
+                 SELECT * FROM (SELECT ts, data FROM telemetry_recent
+                                WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 ORDER BY ts LIMIT ?5)
+                 ORDER BY ts LIMIT ?5`;
+  const historyPage = db.prepare(page);
   // Rows as [ts, data] arrays: an object per row with named columns cost as much as reading it.
   historyPage.setReturnArrays(true);
+  // The same page written as CSV lines by SQLite (telemetry-csv.ts).
+  const csvPage = prepareCsvPage(db, page);
   const allLatest = db.prepare('SELECT organization_id, vehicle_id, ts, fields FROM telemetry_latest');
   const pruneOldest = db.prepare(
     `DELETE FROM telemetry WHERE (organization_id, vehicle_id, ts) IN
@@ -298,6 +300,21 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
 
     scan(organizationId, vehicleId, range, pageSize) {
       return scanByPages((...args) => store.history(...args), organizationId, vehicleId, range, pageSize);
+    },
+
+    scanCsv(organizationId, vehicleId, range, pageSize) {
+      if (range.from < CSV_TIMES.from || range.to > CSV_TIMES.to) return undefined;
+      return (async function* csvPages() {
+        // Read as `scan` reads: keyset pages, each its own short query, the next from just after the last time read.
+        let from = range.from;
+        for (;;) {
+          const [read, last, text] = csvPage.get(organizationId, vehicleId, from, range.to, pageSize) as unknown as [number, number | null, Uint8Array | null];
+          if (read === 0) return;
+          yield text!;
+          if (read < pageSize) return;
+          from = last! + 1;
+        }
+      })();
     },
 
     async aggregate(organizationId, vehicleId, query) {
