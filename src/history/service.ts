@@ -111,16 +111,15 @@ export function createHistoryService(deps: { telemetry: TelemetryStore; vehicles
    */
   async function exportRange(organizationId: string, vehicleId: string, query: ExportQuery) {
     const range = rangeOf(query);
-    const name = query.format ?? 'csv';
-    const format = FORMATS[name];
+    const format = FORMATS[query.format ?? 'csv'];
     await requireVehicle(organizationId, vehicleId);
-    // A store that writes the CSV itself spares parsing every record (and the garbage of it).
-    const written = name === 'csv' ? telemetry.scanCsv?.(organizationId, vehicleId, range, pageSize) : undefined;
+    // A store that writes the format itself spares parsing every record (and the garbage of it).
+    const written = format.written === undefined ? undefined : telemetry.scanWritten?.(format.written.format, organizationId, vehicleId, range, pageSize);
     return {
       contentType: format.contentType,
       filename: `${vehicleId.replaceAll(':', '_')}_${compact(range.from)}_${compact(range.to)}.${format.extension}`,
       body: written !== undefined
-        ? pass(format.writer(vehicleId), written)
+        ? pass(format.writer(vehicleId), written, format.written!.separator)
         : write(format.writer(vehicleId), telemetry.scan(organizationId, vehicleId, range, pageSize)),
     };
   }
@@ -128,11 +127,16 @@ export function createHistoryService(deps: { telemetry: TelemetryStore; vehicles
   return { trips, stops, aggregates, exportRange };
 }
 
-/** The export of pieces the store wrote already: between the writer's beginning and end. */
-async function* pass(writer: ExportWriter, pieces: AsyncGenerator<Uint8Array>): AsyncGenerator<string | Uint8Array> {
+/** The export of pieces the store wrote already: between the writer's beginning and end, `separator` between two. */
+async function* pass(writer: ExportWriter, pieces: AsyncGenerator<Uint8Array>, separator: string): AsyncGenerator<string | Uint8Array> {
   try {
     yield writer.begin();
-    yield* pieces;
+    let first = true;
+    for await (const piece of pieces) {
+      if (!first && separator !== '') yield separator;
+      first = false;
+      yield piece;
+    }
     yield writer.end();
   } finally {
     await pieces.return(undefined);

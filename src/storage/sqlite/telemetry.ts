@@ -19,7 +19,7 @@ import type { CommitRules } from '../../rules/store.ts';
 import type { SqliteRuleWrites } from './rules.ts';
 import { write as writeOne } from './database.ts';
 import { createSqliteAggregate } from './telemetry-aggregate.ts';
-import { CSV_TIMES, prepareCsvPage } from './telemetry-csv.ts';
+import { WRITTEN_TIMES, prepareWrittenPage } from './telemetry-export.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
 import type { WalSync } from './wal-sync.ts';
 
@@ -69,8 +69,8 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
   const historyPage = db.prepare(page);
   // Rows as [ts, data] arrays: an object per row with named columns cost as much as reading it.
   historyPage.setReturnArrays(true);
-  // The same page written as CSV lines by SQLite (telemetry-csv.ts).
-  const csvPage = prepareCsvPage(db, page);
+  // The same page written in an export format by SQLite (telemetry-export.ts).
+  const writtenPage = { csv: prepareWrittenPage(db, page, 'csv'), geojson: prepareWrittenPage(db, page, 'geojson') };
   const allLatest = db.prepare('SELECT organization_id, vehicle_id, ts, fields FROM telemetry_latest');
   const pruneOldest = db.prepare(
     `DELETE FROM telemetry WHERE (organization_id, vehicle_id, ts) IN
@@ -302,15 +302,16 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
       return scanByPages((...args) => store.history(...args), organizationId, vehicleId, range, pageSize);
     },
 
-    scanCsv(organizationId, vehicleId, range, pageSize) {
-      if (range.from < CSV_TIMES.from || range.to > CSV_TIMES.to) return undefined;
-      return (async function* csvPages() {
+    scanWritten(format, organizationId, vehicleId, range, pageSize) {
+      if (range.from < WRITTEN_TIMES.from || range.to > WRITTEN_TIMES.to) return undefined;
+      const statement = writtenPage[format];
+      return (async function* written() {
         // Read as `scan` reads: keyset pages, each its own short query, the next from just after the last time read.
         let from = range.from;
         for (;;) {
-          const [read, last, text] = csvPage.get(organizationId, vehicleId, from, range.to, pageSize) as unknown as [number, number | null, Uint8Array | null];
+          const [read, last, text] = statement.get(organizationId, vehicleId, from, range.to, pageSize) as unknown as [number, number | null, Uint8Array | null];
           if (read === 0) return;
-          yield text!;
+          if (text !== null) yield text; // null: no record of the page has a location (GeoJSON)
           if (read < pageSize) return;
           from = last! + 1;
         }
