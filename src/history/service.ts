@@ -128,7 +128,7 @@ export function createHistoryService(deps: { telemetry: TelemetryStore; vehicles
 }
 
 /** The export of pieces the store wrote already: between the writer's beginning and end, `separator` between two. */
-async function* pass(writer: ExportWriter, pieces: AsyncGenerator<Uint8Array>, separator: string): AsyncGenerator<string | Uint8Array> {
+async function* pass(writer: ExportWriter, pieces: AsyncGenerator<string>, separator: string): AsyncGenerator<string> {
   try {
     yield writer.begin();
     let first = true;

@@ -114,7 +114,7 @@ export interface TelemetryStore {
    * JavaScript. Optional; `undefined` when the store cannot for this format or range, and the
    * export then writes the records `scan` gives.
    */
-  scanWritten?(format: WrittenFormat, organizationId: string, vehicleId: string, range: TimeRange, pageSize: number): AsyncGenerator<Uint8Array, void, undefined> | undefined;
+  scanWritten?(format: WrittenFormat, organizationId: string, vehicleId: string, range: TimeRange, pageSize: number): AsyncGenerator<string, void, undefined> | undefined;
   /** Per-bucket statistics of the numeric fields, computed by the database; empty buckets left out, in time order. */
   aggregate(organizationId: string, vehicleId: string, query: AggregateQuery): Promise<AggregateBucket[]>;
   /** Every vehicle's latest state, to rebuild the in-memory view at start. */

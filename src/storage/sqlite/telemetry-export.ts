@@ -1,6 +1,8 @@
 // Exports (history/formats.ts) written by SQLite itself from the stored JSON text, many records'
-// text at a time handed over as bytes: JavaScript parses no record and makes no string per
-// record, which is most of what an export of millions of records allocated.
+// text at a time in one string: JavaScript parses no record and makes no string per record, which
+// is most of what an export of millions of records allocated. (Text, not a BLOB: a Uint8Array's
+// memory is outside V8's heap, which an export then hardly grows, so V8 collected them only every
+// 64 MB or so; the strings are collected with the young generation.)
 //
 // The same bytes as formats.ts writes: `->` gives a value as the stored text wrote it, and that
 // text is JSON.stringify's (the store writes nothing else), which writes a number as String()
@@ -41,13 +43,13 @@ const FORMATS: Record<WrittenFormat, { text: string; separator: string }> = {
 
 /**
  * A statement giving one row: how many records `page` (SQL of rows `ts, data` in time order, with
- * its own parameters) read, the last one's time, and their text in `format` as a BLOB (NULL when
- * none of them has any).
+ * its own parameters) read, the last one's time, and their text in `format` (NULL when none of
+ * them has any).
  */
 export function prepareWrittenPage(db: DatabaseSync, page: string, format: WrittenFormat): StatementSync {
   const { text, separator } = FORMATS[format];
   const statement = db.prepare(
-    `SELECT count(*), max(ts), CAST(group_concat(${text}, ${separator} ORDER BY ts) AS BLOB)
+    `SELECT count(*), max(ts), group_concat(${text}, ${separator} ORDER BY ts)
      FROM (SELECT ts, ((ts % 1000) + 1000) % 1000 AS ms, data FROM (${page}))`,
   );
   statement.setReturnArrays(true);
