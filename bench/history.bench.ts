@@ -6,22 +6,28 @@
 //   fields over the same rows, without `last`);
 // - trips, and stops, of that day vs a raw SELECT loop that only reads the same rows;
 // - the CSV export of the 1,000,000 records vs a raw SELECT loop writing the same CSV (the same
-//   bytes, checked) to a socket, with the server's RSS growth during the export.
+//   bytes, checked) to a socket, with the server's RSS growth during the export. For this case
+//   Fleet runs in a process of its own started just before it (bench/history-server.ts), so its
+//   RSS is the server's alone and its first export is a cold process's.
 // Fleet and baseline take turns, BENCH_ROUNDS rounds (default 5; 3 for the export), medians
 // reported. PostgreSQL from FLEET_BENCH_DATABASE_URL (default: FLEET_TEST_DATABASE_URL, else the
 // local server), skipped with a message when unreachable. BENCH_STORES=sqlite picks one store.
+import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { cpus, release, tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { openSqlite } from '../src/storage/sqlite/database.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import { createPostgresStores } from '../src/storage/postgres/index.ts';
 import { median, ms, startBenchFleet } from './lib.ts';
 import { dataText } from './rows.ts';
+import type { HistoryServerMessage, HistoryServerRequest, HistoryServerSpec } from './history-server.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const EXPORT_ROUNDS = Math.min(ROUNDS, 3);
@@ -80,6 +86,9 @@ interface Backend {
   name: string;
   url: string;
   headers: Record<string, string>;
+  /** The same store for Fleet in its own process, once `closeFleet` has closed this process's. */
+  server: HistoryServerSpec;
+  closeFleet(): Promise<void>;
   rawAggregate(): Promise<number>;
   rawRead(): Promise<number>;
   rawCsv(socket: net.Socket): Promise<number>;
@@ -106,8 +115,12 @@ async function sqliteBackend(): Promise<Backend> {
      FROM telemetry WHERE organization_id = ? AND vehicle_id = ? AND ts >= ? AND ts < ? GROUP BY bucket`,
   );
   const read = db.prepare('SELECT ts, data FROM telemetry WHERE organization_id = ? AND vehicle_id = ? AND ts >= ? AND ts < ? ORDER BY ts');
+  const closeFleet = onlyOnce(async () => {
+    await fleet.app.close();
+    await fleet.stores.close();
+  });
   return {
-    name: 'SQLite', url: fleet.url, headers: fleet.headers,
+    name: 'SQLite', url: fleet.url, headers: fleet.headers, server: { store: 'sqlite', file }, closeFleet,
     rawAggregate: async () => aggregate.all(...args).length,
     rawRead: async () => {
       let n = 0;
@@ -123,8 +136,7 @@ async function sqliteBackend(): Promise<Backend> {
     },
     close: async () => {
       db.close();
-      await fleet.app.close();
-      await fleet.stores.close();
+      await closeFleet();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -143,8 +155,12 @@ async function postgresBackend(admin: pg.Client): Promise<Backend> {
   }
   await pool.query('ANALYZE telemetry');
   const args = [fleet.organizationId, TARGET, DAY.from, DAY.to];
+  const closeFleet = onlyOnce(async () => {
+    await fleet.app.close();
+    await fleet.stores.close();
+  });
   return {
-    name: 'PostgreSQL', url: fleet.url, headers: fleet.headers,
+    name: 'PostgreSQL', url: fleet.url, headers: fleet.headers, server: { store: 'postgres', url: pgUrl, schema }, closeFleet,
     rawAggregate: async () => (await pool.query(
       `SELECT t.ts / 300000 AS bucket, count(*) AS n, ${FIELDS.map((f) => `min(x.${f}), max(x.${f}), avg(x.${f})`).join(', ')}
        FROM telemetry t CROSS JOIN LATERAL json_to_record(t.data) AS x(${FIELDS.map((f) => `${f} float8`).join(', ')})
@@ -168,9 +184,45 @@ async function postgresBackend(admin: pg.Client): Promise<Backend> {
     },
     close: async () => {
       await pool.end();
-      await fleet.app.close();
-      await fleet.stores.close();
+      await closeFleet();
       await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    },
+  };
+}
+
+/** `fn` run on the first call only; later calls get the first one's promise. */
+function onlyOnce(fn: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  return () => (done ??= fn());
+}
+
+/** Fleet in a process of its own on `spec`'s store: its URL, its RSS (from /proc), its memoryUsage(), and closing it. */
+async function startServer(spec: HistoryServerSpec) {
+  const child = fork(fileURLToPath(new URL('./history-server.ts', import.meta.url)), [JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const next = <T extends HistoryServerMessage['type']>(type: T) => new Promise<Extract<HistoryServerMessage, { type: T }>>((resolve, reject) => {
+    const onMessage = (message: HistoryServerMessage) => {
+      if (message.type !== type) return;
+      child.off('message', onMessage).off('exit', onExit);
+      resolve(message as Extract<HistoryServerMessage, { type: T }>);
+    };
+    const onExit = (code: number | null) => reject(new Error(`the server process exited (${code})`));
+    child.on('message', onMessage).once('exit', onExit);
+  });
+  const ask = (request: HistoryServerRequest) => child.send(request);
+  const { url } = await next('ready');
+  return {
+    url,
+    /** Resident set size in bytes, read by this process: the server does nothing to tell it. */
+    rss: () => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) * 1024,
+    memory: async () => {
+      const answer = next('memory');
+      ask({ op: 'memory' });
+      return (await answer).usage;
+    },
+    close: async () => {
+      const exited = once(child, 'exit');
+      ask({ op: 'close' });
+      await exited;
     },
   };
 }
@@ -208,8 +260,24 @@ async function measure(backend: Backend) {
   const trips = !cases.has('trips') ? undefined : await pair(ROUNDS, () => get(`/v2/fleet/vehicles/${TARGET}/trips`, range).then((r) => r.json()), () => backend.rawRead());
   const stops = !cases.has('trips') ? undefined : await pair(ROUNDS, () => get(`/v2/fleet/vehicles/${TARGET}/stops`, range).then((r) => r.json()), () => backend.rawRead());
 
-  if (!cases.has('export')) return { aggregates, trips, stops, exported: undefined, rssGrowth: 0, firstRssGrowth: 0, rawRssGrowth: 0, bytes: 0 };
-  const sink = net.createServer((socket) => socket.resume());
+  if (!cases.has('export')) return { aggregates, trips, stops, exported: undefined, rssGrowth: 0, firstRssGrowth: 0, rawRssGrowth: 0, bytes: 0, memory: undefined };
+  // Fleet in a process of its own from here on, started now on the same store: its RSS is the
+  // server's alone (not also this process's HTTP client and baseline), and its first export is
+  // the first since it started.
+  await backend.closeFleet();
+  const server = await startServer(backend.server);
+  // The warm-ups' bytes are hashed, to check they are the same; the timed rounds' only counted.
+  let fleetHash = '';
+  let rawHash = '';
+  let hashRaw = true;
+  const sink = net.createServer((socket) => {
+    if (hashRaw) {
+      hashRaw = false;
+      const hash = createHash('sha256');
+      socket.on('data', (chunk: Buffer) => hash.update(chunk)).on('end', () => (rawHash = hash.digest('hex')));
+    }
+    socket.resume();
+  });
   sink.listen(0, '127.0.0.1');
   await once(sink, 'listening');
   let fleetBytes = 0;
@@ -217,39 +285,57 @@ async function measure(backend: Backend) {
   const exportRange = { from: new Date(DAY0).toISOString(), to: new Date(DAY0 + EXPORT_RECORDS * 1000).toISOString(), format: 'csv' };
   const growths: number[] = [];
   let rawRssGrowth = 0;
-  /** The most RSS grew over its value at the start while `fn` ran. */
-  const rssDuring = async (fn: () => Promise<void>) => {
-    const before = process.memoryUsage.rss();
+  /** The most `rss()` grew over its value at the start while `fn` ran, sampled every 20 ms. */
+  const rssDuring = async (rss: () => number, fn: () => Promise<void>) => {
+    const before = rss();
     let peak = before;
-    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
+    const sampler = setInterval(() => (peak = Math.max(peak, rss())), 20);
     await fn();
     clearInterval(sampler);
-    return peak - before;
+    return Math.max(peak, rss()) - before;
   };
-  const exported = await pair(EXPORT_ROUNDS, async () => {
-    fleetBytes = 0;
-    const growth = await rssDuring(async () => {
-      // A plain HTTP client reading as fast as it can: the server's pace and memory are measured.
-      const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-        http.get(`${backend.url}/v2/telemetry/${EXPORTED}/export?${new URLSearchParams(exportRange).toString()}`, { headers: backend.headers }, resolve).on('error', reject);
+  const memoryBefore = await server.memory();
+  let memoryAfter: NodeJS.MemoryUsage | undefined;
+  let exported;
+  try {
+    exported = await pair(EXPORT_ROUNDS, async () => {
+      fleetBytes = 0;
+      const hash = fleetHash === '' ? createHash('sha256') : undefined;
+      const growth = await rssDuring(server.rss, async () => {
+        // A plain HTTP client reading as fast as it can: the server's pace and memory are measured.
+        const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+          http.get(`${server.url}/v2/telemetry/${EXPORTED}/export?${new URLSearchParams(exportRange).toString()}`, { headers: backend.headers }, resolve).on('error', reject);
+        });
+        if (res.statusCode !== 200) throw new Error(`export: ${res.statusCode}`);
+        for await (const chunk of res) {
+          fleetBytes += (chunk as Buffer).length;
+          hash?.update(chunk as Buffer);
+        }
       });
-      if (res.statusCode !== 200) throw new Error(`export: ${res.statusCode}`);
-      for await (const chunk of res) fleetBytes += (chunk as Buffer).length;
+      if (hash !== undefined) fleetHash = hash.digest('hex');
+      growths.push(growth);
+      memoryAfter ??= await server.memory();
+    }, async () => {
+      const growth = await rssDuring(() => process.memoryUsage.rss(), async () => {
+        const socket = net.connect((sink.address() as net.AddressInfo).port, '127.0.0.1');
+        await once(socket, 'connect');
+        rawBytes = await backend.rawCsv(socket);
+        socket.end();
+        await once(socket, 'close');
+      });
+      rawRssGrowth = Math.max(rawRssGrowth, growth);
     });
-    growths.push(growth);
-  }, async () => {
-    const growth = await rssDuring(async () => {
-      const socket = net.connect((sink.address() as net.AddressInfo).port, '127.0.0.1');
-      await once(socket, 'connect');
-      rawBytes = await backend.rawCsv(socket);
-      socket.end();
-    });
-    rawRssGrowth = Math.max(rawRssGrowth, growth);
-  });
-  sink.close();
+  } finally {
+    sink.close();
+    await server.close();
+  }
   if (fleetBytes !== rawBytes) throw new Error(`the export wrote ${fleetBytes} bytes, the baseline ${rawBytes}`);
+  if (fleetHash !== rawHash) throw new Error(`the export's bytes differ from the baseline's (SHA-256 ${fleetHash} and ${rawHash})`);
   // The first export (the warm-up) also grows the heap to its working size and compiles the code.
-  return { aggregates, trips, stops, exported, rssGrowth: Math.max(...growths.slice(1)), firstRssGrowth: growths[0]!, rawRssGrowth, bytes: fleetBytes };
+  return {
+    aggregates, trips, stops, exported, rssGrowth: Math.max(...growths.slice(1)), firstRssGrowth: growths[0]!, rawRssGrowth, bytes: fleetBytes,
+    memory: { before: memoryBefore, after: memoryAfter! },
+  };
 }
 
 function report(name: string, m: Awaited<ReturnType<typeof measure>>) {
@@ -266,7 +352,12 @@ function report(name: string, m: Awaited<ReturnType<typeof measure>>) {
   const mb = m.rssGrowth / 1024 / 1024;
   console.log(`\nExport: ${(m.bytes / 1024 / 1024).toFixed(0)} MiB, the same bytes as the baseline's; RSS growth during it ${mb.toFixed(1)} MB ` +
     `at most (goal < 50 MB: ${mb < 50 ? 'met' : '**not met**'}); in the first export after start ${(m.firstRssGrowth / 1024 / 1024).toFixed(1)} MB; ` +
-    `the baseline's own growth ${(m.rawRssGrowth / 1024 / 1024).toFixed(1)} MB.\n`);
+    `the baseline's own growth ${(m.rawRssGrowth / 1024 / 1024).toFixed(1)} MB.`);
+  const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)}`;
+  const { before, after } = m.memory;
+  console.log(`The server process (its own) around its first export, MiB before → after: RSS ${mib(before.rss)} → ${mib(after.rss)}, ` +
+    `heapTotal ${mib(before.heapTotal)} → ${mib(after.heapTotal)}, heapUsed ${mib(before.heapUsed)} → ${mib(after.heapUsed)}, ` +
+    `external ${mib(before.external)} → ${mib(after.external)} (arrayBuffers ${mib(before.arrayBuffers)} → ${mib(after.arrayBuffers)}).\n`);
 }
 
 console.log(`Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Linux ${release()}; ` +

@@ -80,9 +80,7 @@ export function ms(value: number): string {
 export async function startBenchFleet(stores: Stores, vehicles: readonly string[], env: (organizationId: string) => Record<string, string> = () => ({})) {
   const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(undefined);
   if (first === undefined) throw new Error('fresh store did not bootstrap');
-  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', ...env(first.organization.id) });
-  if (!loaded.ok) throw new Error(loaded.errors.join('; '));
-  const app = await buildApp({ config: loaded.config, stores });
+  const app = await buildBenchFleet(stores, env(first.organization.id));
   const headers = { authorization: `Bearer ${first.secret}` };
   for (const vehicleId of vehicles) {
     const res = await app.inject({ method: 'POST', url: '/v2/fleet/vehicles', headers, payload: { vehicleId, type: 'van' } });
@@ -93,6 +91,13 @@ export async function startBenchFleet(stores: Stores, vehicles: readonly string[
     app, stores, headers, secret: first.secret, organizationId: first.organization.id,
     url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
   };
+}
+
+/** Fleet on `stores` (not bootstrapped here), logs at warn, rate limits and MQTT off unless `env` says otherwise; not listening yet. */
+export async function buildBenchFleet(stores: Stores, env: Record<string, string> = {}) {
+  const loaded = loadConfig({ FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', ...env });
+  if (!loaded.ok) throw new Error(loaded.errors.join('; '));
+  return buildApp({ config: loaded.config, stores });
 }
 
 /** Database files in temporary folders of their own, all removed by `removeAll` at the end of a run. */

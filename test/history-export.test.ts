@@ -9,6 +9,7 @@ import { check as checkGeoJson } from '@placemarkio/check-geojson';
 import { gpx as gpxToGeoJson } from '@tmcw/togeojson';
 import { DOMParser } from '@xmldom/xmldom';
 import { parse as parseCsv } from 'csv-parse/sync';
+import { FORMATS } from '../src/history/formats.ts';
 import { PAGE_SIZE } from '../src/history/service.ts';
 import { mergeLatest } from '../src/telemetry/latest.ts';
 import type { StoredRecord, TelemetryStore } from '../src/telemetry/store.ts';
@@ -73,6 +74,43 @@ function suite(backend: 'sqlite' | 'postgres') {
     assert.equal(many.length, MANY.length);
   });
 
+  test('CSV and GeoJSON written by the store itself: the bytes the writers write, for numbers of every form and times before 1970', async (t) => {
+    const store = ctx.stores.telemetry;
+    if (store.scanWritten === undefined) return t.skip('this store leaves the exports to the writers');
+    const org = ctx.organizationId;
+    const odd: StoredRecord['data'][] = [
+      ...RECORDS,
+      { location: { lat: 1e-7, lng: -179.99999999999997 }, speed: 0.1 + 0.2, odometer: 2 ** 53 + 2, temperature: -0 },
+      { odometer: 1e21, battery: 100, heading: 359.99999999999994, diagnostics: { a: 'tab\t "q" \\ \u0001 \u2028 \ud800', b: 1e-7, c: false } },
+      { diagnostics: { z: 'only diagnostics' }, location: { lng: 2.5, lat: -1e-9 } },
+    ];
+    // A few records go to the recent table, more straight to the clustered one: both are read.
+    const records = [...odd, ...odd, ...odd].map((data, i) => ({ vehicleId: 'odd', timestamp: -2_001 + i * 997, data }));
+    await ctx.registerVehicle('odd');
+    for (const part of [records.slice(0, 5), records.slice(5)]) {
+      const [outcome] = await store.commit([{ organizationId: org, at: START, records: part }], mergeLatest);
+      assert.ok(outcome?.ok);
+    }
+    const range = { from: -10_000, to: 100_000 };
+    for (const format of ['csv', 'geojson'] as const) {
+      const writer = FORMATS[format].writer('odd');
+      let expected = '';
+      for await (const page of store.scan(org, 'odd', range, 4)) expected += writer.page(page);
+      const located = records.filter((r) => r.data.location !== undefined).length;
+      assert.equal(expected.split(format === 'csv' ? '\r\n' : ',\n').length, format === 'csv' ? records.length + 1 : located);
+      for (const pageSize of [1, 4, 1000]) {
+        const pieces: string[] = [];
+        for await (const piece of store.scanWritten(format, org, 'odd', range, pageSize)!) pieces.push(piece);
+        if (format === 'csv') assert.equal(pieces.length, Math.ceil(records.length / pageSize));
+        assert.equal(pieces.join(FORMATS[format].written!.separator), expected, `${format}, pages of ${pageSize}`);
+      }
+      // Times SQLite cannot write as JavaScript does: the export writes the records itself.
+      assert.equal(store.scanWritten(format, org, 'odd', { from: -62_167_219_200_001, to: 0 }, 10), undefined);
+      const res = await ctx.request('GET', '/v2/telemetry/odd/export', { query: { from: '1969-12-31T23:59:50Z', to: '1970-01-02T00:00:00Z', format } });
+      assert.equal(res.body, `${writer.begin()}${expected}${writer.end()}`);
+    }
+  });
+
   test('GeoJSON: a FeatureCollection of one Point per located record, valid for check-geojson', async () => {
     const res = await exportOf('shapes', 'geojson');
     assert.equal(res.headers['content-type'], 'application/geo+json');
@@ -110,21 +148,30 @@ function suite(backend: 'sqlite' | 'postgres') {
     const total = PAGE_SIZE * 24; // more than one of the larger reads PostgreSQL makes
     await commit('big', Array.from({ length: total }, () => ({ speed: 1, diagnostics })), 1);
     // Pages are counted as the export takes them from the store's scan (which reads the database
-    // only when a page it does not hold yet is taken), and the end of the scan.
+    // only when a page it does not hold yet is taken), and the end of the scan: `scanWritten` for
+    // a store that writes the CSV itself, else `scan`.
     const store = ctx.stores.telemetry;
     const scan = store.scan.bind(store);
+    const scanWritten = store.scanWritten?.bind(store);
     let queries = 0;
     let ended = 0;
-    store.scan = async function* counted(...args: Parameters<TelemetryStore['scan']>) {
+    async function* counted<T>(pages: AsyncGenerator<T, void, undefined>) {
       try {
-        for await (const page of scan(...args)) {
+        for await (const page of pages) {
           queries++;
           yield page;
         }
       } finally {
         ended++;
       }
-    };
+    }
+    store.scan = (...args: Parameters<TelemetryStore['scan']>) => counted(scan(...args));
+    if (scanWritten !== undefined) {
+      store.scanWritten = (...args: Parameters<NonNullable<TelemetryStore['scanWritten']>>) => {
+        const pages = scanWritten(...args);
+        return pages === undefined ? undefined : counted(pages);
+      };
+    }
     let req: http.ClientRequest | undefined;
     try {
       await ctx.app.listen({ host: '127.0.0.1', port: 0 });
@@ -163,6 +210,7 @@ function suite(backend: 'sqlite' | 'postgres') {
     } finally {
       req?.destroy(); // a failed check must not leave a paused response holding the server open
       store.scan = scan;
+      store.scanWritten = scanWritten;
     }
   });
 }

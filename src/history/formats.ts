@@ -1,7 +1,7 @@
 // Export formats: each writes a page of records as one piece of text, so an export of any size
 // is a stream of pages (docs/API.md "History: trips, stops, aggregates, exports").
 import { iso } from '../clock.ts';
-import type { StoredRecord } from '../telemetry/store.ts';
+import type { StoredRecord, WrittenFormat } from '../telemetry/store.ts';
 import type { ExportFormat } from './schema.ts';
 
 export interface ExportWriter {
@@ -14,6 +14,11 @@ export interface ExportFormatSpec {
   contentType: string;
   extension: string;
   writer(vehicleId: string): ExportWriter;
+  /**
+   * A store may write this format's records itself (TelemetryStore's `scanWritten`): what goes
+   * between two of its pieces, which come between the writer's `begin` and `end`.
+   */
+  written?: { format: WrittenFormat; separator: string };
 }
 
 const CSV_HEADER = 'timestamp,lat,lng,speed,heading,battery,temperature,odometer,diagnostics\r\n';
@@ -72,6 +77,7 @@ export const FORMATS: Record<ExportFormat, ExportFormatSpec> = {
   csv: {
     contentType: 'text/csv; charset=utf-8; header=present',
     extension: 'csv',
+    written: { format: 'csv', separator: '' },
     writer: () => ({
       begin: () => CSV_HEADER,
       page: (records) => {
@@ -85,6 +91,7 @@ export const FORMATS: Record<ExportFormat, ExportFormatSpec> = {
   geojson: {
     contentType: 'application/geo+json',
     extension: 'geojson',
+    written: { format: 'geojson', separator: ',\n' },
     writer: () => {
       let separator = '';
       return {

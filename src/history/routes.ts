@@ -102,9 +102,12 @@ export async function historyRoutes(instance: FastifyInstance, opts: { service: 
     const file = await service.exportRange(request.principal.organizationId, vehicleId, request.query);
     // Readable.from pulls the next piece only when the socket has taken the last (backpressure),
     // and Fastify destroys it when the connection closes, which ends the generator and its scan.
+    // The pieces go to the socket as the strings they are, one held ahead: a socket writes a
+    // string from memory it frees once written, where a stream of bytes would first copy each
+    // into a Buffer whose memory V8 frees only when it next collects.
     return reply
       .header('content-type', file.contentType)
       .header('content-disposition', `attachment; filename="${file.filename}"`)
-      .send(Readable.from(file.body, { objectMode: false }));
+      .send(Readable.from(file.body, { objectMode: true, highWaterMark: 1 }));
   });
 }

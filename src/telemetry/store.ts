@@ -58,6 +58,9 @@ export interface HistoryRange {
   limit: number;
 }
 
+/** Export formats a store may write itself (`scanWritten`). */
+export type WrittenFormat = 'csv' | 'geojson';
+
 /** A time range, `from` inclusive, `to` exclusive (ms). */
 export interface TimeRange {
   from: number;
@@ -103,6 +106,15 @@ export interface TelemetryStore {
    * consumer that stops (`return()`) stops the reads. Pages are never empty.
    */
   scan(organizationId: string, vehicleId: string, range: TimeRange, pageSize: number): AsyncGenerator<StoredRecord[], void, undefined>;
+  /**
+   * The records `scan` would give, already written by the database as the export writes them
+   * (history/formats.ts), byte for byte: `csv` lines (without the header), or `geojson` features
+   * (of the located records, joined by `,\n`, without the collection around them). A piece for
+   * up to `pageSize` records read, never empty, read as `scan` reads; no record is parsed in
+   * JavaScript. Optional; `undefined` when the store cannot for this format or range, and the
+   * export then writes the records `scan` gives.
+   */
+  scanWritten?(format: WrittenFormat, organizationId: string, vehicleId: string, range: TimeRange, pageSize: number): AsyncGenerator<string, void, undefined> | undefined;
   /** Per-bucket statistics of the numeric fields, computed by the database; empty buckets left out, in time order. */
   aggregate(organizationId: string, vehicleId: string, query: AggregateQuery): Promise<AggregateBucket[]>;
   /** Every vehicle's latest state, to rebuild the in-memory view at start. */

@@ -10,6 +10,7 @@ import type { TelemetryData } from '../../telemetry/schema.ts';
 import {
   type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, groupByVehicle, judgeBatch,
 } from '../../telemetry/store.ts';
+import type pg from 'pg';
 import type { Database, Queryable } from './database.ts';
 import { aggregatePostgres } from './telemetry-aggregate.ts';
 import { AHEAD_DAYS, DAY_MS, dayOf, ensurePartitions, prunePartitions } from './partitions.ts';
@@ -261,25 +262,40 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       // comes as text and is parsed a page at a time, as the page is taken: parsed 5000 at once
       // (by `pg`), the records lived across the pages' awaits, left V8's young generation and
       // made trips on PostgreSQL take about 1.5 × as long. Not a named statement, as `history` says.
+      // Each read is sent as soon as the one before has come back, so that PostgreSQL reads the
+      // next rows while these are parsed and taken: one read ahead at most. Rows as arrays: `pg`
+      // makes no object per row.
       const readSize = Math.max(pageSize, 5000);
-      let after = Number.MIN_SAFE_INTEGER;
-      for (;;) {
-        const { rows } = await db.query<{ ts: number; data: string }>({
+      type Row = [ts: number, data: string];
+      const read = (after: number) => {
+        const rows = db.query<Row>({
           text: `SELECT ts, data::text AS data FROM telemetry
                  WHERE organization_id = $1 AND vehicle_id = $2 AND ts >= $3 AND ts < $4 AND ts > $5
                  ORDER BY ts LIMIT $6`,
           values: [organizationId, vehicleId, range.from, range.to, after, readSize],
-        });
-        for (let i = 0; i < rows.length; i += pageSize) {
-          const page = new Array<StoredRecord>(Math.min(pageSize, rows.length - i));
-          for (let j = 0; j < page.length; j++) {
-            const row = rows[i + j]!;
-            page[j] = { vehicleId, timestamp: row.ts, data: JSON.parse(row.data) as TelemetryData };
+          rowMode: 'array', // passed on to `pg` as it is; its QueryConfig type leaves it out
+        } as pg.QueryConfig).then((result) => result.rows);
+        // Handled when awaited; until then (the consumer busy with a page) a failure must not count as unhandled.
+        rows.catch(() => undefined);
+        return rows;
+      };
+      let next: Promise<Row[]> | undefined = read(Number.MIN_SAFE_INTEGER);
+      try {
+        while (next !== undefined) {
+          const rows: Row[] = await next;
+          next = rows.length < readSize ? undefined : read(rows.at(-1)![0]);
+          for (let i = 0; i < rows.length; i += pageSize) {
+            const page = new Array<StoredRecord>(Math.min(pageSize, rows.length - i));
+            for (let j = 0; j < page.length; j++) {
+              const [ts, data] = rows[i + j]!;
+              page[j] = { vehicleId, timestamp: ts, data: JSON.parse(data) as TelemetryData };
+            }
+            yield page;
           }
-          yield page;
         }
-        if (rows.length < readSize) return;
-        after = rows.at(-1)!.ts;
+      } finally {
+        // A consumer that stopped early: the read ahead, if any, is over when the scan is.
+        await next?.catch(() => undefined);
       }
     },
 

@@ -50,6 +50,24 @@ export function openSqlite(file: string): DatabaseSync {
   return db;
 }
 
+/**
+ * A second connection to `file`, opened by `openSqlite` before, for the long reads of history
+ * reports and exports: WAL lets it read beside the writer, it refuses writes, and its page cache is
+ * small. A range is read once, in key order, so a large cache gains it nothing, while the pages of
+ * a 1,000,000-record export filled the writer's 64 MB cache, which a fresh process then grew by
+ * as much (docs/BENCHMARKS.md, "History").
+ */
+export function openSqliteReader(file: string): DatabaseSync {
+  const db = new DatabaseSync(file, { timeout: 5000 });
+  db.exec(`
+    PRAGMA query_only = ON;
+    PRAGMA busy_timeout = 5000;
+    PRAGMA temp_store = MEMORY;
+    PRAGMA cache_size = -2048;
+  `);
+  return db;
+}
+
 export function migrate(db: DatabaseSync): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT');
   const applied = new Set(

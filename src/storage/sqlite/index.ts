@@ -1,4 +1,4 @@
-import { openSqlite } from './database.ts';
+import { openSqlite, openSqliteReader } from './database.ts';
 import { diskSpaceOf } from './disk-space.ts';
 import { ownDatabaseFile } from './owner.ts';
 import { createSqliteAuthStore } from './auth.ts';
@@ -24,6 +24,8 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
     owner?.release();
     throw error;
   }
+  // An in-memory database has no file to open twice: its reads stay on its one connection.
+  const reader = file === ':memory:' ? db : openSqliteReader(file);
   const ping = db.prepare('SELECT 1 AS ok');
   const wal = createWalSync(db, options.syncFile);
   const appendEvents = createSqliteEventAppender(db);
@@ -34,7 +36,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
     auth: createSqliteAuthStore(db),
     oauth: createSqliteOAuthStore(db),
     vehicles: createSqliteVehicleStore(db, wal, statuses, appendEvents, (organizationId, vehicleId) => ruleWrites.forget(organizationId, vehicleId)),
-    telemetry: createSqliteTelemetryStore(db, wal, statuses, ruleWrites),
+    telemetry: createSqliteTelemetryStore(db, wal, statuses, ruleWrites, reader),
     events: createSqliteEventStore(db),
     rules: createSqliteRulesStore(db, ruleWrites),
     webhooks: createSqliteWebhookStore(db, wal),
@@ -46,6 +48,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
     },
     async close() {
       wal.close();
+      if (reader !== db && reader.isOpen) reader.close();
       if (db.isOpen) db.close();
       owner?.release();
     },

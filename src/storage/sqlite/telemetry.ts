@@ -8,17 +8,18 @@
 //
 // What the recent records say of each vehicle's latest state is also kept in memory as they are
 // written, so a move folds one merged state per vehicle instead of reading every record back.
-import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { EventRecord } from '../../events/types.ts';
 import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import {
-  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch, scanByPages,
+  type BatchOutcome, type CommitBatch, type HistoryRange, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch, scanByPages,
 } from '../../telemetry/store.ts';
 import type { CommitRules } from '../../rules/store.ts';
 import type { SqliteRuleWrites } from './rules.ts';
 import { write as writeOne } from './database.ts';
 import { createSqliteAggregate } from './telemetry-aggregate.ts';
+import { WRITTEN_TIMES, prepareWrittenPage } from './telemetry-export.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
 import type { WalSync } from './wal-sync.ts';
 
@@ -32,9 +33,12 @@ export const DIRECT_AT = 16;
 
 /**
  * `wal` syncs the group commits (see wal-sync.ts); `statuses` knows each vehicle's status. The
- * stores of one database share both.
+ * stores of one database share both. `reader` (database.ts's `openSqliteReader`, or `db` itself)
+ * serves the range scans of history reports and exports.
  */
-export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statuses: VehicleStatuses, ruleWrites: SqliteRuleWrites): TelemetryStore {
+export function createSqliteTelemetryStore(
+  db: DatabaseSync, wal: WalSync, statuses: VehicleStatuses, ruleWrites: SqliteRuleWrites, reader: DatabaseSync = db,
+): TelemetryStore {
   const stored = db.prepare('SELECT 1 FROM telemetry WHERE organization_id = ? AND vehicle_id = ? AND ts = ?');
   const newestStored = db.prepare('SELECT max(ts) AS ts FROM telemetry WHERE organization_id = ? AND vehicle_id = ?');
   const inRecent = db.prepare('SELECT 1 FROM telemetry_recent WHERE organization_id = ? AND vehicle_id = ? AND ts = ?');
@@ -59,16 +63,19 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
   // Each part reads at most `limit` rows (the recent part scans its few thousand by time); the merge is then small.
   // One lower bound (`from`, or just after the cursor): given two, SQLite seeks the key to one of
   // them and filters by the other row by row, so each page read the range again from `from`.
-  const historyPage = db.prepare(
-    `SELECT * FROM (SELECT ts, data FROM telemetry
-                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 ORDER BY ts LIMIT ?5)
-     UNION ALL
-     SELECT * FROM (SELECT ts, data FROM telemetry_recent
-                    WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 ORDER BY ts LIMIT ?5)
-     ORDER BY ts LIMIT ?5`,
-  );
+  const page = `SELECT * FROM (SELECT ts, data FROM telemetry
+                                WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 ORDER BY ts LIMIT ?5)
+                 UNION ALL
+                 SELECT * FROM (SELECT ts, data FROM telemetry_recent
+                                WHERE organization_id = ?1 AND vehicle_id = ?2 AND ts >= ?3 AND ts < ?4 ORDER BY ts LIMIT ?5)
+                 ORDER BY ts LIMIT ?5`;
+  const historyPage = db.prepare(page);
+  const scanPage = reader.prepare(page);
   // Rows as [ts, data] arrays: an object per row with named columns cost as much as reading it.
   historyPage.setReturnArrays(true);
+  scanPage.setReturnArrays(true);
+  // The same page written in an export format by SQLite (telemetry-export.ts).
+  const writtenPage = { csv: prepareWrittenPage(reader, page, 'csv'), geojson: prepareWrittenPage(reader, page, 'geojson') };
   const allLatest = db.prepare('SELECT organization_id, vehicle_id, ts, fields FROM telemetry_latest');
   const pruneOldest = db.prepare(
     `DELETE FROM telemetry WHERE (organization_id, vehicle_id, ts) IN
@@ -133,6 +140,17 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
       if (db.isOpen) recent = Number(countRecent.get()!.n);
       throw error;
     }
+  }
+
+  /** A page of the history through `statement` (`historyPage`, or `scanPage` for the range scans). */
+  function readPage(statement: StatementSync, organizationId: string, vehicleId: string, range: HistoryRange): StoredRecord[] {
+    return statement
+      // Times are whole milliseconds: after the cursor is from the next one on.
+      .all(organizationId, vehicleId, range.after === undefined ? range.from : Math.max(range.from, range.after + 1), range.to, range.limit)
+      .map((row) => {
+        const [ts, data] = row as unknown as [number, string];
+        return { vehicleId, timestamp: ts, data: JSON.parse(data) as TelemetryData };
+      });
   }
 
   const toLatest = (organizationId: string, vehicleId: string, row: Row): LatestState => ({
@@ -287,17 +305,27 @@ export function createSqliteTelemetryStore(db: DatabaseSync, wal: WalSync, statu
     },
 
     async history(organizationId, vehicleId, range) {
-      return historyPage
-        // Times are whole milliseconds: after the cursor is from the next one on.
-        .all(organizationId, vehicleId, range.after === undefined ? range.from : Math.max(range.from, range.after + 1), range.to, range.limit)
-        .map((row) => {
-          const [ts, data] = row as unknown as [number, string];
-          return { vehicleId, timestamp: ts, data: JSON.parse(data) as TelemetryData };
-        });
+      return readPage(historyPage, organizationId, vehicleId, range);
     },
 
     scan(organizationId, vehicleId, range, pageSize) {
-      return scanByPages((...args) => store.history(...args), organizationId, vehicleId, range, pageSize);
+      return scanByPages(async (...args) => readPage(scanPage, ...args), organizationId, vehicleId, range, pageSize);
+    },
+
+    scanWritten(format, organizationId, vehicleId, range, pageSize) {
+      if (range.from < WRITTEN_TIMES.from || range.to > WRITTEN_TIMES.to) return undefined;
+      const statement = writtenPage[format];
+      return (async function* written() {
+        // Read as `scan` reads: keyset pages, each its own short query, the next from just after the last time read.
+        let from = range.from;
+        for (;;) {
+          const [read, last, text] = statement.get(organizationId, vehicleId, from, range.to, pageSize) as unknown as [number, number | null, string | null];
+          if (read === 0) return;
+          if (text !== null) yield text; // null: no record of the page has a location (GeoJSON)
+          if (read < pageSize) return;
+          from = last! + 1;
+        }
+      })();
     },
 
     async aggregate(organizationId, vehicleId, query) {
