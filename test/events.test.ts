@@ -78,11 +78,11 @@ describe('event feed', () => {
     const query = { types: 'vehicle.status_changed,vehicle.registered', vehicleId: 'ev-link', limit: '2' };
     const byNext = await follow(undefined, 2, { types: query.types, vehicleId: query.vehicleId });
     const ids: string[] = [];
-    let path = `/v2/events?${new URLSearchParams(query)}`;
+    let path = `/v2/events?${new URLSearchParams(query).toString()}`;
     for (let pages = 0; pages < 10; pages++) {
       const res = await ctx.request('GET', path);
       assert.equal(res.statusCode, 200, res.body);
-      const page = res.json() as { events: Envelope[]; next: string };
+      const page = res.json<{ events: Envelope[]; next: string }>();
       const link = /^<(\/v2\/events\?[^>]+)>; rel="next"$/.exec(String(res.headers.link));
       assert.ok(link !== null, String(res.headers.link));
       const params = new URLSearchParams(link[1]!.split('?')[1]);

@@ -31,5 +31,5 @@ export function nextPage(query: FeedQuery, next: string): string {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) if (name !== 'after' && value !== undefined) params.set(name, String(value));
   params.set('after', next);
-  return `/v2/events?${params}`;
+  return `/v2/events?${params.toString()}`;
 }
