@@ -131,11 +131,13 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
     const before = await data('zoom');
     const view = await page.locator('.fleet .map-view').boundingBox();
     assert.ok(view !== null);
-    const boxes = await page.locator('.cluster').evaluateAll((els) => els.map((el) => {
+    // The view's clusters come from the worker after the zoom: waited for, not read once.
+    const clusterOnScreen = async () => (await page.locator('.cluster').evaluateAll((els) => els.map((el) => {
       const r = el.getBoundingClientRect();
       return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
-    }));
-    const target = boxes.find((b) => b.x > view.x + 40 && b.x < view.x + view.width - 40 && b.y > view.y + 40 && b.y < view.y + view.height - 40);
+    }))).find((b) => b.x > view.x + 40 && b.x < view.x + view.width - 40 && b.y > view.y + 40 && b.y < view.y + view.height - 40);
+    let target = await clusterOnScreen();
+    for (const deadline = Date.now() + 10_000; target === undefined && Date.now() < deadline; target = await clusterOnScreen()) await sleep(50);
     assert.ok(target !== undefined, 'no cluster on screen');
     await page.mouse.click(target.x, target.y);
     await until(`Number(${MAP}.zoom) > ${before}`);
