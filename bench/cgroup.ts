@@ -27,24 +27,24 @@ export interface CpuGroup {
 
 type Flavour = { kind: 'v1'; root: string } | { kind: 'v2'; root: string };
 
-/** Which cgroup interface caps CPU here, or why none can be used. */
-export function cpuCgroups(): Flavour | { kind: 'none'; why: string } {
+/** Which cgroup interface offers `controller` here (v1 at `v1Root`, judged by `v1File`), or why none can be used. */
+function controllerCgroups(controller: 'cpu' | 'cpuset', v1Root: string, v1File: string): Flavour | { kind: 'none'; why: string } {
   if (process.getuid?.() !== 0) return { kind: 'none', why: 'not root' };
-  if (existsSync(path.join(V1, 'cpu.cfs_quota_us'))) return { kind: 'v1', root: V1 };
-  if (existsSync(path.join(V2, 'cgroup.controllers')) && readFileSync(path.join(V2, 'cgroup.controllers'), 'utf8').split(/\s+/).includes('cpu')) {
+  if (existsSync(path.join(v1Root, v1File))) return { kind: 'v1', root: v1Root };
+  if (existsSync(path.join(V2, 'cgroup.controllers')) && readFileSync(path.join(V2, 'cgroup.controllers'), 'utf8').split(/\s+/).includes(controller)) {
     return { kind: 'v2', root: V2 };
   }
-  return { kind: 'none', why: 'no cgroup v1 cpu controller at /sys/fs/cgroup/cpu and no cgroup v2 with cpu at /sys/fs/cgroup' };
+  return { kind: 'none', why: `no cgroup v1 ${controller} controller at ${v1Root} and no cgroup v2 with ${controller} at ${V2}` };
+}
+
+/** Which cgroup interface caps CPU here, or why none can be used. */
+export function cpuCgroups(): Flavour | { kind: 'none'; why: string } {
+  return controllerCgroups('cpu', V1, 'cpu.cfs_quota_us');
 }
 
 /** Which cgroup interface pins processes to cores here, or why none can be used. */
 export function cpusetCgroups(): Flavour | { kind: 'none'; why: string } {
-  if (process.getuid?.() !== 0) return { kind: 'none', why: 'not root' };
-  if (existsSync(path.join(V1_CPUSET, 'cpuset.cpus'))) return { kind: 'v1', root: V1_CPUSET };
-  if (existsSync(path.join(V2, 'cgroup.controllers')) && readFileSync(path.join(V2, 'cgroup.controllers'), 'utf8').split(/\s+/).includes('cpuset')) {
-    return { kind: 'v2', root: V2 };
-  }
-  return { kind: 'none', why: 'no cgroup v1 cpuset controller at /sys/fs/cgroup/cpuset and no cgroup v2 with cpuset at /sys/fs/cgroup' };
+  return controllerCgroups('cpuset', V1_CPUSET, 'cpuset.cpus');
 }
 
 /** Groups made, in order, with the root of their hierarchy. */
