@@ -110,6 +110,11 @@ export function renderAlerts(root: HTMLElement): () => void {
   const RANK: Record<string, number> = { open: 0, acknowledged: 1, resolved: 2 };
   let cursor: string | null = null;
   let token = 0;
+  /**
+   * Alerts from the stream while the list is read again: that read may have been answered before
+   * they changed, so they are shown once more over its rows.
+   */
+  let arrived: Map<string, Alert> | undefined;
 
   function filterNow() {
     return { statuses: STATUS_FILTERS[statusFilter.value]?.statuses ?? ['open', 'acknowledged'], vehicle: vehicleFilter.value.trim() };
@@ -199,6 +204,7 @@ export function renderAlerts(root: HTMLElement): () => void {
 
   async function loadAlerts(append: boolean) {
     const mine = ++token;
+    if (!append) arrived = new Map();
     const { statuses, vehicle } = filterNow();
     table.setAttribute('aria-busy', 'true');
     try {
@@ -219,6 +225,10 @@ export function renderAlerts(root: HTMLElement): () => void {
         rows.set(alert.id, row);
         tbody.append(row);
       }
+      if (!append && arrived !== undefined) {
+        for (const alert of arrived.values()) show(alert, true);
+        arrived = undefined;
+      }
       cursor = page.nextCursor;
       older.hidden = cursor === null;
       emptyNote();
@@ -226,7 +236,10 @@ export function renderAlerts(root: HTMLElement): () => void {
       if (signal.aborted || mine !== token) return;
       replace(alertFeedback, problemBox(error));
     } finally {
-      if (mine === token) table.removeAttribute('aria-busy');
+      if (mine === token) {
+        arrived = undefined;
+        table.removeAttribute('aria-busy');
+      }
     }
   }
 
@@ -278,7 +291,9 @@ export function renderAlerts(root: HTMLElement): () => void {
     event(envelope: EventEnvelope) {
       if (!envelope.type.startsWith('alert.')) return;
       const alert = envelope.data as unknown as Alert;
-      if (typeof alert.id === 'string' && typeof alert.status === 'string') show(alert, true);
+      if (typeof alert.id !== 'string' || typeof alert.status !== 'string') return;
+      arrived?.set(alert.id, alert);
+      show(alert, true);
     },
     state(state, why) {
       liveNote.textContent = describeState(state, why);

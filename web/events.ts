@@ -87,6 +87,8 @@ export function renderEvents(root: HTMLElement): () => void {
   /** Asked to read while reading: read once more afterwards, from where that read ends. */
   let again = false;
   let token = 0;
+  /** Live events that came while the feed was read: added once the read is done, on top of it. */
+  const waiting: EventEnvelope[] = [];
 
   function matches(event: EventEnvelope): boolean {
     const type = typeFilter.value;
@@ -173,7 +175,7 @@ export function renderEvents(root: HTMLElement): () => void {
       if (again) {
         again = false;
         readForward();
-      }
+      } else if (waiting.length > 0) add(waiting.splice(0), true);
     });
   }
 
@@ -181,6 +183,7 @@ export function renderEvents(root: HTMLElement): () => void {
     token++;
     reading = false;
     again = false;
+    waiting.length = 0;
     next = undefined;
     shown.clear();
     replace(tbody);
@@ -191,7 +194,8 @@ export function renderEvents(root: HTMLElement): () => void {
 
   const stopListening = listenToEvents({
     event(envelope) {
-      add([envelope], true);
+      if (reading) waiting.push(envelope);
+      else add([envelope], true);
     },
     state(state, why) {
       liveNote.textContent = describeState(state, why);

@@ -18,13 +18,15 @@ interface Definitions {
   limitedGeofences: boolean;
   rules: AlertRuleRecord[];
   loadedAt: number;
+  /** The organization's `version` when they were read. */
+  version: number;
 }
 
 /** Definitions older than this are read again even without news of a change (a lost bus message). */
 const REFRESH_MS = 30_000;
 
 /** An organization whose definitions are not in memory: only the trips are judged. */
-const NONE: Definitions = { geofences: new Map(), index: createGeofenceIndex(), limitedGeofences: false, rules: [], loadedAt: -Infinity };
+const NONE: Definitions = { geofences: new Map(), index: createGeofenceIndex(), limitedGeofences: false, rules: [], loadedAt: -Infinity, version: -1 };
 
 /**
  * `trips` (default true): every vehicle's records also feed the live trip detection, which emits
@@ -34,41 +36,60 @@ export function createRuleEngine(deps: { store: RulesStore; now?: () => number; 
   const now = deps.now ?? Date.now;
   const trips = deps.trips ?? true;
   const cache = new Map<string, Definitions>();
-  const loading = new Map<string, Promise<Definitions>>();
+  const loading = new Map<string, Promise<void>>();
   /** Records judged against their organization's geofences and rules (fleet_alert_evaluations_total). */
   const tally = { records: 0 };
 
-  async function load(organizationId: string): Promise<Definitions> {
-    const [geofences, rules] = await Promise.all([deps.store.allGeofences(organizationId), deps.store.allRules(organizationId)]);
-    const index = createGeofenceIndex();
-    for (const g of geofences) index.set(g.id, g.geometry);
-    const definitions = {
-      geofences: new Map(geofences.map((g) => [g.id, g])),
-      index,
-      limitedGeofences: geofences.some((g) => g.vehicleIds !== null),
-      rules: rules.filter((r) => r.enabled),
-      loadedAt: now(),
-    };
-    cache.set(organizationId, definitions);
-    return definitions;
+  /** Changes of definitions heard of: of everyone's (a cluster resync), and per organization. */
+  let everyone = 0;
+  const changes = new Map<string, number>();
+  const version = (organizationId: string) => everyone + (changes.get(organizationId) ?? 0);
+
+  /** Reads the organization's definitions, again if they changed while being read. */
+  async function load(organizationId: string): Promise<void> {
+    for (;;) {
+      const began = version(organizationId);
+      const [geofences, rules] = await Promise.all([deps.store.allGeofences(organizationId), deps.store.allRules(organizationId)]);
+      if (began !== version(organizationId)) continue;
+      const index = createGeofenceIndex();
+      for (const g of geofences) index.set(g.id, g.geometry);
+      cache.set(organizationId, {
+        geofences: new Map(geofences.map((g) => [g.id, g])),
+        index,
+        limitedGeofences: geofences.some((g) => g.vehicleIds !== null),
+        rules: rules.filter((r) => r.enabled),
+        loadedAt: now(),
+        version: began,
+      });
+      return;
+    }
   }
 
-  /** Makes sure the organization's definitions are in memory before a commit judges its records. */
+  /**
+   * Makes sure the organization's definitions are in memory before a commit judges its records:
+   * after a change, the commit waits for them to be read again. Only a copy that is merely old
+   * (REFRESH_MS) serves while the fresh one loads.
+   */
   function prepare(organizationId: string): Promise<unknown> | undefined {
     const known = cache.get(organizationId);
-    if (known !== undefined && now() - known.loadedAt < REFRESH_MS) return undefined;
+    const changed = known === undefined || known.version !== version(organizationId);
+    if (!changed && now() - known.loadedAt < REFRESH_MS) return undefined;
     let pending = loading.get(organizationId);
     if (pending === undefined) {
       pending = load(organizationId).finally(() => loading.delete(organizationId));
       loading.set(organizationId, pending);
     }
-    // A stale copy still serves while the fresh one loads.
-    return known === undefined ? pending : undefined;
+    return changed ? pending : undefined;
   }
 
+  /**
+   * The definitions changed here or on another node. The old copy stays for a commit already
+   * prepared (it is judged as if it had been committed just before the change); the next one
+   * waits for the new.
+   */
   function forget(organizationId?: string): void {
-    if (organizationId === undefined) cache.clear();
-    else cache.delete(organizationId);
+    if (organizationId === undefined) everyone++;
+    else changes.set(organizationId, (changes.get(organizationId) ?? 0) + 1);
   }
 
   const commitRules: CommitRules = {
@@ -88,7 +109,7 @@ export function createRuleEngine(deps: { store: RulesStore; now?: () => number; 
   };
 
   return {
-    prepare, forget, commitRules, definitions: (organizationId: string) => cache.get(organizationId),
+    prepare, forget, commitRules,
     /** How many records have been judged so far (each against every rule and geofence that applies to it). */
     evaluations: () => tally.records,
   };
