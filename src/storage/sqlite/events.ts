@@ -24,6 +24,8 @@ export function toLoggedEvent(row: Row): LoggedEvent {
   return eventOfRow(row, [0, row.seq as number], row.envelope as string);
 }
 
+const EMPTY = new Uint8Array(0);
+
 const COLUMNS = 'seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, envelope';
 
 export function createSqliteEventStore(db: DatabaseSync): EventStore {
@@ -42,8 +44,12 @@ export function createSqliteEventStore(db: DatabaseSync): EventStore {
       let where = 'organization_id = ? AND seq > ?';
       if (vehicle) where += ' AND vehicle_id = ?';
       if (types > 0) where += ` AND type IN (${Array(types).fill('?').join(',')})`;
-      // Rows as arrays: no object per event, only its envelope's text.
-      statement = db.prepare(`SELECT seq, envelope FROM events WHERE ${where} ORDER BY seq LIMIT ?`);
+      // One row for the page: SQLite joins the envelopes into UTF-8 bytes, so no JavaScript
+      // string is made per event, nor one for the page (sent as it is, never re-encoded).
+      statement = db.prepare(
+        `SELECT count(*) AS count, max(seq) AS last, CAST(group_concat(envelope, ',' ORDER BY seq) AS BLOB) AS envelopes
+         FROM (SELECT seq, envelope FROM events WHERE ${where} ORDER BY seq LIMIT ?)`,
+      );
       statement.setReturnArrays(true);
       feeds.set(shape, statement);
     }
@@ -56,10 +62,9 @@ export function createSqliteEventStore(db: DatabaseSync): EventStore {
       if (after < Number(pruned.get()!.pruned_seq)) return { gone: true };
       const types = query.types ?? [];
       const params = [organizationId, after, ...(query.vehicleId === undefined ? [] : [query.vehicleId]), ...types, query.limit];
-      const rows = feedStatement(types.length, query.vehicleId !== undefined).all(...params) as unknown as [number, string][];
-      const count = rows.length;
-      const envelopes = rows.map((row) => row[1]).join(',');
-      if (count === query.limit) return { gone: false, envelopes, count, next: [0, rows[count - 1]![0]] };
+      const [count, last, joined] = feedStatement(types.length, query.vehicleId !== undefined).get(...params) as unknown as [number, number | null, Uint8Array | null];
+      const envelopes = joined ?? EMPTY;
+      if (count === query.limit) return { gone: false, envelopes, count, next: [0, last!] };
       // Not a full page: nothing matches up to the newest event, so the next read starts there.
       const head = newest.get(organizationId, after)?.seq as number | null;
       return { gone: false, envelopes, count, next: [0, head ?? after] };
