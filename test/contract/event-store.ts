@@ -217,6 +217,25 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       assert.equal((await stores.webhooks.retryNow(two!.webhookId, two!.id, T0 + 2))?.nextAt, T0 + 2);
     });
 
+    test('with no endpoint enabled, the log is stepped over; an endpoint made afterwards gets only what comes after it', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      assert.equal(await stores.webhooks.insert({ ...webhook(a, 'wh_off', ['*']), enabled: false }, 10), 'created');
+      for (const id of ['v-1', 'v-2', 'v-3']) await register(stores, a, id);
+      await eventually(async () => assert.equal((await feedAll(stores, a, 10)).ids.length, 3));
+      const match = (events: Parameters<typeof matchDeliveries>[0], endpoints: Parameters<typeof matchDeliveries>[1]) => matchDeliveries(events, endpoints, T0);
+      assert.deepEqual([await stores.webhooks.fanOut(match, 2, T0), await stores.webhooks.fanOut(match, 2, T0), await stores.webhooks.fanOut(match, 2, T0)], [2, 1, 0],
+        'in steps of the limit, each event once');
+      assert.deepEqual(await stores.webhooks.claim(T0, T0 + 1000, 10), []);
+
+      assert.equal(await stores.webhooks.insert(webhook(a, 'wh_on', ['*']), 10), 'created');
+      await register(stores, a, 'v-4');
+      await eventually(async () => assert.equal((await feedAll(stores, a, 10)).ids.length, 4));
+      assert.equal(await stores.webhooks.fanOut(match, 10, T0), 1);
+      const claimed = await stores.webhooks.claim(T0, T0 + 1000, 10);
+      assert.deepEqual(claimed.map((d) => [d.webhookId, JSON.parse(d.payload).vehicleId]), [['wh_on', 'v-4']]);
+    });
+
     test('an endpoint failing for longer than the limit is disabled; enabling it again forgives', async () => {
       const stores = await fresh();
       const a = await addOrganization(stores);

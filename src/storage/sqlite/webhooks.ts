@@ -47,6 +47,9 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   const fanned = db.prepare('SELECT fanned_seq FROM event_log_state WHERE id = 1');
   const markFanned = db.prepare('UPDATE event_log_state SET fanned_seq = ? WHERE id = 1');
   const eventsAfter = db.prepare('SELECT seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, envelope FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+  const anyEnabled = db.prepare('SELECT 1 FROM webhooks WHERE enabled = 1 LIMIT 1');
+  const stepAfter = db.prepare('SELECT count(*) AS n, max(seq) AS last FROM (SELECT seq FROM events WHERE seq > ? ORDER BY seq LIMIT ?)');
+  const anyDue = db.prepare("SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_at <= ? LIMIT 1");
   const enabledOf = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = ? AND enabled = 1`);
   // One statement leases a whole claim; RETURNING gives the rows in no set order.
   const lease = db.prepare(
@@ -141,6 +144,15 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
       // Nothing new in the log (most cycles once the worker is caught up): no write transaction,
       // so no disk sync to wait for before the claim. The transaction reads again for itself.
       if (eventsAfter.all(Number(fanned.get()!.fanned_seq), 1).length === 0) return 0;
+      if (anyEnabled.get() === undefined) {
+        // No endpoint anywhere (no read of the events, no disk sync): the step is marked as fanned
+        // out. Lost to a power cut, it is only done again, to the same effect.
+        return unsynced(() => {
+          const step = stepAfter.get(Number(fanned.get()!.fanned_seq), limit)!;
+          if (step.last !== null) markFanned.run(Number(step.last));
+          return Number(step.n);
+        });
+      }
       return wal.transaction(() => {
         const after = Number(fanned.get()!.fanned_seq);
         const events = eventsAfter.all(after, limit).map(toLoggedEvent);
@@ -152,7 +164,8 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
       });
     },
     async claim(now, leaseUntil, limit) {
-      if (limit <= 0) return [];
+      // Nothing due (most cycles when the endpoints keep up): no write transaction at all.
+      if (limit <= 0 || anyDue.get(now) === undefined) return [];
       // A lease needs no sync of its own: one lost to a power cut only lets the delivery be claimed
       // again at once (at least once, as after any crash); the next synced write covers it anyway.
       // So the attempts start without waiting for the disk (and, under load, for another turn of
