@@ -97,3 +97,26 @@ test('a commit prepared before a change is judged by the old copy, and the next 
   await engine.prepare(ctx.organizationId);
   assert.deepEqual(opens(engine, 120), before);
 });
+
+test('definitions merely old are checked against the store: read again only when they changed unheard of', async () => {
+  const held = heldStore();
+  let clock = Date.now();
+  const engine = createRuleEngine({ store: held.store, trips: false, now: () => clock });
+  await engine.prepare(ctx.organizationId);
+  const before = opens(engine, 120);
+  const reads = held.reads();
+  clock += 31_000;
+  assert.equal(engine.prepare(ctx.organizationId), undefined, 'an old copy serves while the store is asked');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(held.reads(), reads, 'unchanged: not read again');
+  assert.equal(engine.prepare(ctx.organizationId), undefined, 'and fresh for another while');
+
+  // A change whose news never came (no `forget`): the next check finds it.
+  await createRule('over 20', 20);
+  clock += 31_000;
+  assert.equal(engine.prepare(ctx.organizationId), undefined, 'the old copy serves meanwhile');
+  // The new copy replaces it once read (a few turns of the event loop).
+  for (let turn = 0; turn < 1000 && !opens(engine, 120).includes('over 20'); turn++) await new Promise((resolve) => setImmediate(resolve));
+  assert.ok(held.reads() > reads, 'read again');
+  assert.deepEqual(opens(engine, 120), [...before, 'over 20'].sort());
+});

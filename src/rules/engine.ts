@@ -20,13 +20,15 @@ interface Definitions {
   loadedAt: number;
   /** The organization's `version` when they were read. */
   version: number;
+  /** The store's `definitionsStamp` read just before them. */
+  stamp: string;
 }
 
-/** Definitions older than this are read again even without news of a change (a lost bus message). */
+/** Definitions older than this are checked against the store (`definitionsStamp`) even without news of a change (a lost bus message). */
 const REFRESH_MS = 30_000;
 
 /** An organization whose definitions are not in memory: only the trips are judged. */
-const NONE: Definitions = { geofences: new Map(), index: createGeofenceIndex(), limitedGeofences: false, rules: [], loadedAt: -Infinity, version: -1 };
+const NONE: Definitions = { geofences: new Map(), index: createGeofenceIndex(), limitedGeofences: false, rules: [], loadedAt: -Infinity, version: -1, stamp: '' };
 
 /**
  * `trips` (default true): every vehicle's records also feed the live trip detection, which emits
@@ -49,6 +51,7 @@ export function createRuleEngine(deps: { store: RulesStore; now?: () => number; 
   async function load(organizationId: string): Promise<void> {
     for (;;) {
       const began = version(organizationId);
+      const stamp = await deps.store.definitionsStamp(organizationId);
       const [geofences, rules] = await Promise.all([deps.store.allGeofences(organizationId), deps.store.allRules(organizationId)]);
       if (began !== version(organizationId)) continue;
       const index = createGeofenceIndex();
@@ -60,15 +63,24 @@ export function createRuleEngine(deps: { store: RulesStore; now?: () => number; 
         rules: rules.filter((r) => r.enabled),
         loadedAt: now(),
         version: began,
+        stamp,
       });
       return;
     }
   }
 
+  /** Definitions merely old: read again only if the store's stamp says they changed. */
+  async function check(organizationId: string, known: Definitions): Promise<void> {
+    const began = version(organizationId);
+    const stamp = await deps.store.definitionsStamp(organizationId);
+    if (stamp === known.stamp && began === known.version && began === version(organizationId)) known.loadedAt = now();
+    else await load(organizationId);
+  }
+
   /**
    * Makes sure the organization's definitions are in memory before a commit judges its records:
-   * after a change, the commit waits for them to be read again. Only a copy that is merely old
-   * (REFRESH_MS) serves while the fresh one loads.
+   * after a change, the commit waits for them to be read again. A copy that is merely old
+   * (REFRESH_MS) serves while the store is asked whether it changed.
    */
   function prepare(organizationId: string): Promise<unknown> | undefined {
     const known = cache.get(organizationId);
@@ -76,7 +88,7 @@ export function createRuleEngine(deps: { store: RulesStore; now?: () => number; 
     if (!changed && now() - known.loadedAt < REFRESH_MS) return undefined;
     let pending = loading.get(organizationId);
     if (pending === undefined) {
-      pending = load(organizationId).finally(() => loading.delete(organizationId));
+      pending = (changed ? load(organizationId) : check(organizationId, known)).finally(() => loading.delete(organizationId));
       loading.set(organizationId, pending);
     }
     return changed ? pending : undefined;

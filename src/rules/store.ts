@@ -39,6 +39,13 @@ export interface RulesStore {
   getRule(organizationId: string, id: string): Promise<AlertRuleRecord | undefined>;
   listRules(organizationId: string, page: Page): Promise<{ rules: AlertRuleRecord[]; total: number }>;
   allRules(organizationId: string): Promise<AlertRuleRecord[]>;
+  /**
+   * A short text that changes when the organization's geofences or rules are added, removed or
+   * updated (their count and the sum of their `updatedAt`): the engine's periodic check, cheaper
+   * than reading them all again. An update stamped with the very millisecond of the one before
+   * it goes unseen; news of changes on the bus is the primary path, this only a safety net.
+   */
+  definitionsStamp(organizationId: string): Promise<string>;
   replaceRule(rule: AlertRuleRecord): Promise<boolean>;
   deleteRule(organizationId: string, id: string): Promise<boolean>;
 

@@ -172,6 +172,13 @@ export function createPostgresRulesStore(db: Database): RulesStore {
     async allRules(organizationId) {
       return (await db.query(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE organization_id = $1`, [organizationId])).rows.map(rows.rule);
     },
+    async definitionsStamp(organizationId) {
+      const { rows: [row] } = await db.query<{ stamp: string }>(
+        `SELECT (SELECT count(*) || ':' || coalesce(sum(updated_at), 0) FROM geofences WHERE organization_id = $1) || '/' ||
+                (SELECT count(*) || ':' || coalesce(sum(updated_at), 0) FROM alert_rules WHERE organization_id = $1) AS stamp`,
+        [organizationId]);
+      return row!.stamp;
+    },
     async replaceRule(r) {
       const { rowCount } = await db.query(
         'UPDATE alert_rules SET name = $3, kind = $4, condition = $5::json, vehicle_ids = $6, enabled = $7, updated_at = $8 WHERE organization_id = $1 AND id = $2',

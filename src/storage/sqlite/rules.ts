@@ -108,6 +108,10 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
   const countRules = db.prepare('SELECT count(*) AS n FROM alert_rules WHERE organization_id = ?');
   const pageRules = db.prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE organization_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`);
   const allRules = db.prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE organization_id = ?`);
+  const stamp = db.prepare(
+    `SELECT (SELECT count(*) || ':' || coalesce(sum(updated_at), 0) FROM geofences WHERE organization_id = ?1) || '/' ||
+            (SELECT count(*) || ':' || coalesce(sum(updated_at), 0) FROM alert_rules WHERE organization_id = ?1) AS stamp`,
+  );
   const replaceRule = db.prepare('UPDATE alert_rules SET name = ?, kind = ?, condition = ?, vehicle_ids = ?, enabled = ?, updated_at = ? WHERE organization_id = ? AND id = ?');
   const deleteRule = db.prepare('DELETE FROM alert_rules WHERE organization_id = ? AND id = ?');
   const getAlert = db.prepare(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE organization_id = ? AND id = ?`);
@@ -169,6 +173,9 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
     },
     async allRules(organizationId) {
       return allRules.all(organizationId).map(rows.rule);
+    },
+    async definitionsStamp(organizationId) {
+      return stamp.get(organizationId)!.stamp as string;
     },
     async replaceRule(r) {
       return write(db, () => replaceRule.run(r.name, r.condition.kind, JSON.stringify(r.condition), json(r.vehicleIds), r.enabled ? 1 : 0, r.updatedAt, r.organizationId, r.id).changes > 0);
