@@ -18,6 +18,18 @@ export function randomBase62(length: number): string {
   return out;
 }
 
+/** Base62 characters of the time: eight cover every millisecond up to the year 8000. */
+const TIME_LENGTH = 8;
+
+/**
+ * `length` base62 characters: the time `at` (ms) in the first eight, random ones after. Such ids
+ * sort by the time they were made (the alphabet is in ASCII order), so a store's index of them
+ * grows at its end, as its rows do, instead of at a random page for each new one.
+ */
+export function timeOrderedId(length: number, at: number = Date.now()): string {
+  return base62(Math.max(0, Math.floor(at)), TIME_LENGTH) + randomBase62(length - TIME_LENGTH);
+}
+
 function base62(value: number, width: number): string {
   let out = '';
   let rest = value;

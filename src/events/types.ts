@@ -1,7 +1,7 @@
 // Events: what the service noticed about a vehicle, in one envelope, recorded durably in the same
 // transaction as the change that caused it (the event log), then delivered three ways: the feed,
 // webhooks and live streams. See docs/API.md "Events".
-import { randomBase62 } from '../auth/keys.ts';
+import { timeOrderedId } from '../auth/keys.ts';
 import { iso } from '../clock.ts';
 
 export const EVENT_TYPES = [
@@ -43,7 +43,7 @@ export interface EventEnvelope {
 }
 
 export function newEventId(): string {
-  return `evt_${randomBase62(24)}`;
+  return `evt_${timeOrderedId(24)}`;
 }
 
 export function newEvent(

@@ -1,5 +1,5 @@
-import { randomBase62 } from '../auth/keys.ts';
+import { randomBase62, timeOrderedId } from '../auth/keys.ts';
 
 export const newGeofenceId = (): string => `gf_${randomBase62(20)}`;
 export const newRuleId = (): string => `rule_${randomBase62(20)}`;
-export const newAlertId = (): string => `alert_${randomBase62(20)}`;
+export const newAlertId = (): string => `alert_${timeOrderedId(20)}`;

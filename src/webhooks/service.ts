@@ -1,7 +1,7 @@
 // Webhook endpoints: create, read, change, rotate, test, and their deliveries. Knows nothing of
 // HTTP; the delivery worker (worker.ts) does the sending.
 import { lookup } from 'node:dns/promises';
-import { randomBase62 } from '../auth/keys.ts';
+import { randomBase62, timeOrderedId } from '../auth/keys.ts';
 import type { Principal } from '../auth/scopes.ts';
 import { type Clock, iso } from '../clock.ts';
 import { AppError } from '../errors.ts';
@@ -139,7 +139,7 @@ export function createWebhookService(deps: {
 }
 
 export function newDeliveryId(): string {
-  return `dlv_${randomBase62(20)}`;
+  return `dlv_${timeOrderedId(20)}`;
 }
 
 export function toWebhookView(w: WebhookRecord) {
