@@ -36,7 +36,8 @@ export function openSqlite(file: string): DatabaseSync {
   // Telemetry group commits get the same durability from a WAL sync of their own (wal-sync.ts).
   // A checkpoint every 10,000 pages (about 40 MB of WAL) instead of SQLite's 1,000: the pages
   // commits keep rewriting (recent telemetry, latest states, each vehicle's last page) are copied
-  // into the database once per checkpoint, so fewer checkpoints copy fewer pages per record.
+  // into the database once per checkpoint, so fewer checkpoints copy fewer pages per record. The
+  // store runs them on a thread of its own instead of in COMMIT (checkpointer.ts).
   db.exec(`
     PRAGMA journal_mode = WAL;
     PRAGMA synchronous = FULL;

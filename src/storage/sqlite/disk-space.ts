@@ -12,6 +12,7 @@ import { statfsSync } from 'node:fs';
 import path from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
 import { AppError } from '../../errors.ts';
+import { CHECKPOINT_PAGES } from './checkpointer.ts';
 
 const SQLITE_FULL = 13;
 /** Seconds a client is asked to wait: freeing a disk takes someone, not a moment. */
@@ -44,9 +45,13 @@ function createDiskSpace(db: DatabaseSync): DiskSpace {
   let fullSince: number | undefined;
   let headroom: number | undefined;
 
-  /** Bytes the WAL may grow by before its next checkpoint: what a store that writes needs free. */
+  /**
+   * Bytes the WAL may grow by before its next checkpoint: what a store that writes needs free.
+   * The store's connection leaves checkpoints to its checkpointer (`wal_autocheckpoint` 0).
+   */
   function neededBytes(): number {
-    headroom ??= Number(db.prepare('PRAGMA page_size').get()!.page_size) * Number(db.prepare('PRAGMA wal_autocheckpoint').get()!.wal_autocheckpoint);
+    const pages = Number(db.prepare('PRAGMA wal_autocheckpoint').get()!.wal_autocheckpoint) || CHECKPOINT_PAGES;
+    headroom ??= Number(db.prepare('PRAGMA page_size').get()!.page_size) * pages;
     return headroom;
   }
 

@@ -1,3 +1,4 @@
+import { createCheckpointer } from './checkpointer.ts';
 import { openSqlite, openSqliteReader } from './database.ts';
 import { diskSpaceOf } from './disk-space.ts';
 import { ownDatabaseFile } from './owner.ts';
@@ -13,8 +14,11 @@ import { createVehicleStatuses } from './vehicle-status.ts';
 import { type SyncFile, createWalSync } from './wal-sync.ts';
 import type { Stores } from '../stores.ts';
 
-/** `syncFile` syncs the WAL after telemetry commits (`fs.fdatasync`; a test passes one that fails). */
-export function createSqliteStores(file: string, options: { syncFile?: SyncFile } = {}): Stores {
+/**
+ * `syncFile` syncs the WAL after telemetry commits (`fs.fdatasync`; a test passes one that fails);
+ * `checkpointPages` is the WAL size that starts a checkpoint (checkpointer.ts; tests make it small).
+ */
+export function createSqliteStores(file: string, options: { syncFile?: SyncFile; checkpointPages?: number } = {}): Stores {
   // Before opening: a second process must not even run the migrations on the owner's file.
   const owner = file === ':memory:' ? undefined : ownDatabaseFile(file);
   let db;
@@ -27,7 +31,9 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
   // An in-memory database has no file to open twice: its reads stay on its one connection.
   const reader = file === ':memory:' ? db : openSqliteReader(file);
   const ping = db.prepare('SELECT 1 AS ok');
-  const wal = createWalSync(db, options.syncFile);
+  // Checkpoints on a thread of their own (an in-memory database has no WAL).
+  const checkpoints = file === ':memory:' ? undefined : createCheckpointer(db, file, { pages: options.checkpointPages });
+  const wal = createWalSync(db, options.syncFile, checkpoints);
   const appendEvents = createSqliteEventAppender(db);
   const statuses = createVehicleStatuses(db, appendEvents);
   const ruleWrites = createSqliteRuleWrites(db, appendEvents);
@@ -47,6 +53,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile 
       disk.check();
     },
     async close() {
+      await checkpoints?.close();
       wal.close();
       if (reader !== db && reader.isOpen) reader.close();
       if (db.isOpen) db.close();

@@ -19,9 +19,10 @@
 // page cache as if they were saved), so nothing acknowledged afterwards could be trusted: the
 // failing commit and every later one fail with 503, and the store's readiness check fails until
 // the process is restarted and SQLite recovers from what is on disk.
-import { closeSync, fdatasync, openSync } from 'node:fs';
+import { closeSync, fdatasync, fstatSync, openSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import { AppError } from '../../errors.ts';
+import type { Checkpointer } from './checkpointer.ts';
 import { transaction } from './database.ts';
 
 export type SyncFile = (fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => void;
@@ -34,8 +35,11 @@ export interface WalSync {
   close(): void;
 }
 
-/** `syncFile` is `fs.fdatasync`; a test passes one that fails. */
-export function createWalSync(db: DatabaseSync, syncFile: SyncFile = fdatasync): WalSync {
+/**
+ * `syncFile` is `fs.fdatasync`; a test passes one that fails. `checkpoints` hears the WAL's size
+ * after each commit (checkpointer.ts).
+ */
+export function createWalSync(db: DatabaseSync, syncFile: SyncFile = fdatasync, checkpoints?: Checkpointer): WalSync {
   const file = db.location();
   let fd: number | undefined;
   let failure: AppError | undefined;
@@ -47,6 +51,7 @@ export function createWalSync(db: DatabaseSync, syncFile: SyncFile = fdatasync):
   function sync(): Promise<void> {
     // The WAL exists from the first commit on and stays while the database is open.
     fd ??= openSync(`${file}-wal`, 'r');
+    checkpoints?.committed(fstatSync(fd).size);
     return new Promise((resolve, reject) => {
       syncFile(fd!, (error) => {
         if (error === null) return resolve();
