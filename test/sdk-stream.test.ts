@@ -149,3 +149,31 @@ test('subscribe on the open socket is answered with the new subscriptions', asyn
   assert.deepEqual(answer?.type === 'subscriptions' ? [...answer.subscriptions].sort() : [], ['battery', 'location']);
   await stream.close();
 });
+
+test('the socket is attached with batch=true unless asked not to; a frame of several messages gives each once, in order', async () => {
+  for (const batch of [true, false]) {
+    const vehicleId = `live-batch-${batch}`;
+    await ctx.registerVehicle(vehicleId);
+    await send(ctx, vehicleId, { battery: 50 });
+    const urls: string[] = [];
+    const frames: string[] = [];
+    class Recording extends WebSocket {
+      constructor(url: string) {
+        super(url);
+        urls.push(url);
+        this.addEventListener('message', (event) => frames.push(String(event.data)));
+      }
+    }
+    const stream = await fleet.openStream({ vehicleId, events: ['battery'], interval: 0, WebSocket: Recording, ...(batch ? {} : { batch: false }) });
+    const reader = collect(stream);
+    // On attach the service sends `connected` and the snapshot in one turn: one frame when batched.
+    await reader.until(() => batteries(reader.messages).length === 1, 'the snapshot');
+    for (let i = 51; i <= 53; i++) await send(ctx, vehicleId, { battery: i });
+    await reader.until(() => batteries(reader.messages).length === 4, 'three more');
+    assert.deepEqual(batteries(reader.messages), [50, 51, 52, 53]);
+    assert.equal(new URL(urls[0]!).searchParams.get('batch'), batch ? 'true' : null);
+    assert.equal(frames.some((frame) => frame.includes('\n')), batch, batch ? 'a frame held several messages' : 'one message a frame');
+    await stream.close();
+    await withTimeout(reader.ended, 3000, 'the iteration to end');
+  }
+});

@@ -89,6 +89,11 @@ export type OpenStreamOptions = (
   reconnect?: ReconnectOptions;
   /** The WebSocket class (default: the global one). */
   WebSocket?: SocketConstructor;
+  /**
+   * Attach with `batch=true` (default true): the service sends the messages of one of its turns in
+   * one frame, a message a line, far fewer frames under load. The messages delivered are the same.
+   */
+  batch?: boolean;
 };
 
 /** The socket closed for good: the stream ended (1000), was taken over (4000), or could not be reattached. */
@@ -118,6 +123,7 @@ export class LiveStream implements AsyncIterable<StreamMessage> {
   readonly #client: Client<paths>;
   readonly #Socket: SocketConstructor;
   readonly #reconnect: Required<ReconnectOptions>;
+  readonly #batch: boolean;
   #socket: SocketLike | undefined;
   #queue: StreamMessage[] = [];
   #wake: (() => void) | undefined;
@@ -134,6 +140,7 @@ export class LiveStream implements AsyncIterable<StreamMessage> {
     if (Socket === undefined) throw new TypeError('No WebSocket class: pass one as the WebSocket option.');
     this.#Socket = Socket;
     this.#reconnect = { attempts: 10, minDelayMs: 250, maxDelayMs: 5000, ...options.reconnect };
+    this.#batch = options.batch ?? true;
     this.done = new Promise<void>((resolve, reject) => {
       this.#settle = (error) => (error === undefined ? resolve() : reject(error));
     });
@@ -199,9 +206,17 @@ export class LiveStream implements AsyncIterable<StreamMessage> {
     this.#socket?.close(4001, 'client reconnects');
   }
 
-  #attach(url: string): Promise<void> {
+  /** The ticket's URL with this stream's options: `batch`, and `lastSeq` once a message came. */
+  #socketUrl(ticketUrl: string): string {
+    const url = new URL(ticketUrl);
+    if (this.#batch) url.searchParams.set('batch', 'true');
+    if (this.lastSeq !== undefined) url.searchParams.set('lastSeq', String(this.lastSeq));
+    return url.toString();
+  }
+
+  #attach(ticketUrl: string): Promise<void> {
     return new Promise((resolve, reject) => {
-      const socket = new this.#Socket(url);
+      const socket = new this.#Socket(this.#socketUrl(ticketUrl));
       let opened = false;
       socket.addEventListener('open', () => {
         opened = true;
@@ -219,17 +234,20 @@ export class LiveStream implements AsyncIterable<StreamMessage> {
 
   #receive(data: unknown): void {
     if (typeof data !== 'string') return;
-    let message: StreamMessage;
-    try {
-      message = JSON.parse(data) as StreamMessage;
-    } catch {
-      return;
+    // A batched frame holds a message a line (JSON text itself never holds a raw newline).
+    for (const line of data.split('\n')) {
+      let message: StreamMessage;
+      try {
+        message = JSON.parse(line) as StreamMessage;
+      } catch {
+        continue;
+      }
+      if ('seq' in message && typeof message.seq === 'number') {
+        if (this.lastSeq !== undefined && message.seq <= this.lastSeq) continue; // delivered before a reattach
+        this.lastSeq = message.seq;
+      }
+      this.#queue.push(message);
     }
-    if ('seq' in message && typeof message.seq === 'number') {
-      if (this.lastSeq !== undefined && message.seq <= this.lastSeq) return; // delivered before a reattach
-      this.lastSeq = message.seq;
-    }
-    this.#queue.push(message);
     this.#wakeUp();
   }
 
@@ -259,11 +277,6 @@ export class LiveStream implements AsyncIterable<StreamMessage> {
         // An ended, unknown or no longer permitted stream will not come back.
         if (error instanceof FleetApiError && [401, 403, 404, 409].includes(error.status)) break;
         continue;
-      }
-      if (this.lastSeq !== undefined) {
-        const withSeq = new URL(url);
-        withSeq.searchParams.set('lastSeq', String(this.lastSeq));
-        url = withSeq.toString();
       }
       try {
         if (this.#closing) return;
