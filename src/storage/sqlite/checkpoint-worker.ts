@@ -1,17 +1,17 @@
-// The checkpointer's thread (checkpointer.ts). On each request: PASSIVE checkpoints copy the WAL
-// back without blocking anyone, again while the writer added more than SETTLED frames during the
-// last one; then a RESTART checkpoint copies the rest and makes the writer's next commit start
-// the WAL over. RESTART holds new write transactions back while it runs (by then a few pages and
-// a sync), and gives up after BUSY_MS if a writer or a reader is in its way; it is tried again
-// shortly, for at most PASS_MS.
+// The checkpointer's thread (checkpointer.ts). On each request: PASSIVE checkpoints, which never
+// hold up the writer or readers, until the writer has started the WAL over (it does so at its
+// first commit that begins while every frame is copied), or for at most PASS_MS. Under unbroken
+// writes that moment may not come: only then, once the WAL is past `forceAbove` frames, one
+// RESTART forces the start over. It is not the rule because new write transactions wait while it
+// runs, and it ends with a sync of the database file, which on a busy disk took long enough
+// (hundreds of milliseconds) to stall the event loop this thread is here to spare.
 import { DatabaseSync } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
 
-const { file } = workerData as { file: string };
-const BUSY_MS = 20;
-const SETTLED = 100;
+const { file, restartedBelow, forceAbove } = workerData as { file: string; restartedBelow: number; forceAbove: number };
 const PASS_MS = 2000;
-const db = new DatabaseSync(file, { timeout: BUSY_MS });
+// PASSIVE never waits for a lock; RESTART gives up after this long if a writer or reader is in its way.
+const db = new DatabaseSync(file, { timeout: 20 });
 const passive = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
 const restart = db.prepare('PRAGMA wal_checkpoint(RESTART)');
 const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -24,17 +24,17 @@ parentPort!.on('message', (message: 'checkpoint' | 'close') => {
   }
   try {
     const started = Date.now();
-    let { log } = passive.get() as { log: number };
-    for (let i = 0; i < 5; i++) {
-      const next = (passive.get() as { log: number }).log;
-      const added = next - log;
-      log = next;
-      if (added < SETTLED) break;
-    }
     for (;;) {
-      const { busy } = restart.get() as { busy: number };
-      if (busy === 0 || Date.now() - started > PASS_MS) break;
-      Atomics.wait(pause, 0, 0, 20);
+      const { log, checkpointed } = passive.get() as { log: number; checkpointed: number };
+      // Started over (the WAL holds only what came since): done.
+      if (log < restartedBelow) break;
+      if (Date.now() - started > PASS_MS) {
+        if (log > forceAbove) restart.get();
+        break;
+      }
+      // Every frame copied: the writer's next commit starts the WAL over. Else the writer added
+      // frames meanwhile, or a reader still needs those after its snapshot: again shortly.
+      Atomics.wait(pause, 0, 0, checkpointed === log ? 2 : 20);
     }
   } catch {
     // A checkpoint that failed (a full disk, say) leaves the WAL as it was: the next request

@@ -4,13 +4,14 @@
 // held every request for over a tenth of a second, once a second or so under batched ingest.
 //
 // The store's connection never checkpoints (`wal_autocheckpoint = 0`). When a commit leaves the
-// WAL past the threshold, a worker thread with a connection of its own copies it back: PASSIVE
-// checkpoints, which block neither the writer nor readers, then a RESTART checkpoint for the last
-// few pages (new write transactions wait for it, a few milliseconds), after which the writer's
-// next commit starts the WAL over and `journal_size_limit` shrinks the file; that is how a later
-// commit sees the WAL small again (checkpoint-worker.ts). A reader in a long read (an export)
-// keeps the frames after its snapshot from being copied: the WAL grows until it ends, as before.
-// A checkpoint that fails (a full disk) is tried again after a later commit.
+// WAL past the threshold, a worker thread with a connection of its own copies it back with
+// PASSIVE checkpoints, which hold up neither the writer nor readers, until the writer has started
+// the WAL over (at its first commit that begins while every frame is copied; should unbroken
+// writes never leave such a moment, a RESTART forces it once the WAL is four times the threshold);
+// `journal_size_limit` then shrinks the file, which is how a later commit sees the WAL small again
+// (checkpoint-worker.ts). A reader in a long read (an export) keeps the frames after its snapshot
+// from being copied: the WAL grows until it ends, as before. A checkpoint that fails (a full disk)
+// is tried again after a later commit.
 //
 // If the worker cannot start or dies, checkpoints go back to the store's thread (as SQLite's own
 // would run), so the WAL never grows without bound.
@@ -22,6 +23,8 @@ import { Worker } from 'node:worker_threads';
 export const CHECKPOINT_PAGES = 10_000;
 /** The WAL file left after it starts over: a tenth of the threshold. */
 const KEEP_FRACTION = 0.1;
+/** WAL pages, as a multiple of the threshold, past which a checkpoint that cannot catch up is forced (RESTART). */
+const FORCE_MULTIPLE = 4;
 /** A WAL frame: its header and one page. */
 const FRAME_HEADER = 24;
 
@@ -50,7 +53,7 @@ export function createCheckpointer(db: DatabaseSync, file: string, options: { pa
   let closed = false;
 
   function start(): Worker {
-    const started = new Worker(new URL('./checkpoint-worker.ts', import.meta.url), { workerData: { file: options.workerFile ?? file } });
+    const started = new Worker(new URL('./checkpoint-worker.ts', import.meta.url), { workerData: { file: options.workerFile ?? file, restartedBelow: Math.floor(pages * KEEP_FRACTION), forceAbove: FORCE_MULTIPLE * pages } });
     // Never what keeps the process alive: closing the store ends it.
     started.unref();
     started.on('message', () => {
