@@ -19,7 +19,7 @@ import {
   withTimeout,
 } from './helpers/process.ts';
 
-const TEST_TIMEOUT = 30_000;
+const TEST_TIMEOUT = 90_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 interface History {
