@@ -16,7 +16,7 @@
 // If the worker cannot start or dies, checkpoints go back to the store's thread (as SQLite's own
 // would run), so the WAL never grows without bound.
 import { once } from 'node:events';
-import type { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 
 /** WAL pages that start a checkpoint, as SQLite's `wal_autocheckpoint` did (about 40 MB). */
@@ -51,6 +51,8 @@ export function createCheckpointer(db: DatabaseSync, file: string, options: { pa
   let busy = false;
   let failed = false;
   let closed = false;
+  /** The checkpoint this thread runs once the worker has failed. */
+  let inline: StatementSync | undefined;
 
   function start(): Worker {
     const started = new Worker(new URL('./checkpoint-worker.ts', import.meta.url), { workerData: { file: options.workerFile ?? file, restartedBelow: Math.floor(pages * KEEP_FRACTION), forceAbove: FORCE_MULTIPLE * pages } });
@@ -72,7 +74,7 @@ export function createCheckpointer(db: DatabaseSync, file: string, options: { pa
       if (busy || closed || walBytes < threshold) return;
       if (failed) {
         // As SQLite's automatic checkpoint would: on this thread, between commits.
-        db.prepare('PRAGMA wal_checkpoint(PASSIVE)').get();
+        (inline ??= db.prepare('PRAGMA wal_checkpoint(PASSIVE)')).get();
         return;
       }
       worker ??= start();

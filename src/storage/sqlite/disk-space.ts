@@ -50,8 +50,8 @@ function createDiskSpace(db: DatabaseSync): DiskSpace {
    * The store's connection leaves checkpoints to its checkpointer (`wal_autocheckpoint` 0).
    */
   function neededBytes(): number {
-    const pages = Number(db.prepare('PRAGMA wal_autocheckpoint').get()!.wal_autocheckpoint) || CHECKPOINT_PAGES;
-    headroom ??= Number(db.prepare('PRAGMA page_size').get()!.page_size) * pages;
+    headroom ??= Number(db.prepare('PRAGMA page_size').get()!.page_size) *
+      (Number(db.prepare('PRAGMA wal_autocheckpoint').get()!.wal_autocheckpoint) || CHECKPOINT_PAGES);
     return headroom;
   }
 
