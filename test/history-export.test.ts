@@ -12,7 +12,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { FORMATS } from '../src/history/formats.ts';
 import { PAGE_SIZE } from '../src/history/service.ts';
 import { mergeLatest } from '../src/telemetry/latest.ts';
-import type { StoredRecord, TelemetryStore } from '../src/telemetry/store.ts';
+import type { StoredRecord, TelemetryStore, TimeRange } from '../src/telemetry/store.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { START, at } from './helpers/history.ts';
 import { skipUnlessPostgres } from './helpers/postgres.ts';
@@ -165,7 +165,7 @@ function suite(backend: 'sqlite' | 'postgres') {
         ended++;
       }
     }
-    store.scan = (...args: Parameters<TelemetryStore['scan']>) => counted(scan(...args));
+    store.scan = <D>(...args: [string, string, TimeRange, number, ((text: string) => D)?]) => counted(scan<D>(...args));
     if (scanWritten !== undefined) {
       store.scanWritten = (...args: Parameters<NonNullable<TelemetryStore['scanWritten']>>) => {
         const pages = scanWritten(...args);

@@ -7,6 +7,7 @@ import { NUMERIC_FIELDS, type NumericField } from '../telemetry/schema.ts';
 import type { TelemetryStore, TimeRange } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import { type ExportWriter, FORMATS } from './formats.ts';
+import { motionData } from './motion-data.ts';
 import { type AggregateQuery, type ExportQuery, MAX_BUCKETS, MAX_TRIP_RANGE_DAYS, type TripQuery } from './schema.ts';
 import { DEFAULT_TRIP_SETTINGS, type Stop, type Trip, type TripEvent, type TripSettings, advanceInPlace, finish, initialTripState } from './trips.ts';
 
@@ -77,7 +78,8 @@ export function createHistoryService(deps: { telemetry: TelemetryStore; vehicles
     };
     const state = initialTripState();
     const events: TripEvent[] = [];
-    for await (const page of telemetry.scan(organizationId, vehicleId, range, pageSize)) {
+    // Only the fields the machine reads are read out of each record's text.
+    for await (const page of telemetry.scan(organizationId, vehicleId, range, pageSize, motionData)) {
       for (const record of page) advanceInPlace(state, record, settings, events);
       take(events.splice(0));
     }

@@ -4,6 +4,14 @@ import type { VehicleStatus } from '../vehicles/schema.ts';
 import { telemetryVerdict } from '../vehicles/transitions.ts';
 import type { NumericField, TelemetryData, TelemetryField } from './schema.ts';
 
+/** A record as `scan` reads it, its `data` as the scan's decoder gave it. */
+export interface ScannedRecord<D> {
+  vehicleId: string;
+  /** ms since the epoch */
+  timestamp: number;
+  data: D;
+}
+
 export interface StoredRecord {
   vehicleId: string;
   /** ms since the epoch */
@@ -103,9 +111,13 @@ export interface TelemetryStore {
   /**
    * Every record of the range in time order, read a page of up to `pageSize` at a time, each page
    * read only when the one before has been taken: memory stays flat whatever the range, and a
-   * consumer that stops (`return()`) stops the reads. Pages are never empty.
+   * consumer that stops (`return()`) stops the reads. Pages are never empty. Each record's `data`
+   * is `decode` of its stored JSON text, JSON.parse when not given: a reader that needs a few
+   * fields of many records spares building the rest (`D` is then what `decode` gives).
    */
-  scan(organizationId: string, vehicleId: string, range: TimeRange, pageSize: number): AsyncGenerator<StoredRecord[], void, undefined>;
+  scan<D = TelemetryData>(
+    organizationId: string, vehicleId: string, range: TimeRange, pageSize: number, decode?: (text: string) => D,
+  ): AsyncGenerator<ScannedRecord<D>[], void, undefined>;
   /**
    * The records `scan` would give, already written by the database as the export writes them
    * (history/formats.ts), byte for byte: `csv` lines (without the header), or `geojson` features
@@ -140,9 +152,10 @@ export interface TelemetryStore {
  * whose queries cost much before their first row reads `readSize` records at a time, handed out
  * in pages of `pageSize`.
  */
-export async function* scanByPages(
-  history: TelemetryStore['history'], organizationId: string, vehicleId: string, range: TimeRange, pageSize: number, readSize = pageSize,
-): AsyncGenerator<StoredRecord[], void, undefined> {
+export async function* scanByPages<D>(
+  history: (organizationId: string, vehicleId: string, range: HistoryRange) => Promise<ScannedRecord<D>[]>,
+  organizationId: string, vehicleId: string, range: TimeRange, pageSize: number, readSize = pageSize,
+): AsyncGenerator<ScannedRecord<D>[], void, undefined> {
   let after: number | undefined;
   for (;;) {
     const read = await history(organizationId, vehicleId, { from: range.from, to: range.to, after, limit: readSize });

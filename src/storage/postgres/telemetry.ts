@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import {
-  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, groupByVehicle, judgeBatch,
+  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, groupByVehicle, judgeBatch,
 } from '../../telemetry/store.ts';
 import type pg from 'pg';
 import type { Database, Queryable } from './database.ts';
@@ -256,7 +256,8 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       return rows.map((row) => ({ vehicleId, timestamp: row.ts, data: row.data }));
     },
 
-    async *scan(organizationId, vehicleId, range, pageSize) {
+    async *scan<D>(organizationId: string, vehicleId: string, range: TimeRange, pageSize: number, decode?: (text: string) => D) {
+      const parse = decode ?? (JSON.parse as (text: string) => D);
       // A query on the partitioned table costs about a millisecond before its first row (a round
       // trip, partition pruning): read 5000 at a time, still a few MB at most. The records' JSON
       // comes as text and is parsed a page at a time, as the page is taken: parsed 5000 at once
@@ -285,10 +286,10 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
           const rows: Row[] = await next;
           next = rows.length < readSize ? undefined : read(rows.at(-1)![0]);
           for (let i = 0; i < rows.length; i += pageSize) {
-            const page = new Array<StoredRecord>(Math.min(pageSize, rows.length - i));
+            const page = new Array<ScannedRecord<D>>(Math.min(pageSize, rows.length - i));
             for (let j = 0; j < page.length; j++) {
               const [ts, data] = rows[i + j]!;
-              page[j] = { vehicleId, timestamp: ts, data: JSON.parse(data) as TelemetryData };
+              page[j] = { vehicleId, timestamp: ts, data: parse(data) };
             }
             yield page;
           }

@@ -13,7 +13,7 @@ import type { EventRecord } from '../../events/types.ts';
 import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import {
-  type BatchOutcome, type CommitBatch, type HistoryRange, type LatestState, type MergeLatest, type StoredRecord, type TelemetryStore, judgeBatch, scanByPages,
+  type BatchOutcome, type CommitBatch, type HistoryRange, type LatestState, type MergeLatest, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, judgeBatch, scanByPages,
 } from '../../telemetry/store.ts';
 import type { CommitRules } from '../../rules/store.ts';
 import type { SqliteRuleWrites } from './rules.ts';
@@ -143,13 +143,17 @@ export function createSqliteTelemetryStore(
   }
 
   /** A page of the history through `statement` (`historyPage`, or `scanPage` for the range scans). */
-  function readPage(statement: StatementSync, organizationId: string, vehicleId: string, range: HistoryRange): StoredRecord[] {
+  function readPage(statement: StatementSync, organizationId: string, vehicleId: string, range: HistoryRange): StoredRecord[];
+  function readPage<D>(statement: StatementSync, organizationId: string, vehicleId: string, range: HistoryRange, decode: (text: string) => D): ScannedRecord<D>[];
+  function readPage(
+    statement: StatementSync, organizationId: string, vehicleId: string, range: HistoryRange, decode: (text: string) => unknown = JSON.parse,
+  ): ScannedRecord<unknown>[] {
     return statement
       // Times are whole milliseconds: after the cursor is from the next one on.
       .all(organizationId, vehicleId, range.after === undefined ? range.from : Math.max(range.from, range.after + 1), range.to, range.limit)
       .map((row) => {
         const [ts, data] = row as unknown as [number, string];
-        return { vehicleId, timestamp: ts, data: JSON.parse(data) as TelemetryData };
+        return { vehicleId, timestamp: ts, data: decode(data) };
       });
   }
 
@@ -308,8 +312,9 @@ export function createSqliteTelemetryStore(
       return readPage(historyPage, organizationId, vehicleId, range);
     },
 
-    scan(organizationId, vehicleId, range, pageSize) {
-      return scanByPages(async (...args) => readPage(scanPage, ...args), organizationId, vehicleId, range, pageSize);
+    scan<D>(organizationId: string, vehicleId: string, range: TimeRange, pageSize: number, decode?: (text: string) => D) {
+      const read = decode ?? (JSON.parse as (text: string) => D);
+      return scanByPages(async (org, vehicle, page) => readPage(scanPage, org, vehicle, page, read), organizationId, vehicleId, range, pageSize);
     },
 
     scanWritten(format, organizationId, vehicleId, range, pageSize) {
