@@ -95,7 +95,7 @@ function suite(backend: 'sqlite' | 'postgres') {
     for (const format of ['csv', 'geojson'] as const) {
       const writer = FORMATS[format].writer('odd');
       let expected = '';
-      for await (const page of store.scan(org, 'odd', range, 4)) expected += writer.page(page);
+      for await (const page of store.scan(org, 'odd', range, 4, (text) => text)) expected += writer.page(page);
       const located = records.filter((r) => r.data.location !== undefined).length;
       assert.equal(expected.split(format === 'csv' ? '\r\n' : ',\n').length, format === 'csv' ? records.length + 1 : located);
       for (const pageSize of [1, 4, 1000]) {

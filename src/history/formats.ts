@@ -1,14 +1,30 @@
 // Export formats: each writes a page of records as one piece of text, so an export of any size
-// is a stream of pages (docs/API.md "History: trips, stops, aggregates, exports").
+// is a stream of pages (docs/API.md "History: trips, stops, aggregates, exports"). A record comes
+// as its stored JSON text, and each format takes what it writes from that text's own characters
+// (telemetry/stored-text.ts): an export of a million records parses none of them, makes no
+// object per record, and so leaves the heap much as it found it. Text the reader refuses is
+// parsed and written the same way, from the parsed record.
 import { iso } from '../clock.ts';
-import type { StoredRecord, WrittenFormat } from '../telemetry/store.ts';
+import type { TelemetryData } from '../telemetry/schema.ts';
+import { type Fields, SLOT, findFields, newFields } from '../telemetry/stored-text.ts';
+import type { ScannedRecord, StoredRecord, WrittenFormat } from '../telemetry/store.ts';
 import type { ExportFormat } from './schema.ts';
+
+/** A record as an export reads it: its `data` as stored, JSON text. */
+export type StoredText = ScannedRecord<string>;
 
 export interface ExportWriter {
   begin(): string;
-  page(records: readonly StoredRecord[]): string;
+  page(records: readonly StoredText[]): string;
   end(): string;
 }
+
+const fields: Fields = newFields();
+const { spans, numbers } = fields;
+const has = (slot: number) => spans[slot * 3] !== -1;
+/** A field's value as the stored text writes it (JSON.stringify's text, so String() of a number). */
+const textOf = (text: string, slot: number) => text.slice(spans[slot * 3], spans[slot * 3 + 1]);
+const parsed = (record: StoredText): StoredRecord => ({ vehicleId: record.vehicleId, timestamp: record.timestamp, data: JSON.parse(record.data) as TelemetryData });
 
 export interface ExportFormatSpec {
   contentType: string;
@@ -35,6 +51,16 @@ function csvLine(record: StoredRecord): string {
     `${cell(d.battery)},${cell(d.temperature)},${cell(d.odometer)},${diagnostics}\r\n`;
 }
 
+/** `csvLine` from the stored text's characters. */
+function csvLineOf(record: StoredText): string {
+  const text = record.data;
+  if (!findFields(text, fields)) return csvLine(parsed(record));
+  const c = (slot: number) => (has(slot) ? textOf(text, slot) : '');
+  const diagnostics = has(SLOT.diagnostics) ? `"${textOf(text, SLOT.diagnostics).replaceAll('"', '""')}"` : '';
+  return `${iso(record.timestamp)},${c(SLOT.lat)},${c(SLOT.lng)},${c(SLOT.speed)},${c(SLOT.heading)},` +
+    `${c(SLOT.battery)},${c(SLOT.temperature)},${c(SLOT.odometer)},${diagnostics}\r\n`;
+}
+
 /** RFC 7946: one Point feature per located record; the other fields are its properties. */
 function geojsonFeature(record: StoredRecord): string | undefined {
   const { location, ...rest } = record.data;
@@ -44,6 +70,24 @@ function geojsonFeature(record: StoredRecord): string | undefined {
     geometry: { type: 'Point', coordinates: [location.lng, location.lat] },
     properties: { timestamp: iso(record.timestamp), ...rest },
   });
+}
+
+/**
+ * `geojsonFeature` from the stored text's characters: the properties are the text's other
+ * members, in their order, after the timestamp.
+ */
+function geojsonFeatureOf(record: StoredText): string | undefined {
+  const text = record.data;
+  if (!findFields(text, fields)) return geojsonFeature(parsed(record));
+  if (!has(SLOT.location)) return undefined;
+  // The members before the location's and after it (and the comma between them and it).
+  const member = spans[SLOT.location * 3 + 2]!;
+  const end = spans[SLOT.location * 3 + 1]!;
+  const before = text.slice(1, Math.max(1, member - 1));
+  const after = text.slice(end + 1, -1);
+  const rest = before === '' ? after : after === '' ? before : `${before},${after}`;
+  return `{"type":"Feature","geometry":{"type":"Point","coordinates":[${textOf(text, SLOT.lng)},${textOf(text, SLOT.lat)}]},` +
+    `"properties":{"timestamp":"${iso(record.timestamp)}"${rest === '' ? '' : `,${rest}`}}}`;
 }
 
 const escapeXml = (text: string) =>
@@ -62,15 +106,25 @@ const GPX_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n' +
  * A track point: GPX 1.1 has no speed of its own, so speed (m/s) and course go into Garmin's
  * TrackPointExtension, the extension GPX readers know (in the order its schema gives).
  */
-function gpxPoint(record: StoredRecord): string | undefined {
-  const { location, speed, heading } = record.data;
+function gpxPoint(timestamp: number, location: { lat: number; lng: number } | undefined, speed: number | undefined, heading: number | undefined): string | undefined {
   if (location === undefined) return undefined;
   const extension = speed === undefined && heading === undefined ? '' :
     '<extensions><gpxtpx:TrackPointExtension>' +
     (speed === undefined ? '' : `<gpxtpx:speed>${speed / 3.6}</gpxtpx:speed>`) +
     (heading === undefined ? '' : `<gpxtpx:course>${heading}</gpxtpx:course>`) +
     '</gpxtpx:TrackPointExtension></extensions>';
-  return `<trkpt lat="${decimal(location.lat)}" lon="${decimal(location.lng)}"><time>${iso(record.timestamp)}</time>${extension}</trkpt>\n`;
+  return `<trkpt lat="${decimal(location.lat)}" lon="${decimal(location.lng)}"><time>${iso(timestamp)}</time>${extension}</trkpt>\n`;
+}
+
+/** `gpxPoint` of the numbers read from the stored text. */
+function gpxPointOf(record: StoredText): string | undefined {
+  if (!findFields(record.data, fields)) {
+    const { location, speed, heading } = JSON.parse(record.data) as TelemetryData;
+    return gpxPoint(record.timestamp, location, speed, heading);
+  }
+  if (!has(SLOT.location)) return undefined;
+  const number = (slot: number) => (has(slot) ? numbers[slot] : undefined);
+  return gpxPoint(record.timestamp, { lat: numbers[SLOT.lat]!, lng: numbers[SLOT.lng]! }, number(SLOT.speed), number(SLOT.heading));
 }
 
 export const FORMATS: Record<ExportFormat, ExportFormatSpec> = {
@@ -82,7 +136,7 @@ export const FORMATS: Record<ExportFormat, ExportFormatSpec> = {
       begin: () => CSV_HEADER,
       page: (records) => {
         let text = '';
-        for (const record of records) text += csvLine(record);
+        for (const record of records) text += csvLineOf(record);
         return text;
       },
       end: () => '',
@@ -99,7 +153,7 @@ export const FORMATS: Record<ExportFormat, ExportFormatSpec> = {
         page: (records) => {
           let text = '';
           for (const record of records) {
-            const feature = geojsonFeature(record);
+            const feature = geojsonFeatureOf(record);
             if (feature === undefined) continue;
             text += separator + feature;
             separator = ',\n';
@@ -117,7 +171,7 @@ export const FORMATS: Record<ExportFormat, ExportFormatSpec> = {
       begin: () => `${GPX_HEAD}<trk><name>${escapeXml(vehicleId)}</name><trkseg>\n`,
       page: (records) => {
         let text = '';
-        for (const record of records) text += gpxPoint(record) ?? '';
+        for (const record of records) text += gpxPointOf(record) ?? '';
         return text;
       },
       end: () => '</trkseg></trk>\n</gpx>\n',

@@ -45,6 +45,9 @@ function parseFields(fields: string | undefined): NumericField[] {
   return NUMERIC_FIELDS.filter((field) => names.includes(field));
 }
 
+/** A record's data as the store keeps it: the export formats read their fields from the text. */
+const storedText = (text: string) => text;
+
 /** `2026-11-22T08:00:00.000Z` as `20261122T080000Z`, for file names. */
 const compact = (ms: number) => iso(ms).replace(/[-:]/g, '').replace('.000Z', 'Z');
 
@@ -122,7 +125,7 @@ export function createHistoryService(deps: { telemetry: TelemetryStore; vehicles
       filename: `${vehicleId.replaceAll(':', '_')}_${compact(range.from)}_${compact(range.to)}.${format.extension}`,
       body: written !== undefined
         ? pass(format.writer(vehicleId), written, format.written!.separator)
-        : write(format.writer(vehicleId), telemetry.scan(organizationId, vehicleId, range, pageSize)),
+        : write(format.writer(vehicleId), telemetry.scan(organizationId, vehicleId, range, pageSize, storedText)),
     };
   }
 
