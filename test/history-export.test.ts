@@ -10,9 +10,9 @@ import { gpx as gpxToGeoJson } from '@tmcw/togeojson';
 import { DOMParser } from '@xmldom/xmldom';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { FORMATS } from '../src/history/formats.ts';
-import { PAGE_SIZE } from '../src/history/service.ts';
+import { SCANS } from '../src/history/service.ts';
 import { mergeLatest } from '../src/telemetry/latest.ts';
-import type { StoredRecord, TelemetryStore, TimeRange } from '../src/telemetry/store.ts';
+import type { ScanOptions, StoredRecord, TelemetryStore, TimeRange } from '../src/telemetry/store.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { START, at } from './helpers/history.ts';
 import { skipUnlessPostgres } from './helpers/postgres.ts';
@@ -29,7 +29,7 @@ const RECORDS: StoredRecord['data'][] = [
   { location: { lat: 52.53, lng: 13.41 }, speed: 72, odometer: 12_001 },
 ];
 // More than a page of located records, so pieces of the stream join across pages.
-const MANY = Array.from({ length: PAGE_SIZE + 500 }, (_, i) => ({ location: { lat: 50 + i / 1e4, lng: 8 }, speed: i % 100 }));
+const MANY = Array.from({ length: SCANS.export.pageSize + 500 }, (_, i) => ({ location: { lat: 50 + i / 1e4, lng: 8 }, speed: i % 100 }));
 
 function suite(backend: 'sqlite' | 'postgres') {
   let ctx: TestApp;
@@ -95,7 +95,7 @@ function suite(backend: 'sqlite' | 'postgres') {
     for (const format of ['csv', 'geojson'] as const) {
       const writer = FORMATS[format].writer('odd');
       let expected = '';
-      for await (const page of store.scan(org, 'odd', range, 4, (text) => text)) expected += writer.page(page);
+      for await (const page of store.scan(org, 'odd', range, { pageSize: 4, decode: (text) => text })) expected += writer.page(page);
       const located = records.filter((r) => r.data.location !== undefined).length;
       assert.equal(expected.split(format === 'csv' ? '\r\n' : ',\n').length, format === 'csv' ? records.length + 1 : located);
       for (const pageSize of [1, 4, 1000]) {
@@ -145,7 +145,7 @@ function suite(backend: 'sqlite' | 'postgres') {
   test('a client that stops reading stops the reads; one that goes away ends the scan', async () => {
     // About 2.5 kB per CSV line: many times what socket buffers hold.
     const diagnostics = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`k${i}`, 'x'.repeat(256)]));
-    const total = PAGE_SIZE * 24; // more than one of the larger reads PostgreSQL makes
+    const total = SCANS.export.pageSize * 24; // more than one of the larger reads PostgreSQL makes
     await commit('big', Array.from({ length: total }, () => ({ speed: 1, diagnostics })), 1);
     // Pages are counted as the export takes them from the store's scan (which reads the database
     // only when a page it does not hold yet is taken), and the end of the scan: `scanWritten` for
@@ -165,7 +165,7 @@ function suite(backend: 'sqlite' | 'postgres') {
         ended++;
       }
     }
-    store.scan = <D>(...args: [string, string, TimeRange, number, ((text: string) => D)?]) => counted(scan<D>(...args));
+    store.scan = <D>(...args: [string, string, TimeRange, ScanOptions<D>]) => counted(scan<D>(...args));
     if (scanWritten !== undefined) {
       store.scanWritten = (...args: Parameters<NonNullable<TelemetryStore['scanWritten']>>) => {
         const pages = scanWritten(...args);

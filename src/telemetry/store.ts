@@ -4,6 +4,12 @@ import type { VehicleStatus } from '../vehicles/schema.ts';
 import { telemetryVerdict } from '../vehicles/transitions.ts';
 import type { NumericField, TelemetryData, TelemetryField } from './schema.ts';
 
+export interface ScanOptions<D> {
+  pageSize: number;
+  readSize?: number;
+  decode?: (text: string) => D;
+}
+
 /** A record as `scan` reads it, its `data` as the scan's decoder gave it. */
 export interface ScannedRecord<D> {
   vehicleId: string;
@@ -109,15 +115,15 @@ export interface TelemetryStore {
   /** In time order, `from` inclusive, `to` exclusive. */
   history(organizationId: string, vehicleId: string, range: HistoryRange): Promise<StoredRecord[]>;
   /**
-   * Every record of the range in time order, read a page of up to `pageSize` at a time, each page
-   * read only when the one before has been taken: memory stays flat whatever the range, and a
-   * consumer that stops (`return()`) stops the reads. Pages are never empty. Each record's `data`
-   * is `decode` of its stored JSON text, JSON.parse when not given: a reader that needs a few
-   * fields of many records spares building the rest (`D` is then what `decode` gives).
+   * Every record of the range in time order, in pages of up to `pageSize`, each page read only when
+   * the one before has been taken: memory stays flat whatever the range, and a consumer that stops
+   * (`return()`) stops the reads. Pages are never empty. A store whose queries cost much before
+   * their first row reads up to `readSize` records at once (default `pageSize`), one read ahead:
+   * larger reads are faster, and hold more in memory. Each record's `data` is `decode` of its stored
+   * JSON text, JSON.parse when not given: a reader that needs a few fields of many records spares
+   * building the rest (`D` is then what `decode` gives).
    */
-  scan<D = TelemetryData>(
-    organizationId: string, vehicleId: string, range: TimeRange, pageSize: number, decode?: (text: string) => D,
-  ): AsyncGenerator<ScannedRecord<D>[], void, undefined>;
+  scan<D = TelemetryData>(organizationId: string, vehicleId: string, range: TimeRange, options: ScanOptions<D>): AsyncGenerator<ScannedRecord<D>[], void, undefined>;
   /**
    * The records `scan` would give, already written by the database as the export writes them
    * (history/formats.ts), byte for byte: `csv` lines (without the header), or `geojson` features

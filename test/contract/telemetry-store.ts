@@ -85,17 +85,24 @@ export function telemetryStoreContract(name: string, makeStores: MakeStores): vo
       const to = T0 + 57 * 3_600_000; // record 19 at exactly `to` is left out
       const expected = [...many.map((r) => r.timestamp), T0 + 1, T0 + 2 * DAY + 7].filter((t) => t >= from && t < to).sort((x, y) => x - y);
       const pages: number[][] = [];
-      for await (const page of stores.telemetry.scan(org, 'a', { from, to }, 4)) pages.push(page.map((r) => r.timestamp));
+      for await (const page of stores.telemetry.scan(org, 'a', { from, to }, { pageSize: 4 })) pages.push(page.map((r) => r.timestamp));
       assert.deepEqual(pages.flat(), expected);
       assert.ok(pages.every((p) => p.length > 0 && p.length <= 4), `page sizes ${pages.map((p) => p.length).join(',')}`);
       assert.equal(pages.length, Math.ceil(expected.length / 4));
-      const [first] = await stores.telemetry.scan(org, 'a', { from: T0 + 3 * 3_600_000, to: T0 + 3 * 3_600_000 + 1 }, 10).next().then((r) => r.value ?? []);
+      // Reads larger than pages (where a store makes them) give the same pages; `decode` is given each record's stored text.
+      const texts: string[][] = [];
+      for await (const page of stores.telemetry.scan(org, 'a', { from, to }, { pageSize: 3, readSize: 7, decode: (text) => text })) {
+        texts.push(page.map((r) => r.data));
+      }
+      assert.ok(texts.every((p) => p.length > 0 && p.length <= 3), `page sizes ${texts.map((p) => p.length).join(',')}`);
+      assert.deepEqual(texts.flat().map((text) => JSON.parse(text) as unknown), pages.flat().map((t) => many.find((r) => r.timestamp === t)?.data ?? rec('a', t).data));
+      const [first] = await stores.telemetry.scan(org, 'a', { from: T0 + 3 * 3_600_000, to: T0 + 3 * 3_600_000 + 1 }, { pageSize: 10 }).next().then((r) => r.value ?? []);
       assert.deepEqual(first, many[1], 'records come back as stored');
       const empty = [];
-      for await (const page of stores.telemetry.scan(org, 'ghost', { from: 0, to: Number.MAX_SAFE_INTEGER }, 10)) empty.push(page);
+      for await (const page of stores.telemetry.scan(org, 'ghost', { from: 0, to: Number.MAX_SAFE_INTEGER }, { pageSize: 10 })) empty.push(page);
       assert.deepEqual(empty, []);
       // A consumer that stops early ends the scan.
-      const scan = stores.telemetry.scan(org, 'a', { from: 0, to: Number.MAX_SAFE_INTEGER }, 2);
+      const scan = stores.telemetry.scan(org, 'a', { from: 0, to: Number.MAX_SAFE_INTEGER }, { pageSize: 2 });
       assert.equal((await scan.next()).value?.length, 2);
       assert.deepEqual(await scan.return(undefined), { done: true, value: undefined });
       assert.equal((await scan.next()).done, true);

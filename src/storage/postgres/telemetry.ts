@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import {
-  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, groupByVehicle, judgeBatch,
+  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type ScanOptions, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, groupByVehicle, judgeBatch,
 } from '../../telemetry/store.ts';
 import type pg from 'pg';
 import type { Database, Queryable } from './database.ts';
@@ -256,17 +256,15 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       return rows.map((row) => ({ vehicleId, timestamp: row.ts, data: row.data }));
     },
 
-    async *scan<D>(organizationId: string, vehicleId: string, range: TimeRange, pageSize: number, decode?: (text: string) => D) {
+    async *scan<D>(organizationId: string, vehicleId: string, range: TimeRange, { pageSize, readSize: asked, decode }: ScanOptions<D>) {
       const parse = decode ?? (JSON.parse as (text: string) => D);
       // A query on the partitioned table costs about a millisecond before its first row (a round
-      // trip, partition pruning): read 5000 at a time, still a few MB at most. The records' JSON
-      // comes as text and is parsed a page at a time, as the page is taken: parsed 5000 at once
-      // (by `pg`), the records lived across the pages' awaits, left V8's young generation and
-      // made trips on PostgreSQL take about 1.5 × as long. Not a named statement, as `history` says.
-      // Each read is sent as soon as the one before has come back, so that PostgreSQL reads the
-      // next rows while these are parsed and taken: one read ahead at most. Rows as arrays: `pg`
-      // makes no object per row.
-      const readSize = Math.max(pageSize, 5000);
+      // trip, partition pruning): the caller says how many to read at once. Not a named statement,
+      // as `history` says. Each read is sent as soon as the one before has come back, so that
+      // PostgreSQL reads the next rows while these are decoded and taken: one read ahead at most.
+      // Rows as arrays: `pg` makes no object per row. The records' JSON comes as text, decoded a
+      // page at a time as the page is taken.
+      const readSize = Math.max(pageSize, asked ?? pageSize);
       type Row = [ts: number, data: string];
       const read = (after: number) => {
         const rows = db.query<Row>({

@@ -13,7 +13,7 @@ import type { EventRecord } from '../../events/types.ts';
 import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import {
-  type BatchOutcome, type CommitBatch, type HistoryRange, type LatestState, type MergeLatest, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, judgeBatch, scanByPages,
+  type BatchOutcome, type CommitBatch, type HistoryRange, type LatestState, type MergeLatest, type ScanOptions, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, judgeBatch, scanByPages,
 } from '../../telemetry/store.ts';
 import type { CommitRules } from '../../rules/store.ts';
 import type { SqliteRuleWrites } from './rules.ts';
@@ -312,7 +312,8 @@ export function createSqliteTelemetryStore(
       return readPage(historyPage, organizationId, vehicleId, range);
     },
 
-    scan<D>(organizationId: string, vehicleId: string, range: TimeRange, pageSize: number, decode?: (text: string) => D) {
+    // A query costs nothing before its first row here: a read is a page (`readSize` is not needed).
+    scan<D>(organizationId: string, vehicleId: string, range: TimeRange, { pageSize, decode }: ScanOptions<D>) {
       const read = decode ?? (JSON.parse as (text: string) => D);
       return scanByPages(async (org, vehicle, page) => readPage(scanPage, org, vehicle, page, read), organizationId, vehicleId, range, pageSize);
     },
