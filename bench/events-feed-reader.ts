@@ -1,8 +1,8 @@
 // The reader of the feed case of bench/events.bench.ts, in its own process (so the client never
 // competes with the server for the server's event loop): follows `GET /v2/events?limit=1000` page
 // by page until a page comes back empty, as a client that reads the `Link: rel="next"` header
-// would: it asks for the next page as soon as a page's headers arrive, then reads and checks the
-// page's body (two connections, at most two requests under way). Every page's body `next` is
+// would: it asks for the next page as soon as a page's headers arrive (and lets the request go out),
+// then reads and checks the page's body (two connections, at most two requests under way). Every page's body `next` is
 // checked to be the `after` of the link it followed. Run with one JSON argument ({url, key});
 // prints one JSON line.
 import { Agent, request } from 'undici';
@@ -43,6 +43,10 @@ if (import.meta.main) {
     const link = /^<([^>]+)>; rel="next"$/.exec(String(res.headers.link ?? ''));
     if (link === null) throw new Error(`GET /v2/events: no next link (${String(res.headers.link)})`);
     pending = get(link[1]!);
+    // undici puts the request on the wire on a later turn of the event loop: without this turn it
+    // went out only after this page's body had been read and parsed (measured: 0.77 ms from the
+    // call to the server's handler, against 0.29 ms with it), and the two sides took turns.
+    await new Promise((resolve) => setImmediate(resolve));
     const page = (await res.body.json()) as Page;
     pages++;
     if (new URLSearchParams(link[1]!.split('?')[1]).get('after') !== page.next) throw new Error(`the link ${link[1]} is not the page's next ${page.next}`);

@@ -55,6 +55,16 @@ describe('event feed', () => {
     assert.deepEqual(events[4]!.data, {});
   });
 
+  test('text outside ASCII comes through as it was written, and Content-Length counts its bytes', async () => {
+    const start = (await follow(undefined, 1000)).next;
+    await ctx.registerVehicle('ev-text', { name: 'Zürich \u2603 \ud83d\ude9a "quoted" \\' });
+    const res = await ctx.request('GET', '/v2/events', { query: { after: start } });
+    assert.equal(res.statusCode, 200);
+    assert.equal(Number(res.headers['content-length']), res.rawPayload.length);
+    const events = (res.json() as { events: Envelope[] }).events;
+    assert.equal(events[0]!.data.name, 'Zürich \u2603 \ud83d\ude9a "quoted" \\');
+  });
+
   test('filters by type and vehicle; an unknown vehicle gives empty pages; next is never null', async () => {
     await ctx.registerVehicle('ev-2');
     await ctx.registerVehicle('ev-3');

@@ -5,13 +5,11 @@ import { FEED_LIMIT_DEFAULT, type FeedQuery } from './schema.ts';
 import { type EventStore, type Position, START } from './store.ts';
 import type { EventType } from './types.ts';
 
-const HEAD = Buffer.from('{"events":[');
-
 export type FeedService = ReturnType<typeof createFeedService>;
 
 export function createFeedService(deps: { store: EventStore }) {
   /** A page of the feed: the JSON text of the response, and its `next` cursor. */
-  async function read(organizationId: string, query: FeedQuery): Promise<{ body: Buffer; next: string }> {
+  async function read(organizationId: string, query: FeedQuery): Promise<{ body: string; next: string }> {
     const after = query.after === undefined ? START : decodeCursor(query.after);
     const page = await deps.store.feed(organizationId, {
       after,
@@ -22,9 +20,9 @@ export function createFeedService(deps: { store: EventStore }) {
     if (page.gone) {
       throw new AppError('cursor-expired', 'Events after this cursor are no longer kept; start again without `after`.');
     }
-    // The store gives the envelopes as UTF-8 text: a page of 1000 is neither parsed nor serialized here.
+    // The store gives the envelopes as JSON text: a page of 1000 is neither parsed nor serialized here.
     const next = encodeCursor(page.next);
-    return { body: Buffer.concat([HEAD, page.envelopes, Buffer.from(`],"next":"${next}"}`)]), next };
+    return { body: `{"events":[${page.envelopes}],"next":"${next}"}`, next };
   }
   return { read };
 }

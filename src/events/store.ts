@@ -32,10 +32,10 @@ export interface FeedQuery {
 export type FeedPage =
   /**
    * `envelopes`: the page's events as their public envelopes, JSON text separated by commas (the
-   * inside of a JSON array: the feed sends it as it is), in UTF-8; `count` of them. `next`: the last
-   * event returned, or, when the page is not full, the newest position read.
+   * inside of a JSON array: the feed sends it as it is); `count` of them. `next`: the last event
+   * returned, or, when the page is not full, the newest position read.
    */
-  | { gone: false; envelopes: Uint8Array; count: number; next: Position }
+  | { gone: false; envelopes: string; count: number; next: Position }
   /** `after` is older than the oldest event kept: events after it were pruned. */
   | { gone: true };
 

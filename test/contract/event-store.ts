@@ -27,7 +27,7 @@ async function register(stores: Stores, organizationId: string, id: string): Pro
 function eventsOf(page: FeedPage): EventEnvelope[] {
   assert.ok(!page.gone);
   if (page.gone) throw new Error('unreachable');
-  const events = JSON.parse(`[${Buffer.from(page.envelopes).toString('utf8')}]`) as EventEnvelope[];
+  const events = JSON.parse(`[${page.envelopes}]`) as EventEnvelope[];
   assert.equal(events.length, page.count);
   return events;
 }

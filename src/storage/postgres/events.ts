@@ -62,7 +62,7 @@ export function createPostgresEventStore(db: Database): EventStore {
       const pruned = rows.find((row) => row.part === 'pruned')!;
       if (before([tx, seq], [pruned.tx as number, pruned.seq as number])) return { gone: true };
       const events = rows.filter((row) => row.part === 'page').map(toLoggedEvent);
-      const envelopes = Buffer.from(events.map((e) => e.envelope).join(','));
+      const envelopes = events.map((e) => e.envelope).join(',');
       if (events.length === query.limit) return { gone: false, envelopes, count: events.length, next: events.at(-1)!.position };
       const head = rows.find((row) => row.part === 'head');
       return { gone: false, envelopes, count: events.length, next: head === undefined ? query.after : [head.tx as number, head.seq as number] };

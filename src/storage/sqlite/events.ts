@@ -24,8 +24,6 @@ export function toLoggedEvent(row: Row): LoggedEvent {
   return eventOfRow(row, [0, row.seq as number], row.envelope as string);
 }
 
-const EMPTY = new Uint8Array(0);
-
 const COLUMNS = 'seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, envelope';
 
 export function createSqliteEventStore(db: DatabaseSync): EventStore {
@@ -44,12 +42,10 @@ export function createSqliteEventStore(db: DatabaseSync): EventStore {
       let where = 'organization_id = ? AND seq > ?';
       if (vehicle) where += ' AND vehicle_id = ?';
       if (types > 0) where += ` AND type IN (${Array(types).fill('?').join(',')})`;
-      // One row for the page: SQLite joins the envelopes into UTF-8 bytes, so no JavaScript
-      // string is made per event, nor one for the page (sent as it is, never re-encoded).
-      statement = db.prepare(
-        `SELECT count(*) AS count, max(seq) AS last, CAST(group_concat(envelope, ',' ORDER BY seq) AS BLOB) AS envelopes
-         FROM (SELECT seq, envelope FROM events WHERE ${where} ORDER BY seq LIMIT ?)`,
-      );
+      // The envelopes only, as text, joined here: SQLite's group_concat with ORDER BY sorted the
+      // rows again (0.55 ms a page of 1000 against 0.3), and a page as bytes (a BLOB) made V8
+      // collect its old generation every few dozen pages, for the external memory.
+      statement = db.prepare(`SELECT seq, envelope FROM events WHERE ${where} ORDER BY seq LIMIT ?`);
       statement.setReturnArrays(true);
       feeds.set(shape, statement);
     }
@@ -62,9 +58,12 @@ export function createSqliteEventStore(db: DatabaseSync): EventStore {
       if (after < Number(pruned.get()!.pruned_seq)) return { gone: true };
       const types = query.types ?? [];
       const params = [organizationId, after, ...(query.vehicleId === undefined ? [] : [query.vehicleId]), ...types, query.limit];
-      const [count, last, joined] = feedStatement(types.length, query.vehicleId !== undefined).get(...params) as unknown as [number, number | null, Uint8Array | null];
-      const envelopes = joined ?? EMPTY;
-      if (count === query.limit) return { gone: false, envelopes, count, next: [0, last!] };
+      const rows = feedStatement(types.length, query.vehicleId !== undefined).all(...params) as unknown as [number, string][];
+      const texts = new Array<string>(rows.length);
+      for (let i = 0; i < rows.length; i++) texts[i] = rows[i]![1];
+      const envelopes = texts.join(',');
+      const count = rows.length;
+      if (count === query.limit) return { gone: false, envelopes, count, next: [0, rows.at(-1)![0]] };
       // Not a full page: nothing matches up to the newest event, so the next read starts there.
       const head = newest.get(organizationId, after)?.seq as number | null;
       return { gone: false, envelopes, count, next: [0, head ?? after] };
