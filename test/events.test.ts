@@ -61,7 +61,7 @@ describe('event feed', () => {
     const res = await ctx.request('GET', '/v2/events', { query: { after: start } });
     assert.equal(res.statusCode, 200);
     assert.equal(Number(res.headers['content-length']), res.rawPayload.length);
-    const events = (res.json() as { events: Envelope[] }).events;
+    const events = res.json<{ events: Envelope[] }>().events;
     assert.equal(events[0]!.data.name, 'Zürich \u2603 \ud83d\ude9a "quoted" \\');
   });
 
