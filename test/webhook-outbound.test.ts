@@ -73,6 +73,22 @@ test('a small 2xx body is read and the connection kept for the next attempts', a
   assert.ok(r.connections() <= 2, `10 attempts one after the other over ${r.connections()} connections`);
 });
 
+test('a receiver that trickles its body, each piece within the read timeout, is timed out as a whole', async (t) => {
+  const timers: NodeJS.Timeout[] = [];
+  const trickle = await receiver(t, (res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    timers.push(setInterval(() => res.write('.'), 50));
+  });
+  t.after(() => timers.forEach(clearInterval));
+  const outbound = createOutbound({ allowPrivate: true, timeoutMs: 300 });
+  t.after(() => outbound.close());
+  const started = Date.now();
+  const result = await outbound.post(trickle.url, {}, '{}');
+  assert.equal(result.ok, false);
+  assert.equal(result.error, 'timed out');
+  assert.ok(Date.now() - started < 5000, `${Date.now() - started} ms`);
+});
+
 test('a receiver that stalls before its headers, or in the middle of its body, is timed out', async (t) => {
   const stalled: ServerResponse[] = [];
   const before = await receiver(t, (res) => stalled.push(res));

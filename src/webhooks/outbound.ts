@@ -46,7 +46,45 @@ export function forbiddenLiteral(url: URL): string | undefined {
   return isIP(host) === 0 ? undefined : forbiddenAddress(host);
 }
 
+/**
+ * Deadlines for attempts, all watched by one timer: an attempt's controller is aborted once its
+ * deadline has passed, within a quarter of a second. (AbortSignal.timeout made a timer per
+ * attempt: about 2 µs each, at tens of thousands of attempts a second.)
+ */
+function createDeadlines() {
+  const TICK_MS = 250;
+  const open = new Map<AbortController, number>();
+  let timer: NodeJS.Timeout | undefined;
+  function sweep(): void {
+    const now = performance.now();
+    for (const [controller, deadline] of open) {
+      if (deadline > now) continue;
+      open.delete(controller);
+      controller.abort(new DOMException('The attempt took too long', 'TimeoutError'));
+    }
+    if (open.size === 0) {
+      clearInterval(timer);
+      timer = undefined;
+    }
+  }
+  return {
+    /** A signal aborted `ms` from now (or a little later), unless `done` is called first. */
+    start(ms: number): { signal: AbortSignal; done(): void } {
+      const controller = new AbortController();
+      open.set(controller, performance.now() + ms);
+      timer ??= setInterval(sweep, TICK_MS).unref();
+      return { signal: controller.signal, done: () => open.delete(controller) };
+    },
+    close(): void {
+      clearInterval(timer);
+      timer = undefined;
+      open.clear();
+    },
+  };
+}
+
 export function createOutbound(options: { allowPrivate: boolean; timeoutMs: number; connections?: number }) {
+  const deadlines = createDeadlines();
   const agent = new Agent({
     connect: { lookup: checkedLookup(options.allowPrivate), timeout: options.timeoutMs },
     headersTimeout: options.timeoutMs,
@@ -68,8 +106,9 @@ export function createOutbound(options: { allowPrivate: boolean; timeoutMs: numb
       const why = forbiddenLiteral(target);
       if (why !== undefined) return done(false, null, `refused: ${why}`);
     }
+    const deadline = deadlines.start(options.timeoutMs);
     try {
-      const signal = AbortSignal.timeout(options.timeoutMs);
+      const { signal } = deadline;
       const response = await request(target, { method: 'POST', headers, body, dispatcher: agent, signal });
       // Read (and drop) at most 64 KiB, so the connection can be reused; past that it is closed.
       await response.body.dump({ limit: RESPONSE_READ_LIMIT, signal });
@@ -78,10 +117,18 @@ export function createOutbound(options: { allowPrivate: boolean; timeoutMs: numb
       return done(false, status, status >= 300 && status < 400 ? `redirect (${status}) not followed` : `answered ${status}`);
     } catch (error) {
       return done(false, null, describe(error));
+    } finally {
+      deadline.done();
     }
   }
 
-  return { post, close: () => agent.close() };
+  return {
+    post,
+    close: () => {
+      deadlines.close();
+      return agent.close();
+    },
+  };
 }
 
 export type Outbound = ReturnType<typeof createOutbound>;
