@@ -198,6 +198,9 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
 
       const claimed = await stores.webhooks.claim(T0, T0 + 1000, 10);
       assert.deepEqual(claimed.map((d) => `${d.webhookId} ${d.eventType}`).sort(), ['wh_all vehicle.deleted', 'wh_all vehicle.registered', 'wh_del vehicle.deleted']);
+      // Each carries its event's envelope as the feed gives it.
+      const envelopes = new Map(eventsOf(await stores.events.feed(a, { after: START, limit: 10 })).map((e) => [e.id, e]));
+      for (const d of claimed) assert.deepEqual(JSON.parse(d.payload), envelopes.get(d.eventId), d.id);
       assert.deepEqual(await stores.webhooks.claim(T0, T0 + 1000, 10), [], 'a leased delivery is not claimed again');
       const again = await stores.webhooks.claim(T0 + 1000, T0 + 2000, 10);
       assert.equal(again.length, 3, 'once the lease ran out it is');
