@@ -51,6 +51,8 @@ export interface ClaimedDelivery extends DeliveryRecord {
 
 /** What one attempt came to. */
 export interface AttemptResult {
+  /** The delivery's `seq` and `id`. */
+  seq: number;
   id: string;
   webhookId: string;
   ok: boolean;

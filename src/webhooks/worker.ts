@@ -178,6 +178,7 @@ export function createDeliveryWorker(deps: {
     const outcome = await outbound.post(delivery.url, headers, delivery.payload);
     inFlight--;
     const result: AttemptResult = {
+      seq: delivery.seq,
       id: delivery.id,
       webhookId: delivery.webhookId,
       ok: outcome.ok,

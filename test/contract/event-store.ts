@@ -210,8 +210,8 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
 
       const [one, two] = claimed;
       await stores.webhooks.complete([
-        { id: one!.id, webhookId: one!.webhookId, ok: true, responseStatus: 204, durationMs: 3, error: null, at: T0 + 1, nextAt: null },
-        { id: two!.id, webhookId: two!.webhookId, ok: false, responseStatus: 500, durationMs: 4, error: 'answered 500', at: T0 + 1, nextAt: T0 + 5000 },
+        { seq: one!.seq, id: one!.id, webhookId: one!.webhookId, ok: true, responseStatus: 204, durationMs: 3, error: null, at: T0 + 1, nextAt: null },
+        { seq: two!.seq, id: two!.id, webhookId: two!.webhookId, ok: false, responseStatus: 500, durationMs: 4, error: 'answered 500', at: T0 + 1, nextAt: T0 + 5000 },
       ], 1000);
       const done = await stores.webhooks.getDelivery(one!.webhookId, one!.id);
       assert.deepEqual([done?.status, done?.attempt, done?.responseStatus], ['succeeded', 1, 204]);
@@ -244,7 +244,8 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       const a = await addOrganization(stores);
       await stores.webhooks.insert(webhook(a, 'wh_x', ['*']), 10);
       await stores.webhooks.addDelivery({ id: 'dlv_1', webhookId: 'wh_x', eventId: 'evt_1', eventType: 'webhook.test', payload: '{}', recordedAt: T0 }, T0);
-      const fail = (at: number) => ({ id: 'dlv_1', webhookId: 'wh_x', ok: false, responseStatus: null, durationMs: 1, error: 'ECONNREFUSED', at, nextAt: at + 1 });
+      const { seq } = (await stores.webhooks.getDelivery('wh_x', 'dlv_1'))!;
+      const fail = (at: number) => ({ seq, id: 'dlv_1', webhookId: 'wh_x', ok: false, responseStatus: null, durationMs: 1, error: 'ECONNREFUSED', at, nextAt: at + 1 });
       await stores.webhooks.complete([fail(T0)], 10_000);
       assert.equal((await stores.webhooks.get(a, 'wh_x'))?.enabled, true);
       await stores.webhooks.complete([fail(T0 + 10_000)], 10_000);

@@ -65,9 +65,10 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
      ORDER BY d.next_at, d.seq LIMIT ?`,
   );
   const endpointOf = db.prepare('SELECT url, secret, previous_secret, previous_secret_until FROM webhooks WHERE id = ?');
+  // By seq, the rowid: no search of the id index.
   const finish = db.prepare(
     `UPDATE webhook_deliveries SET status = ?, attempt = attempt + 1, next_at = ?, lease_until = NULL, response_status = ?,
-       duration_ms = ?, error = ?, at = ? WHERE id = ?`,
+       duration_ms = ?, error = ?, at = ? WHERE seq = ?`,
   );
   const succeeded = db.prepare('UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL');
   const failed = db.prepare('UPDATE webhooks SET failing_since = coalesce(failing_since, ?) WHERE id = ? RETURNING failing_since');
@@ -194,7 +195,7 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
         /** Endpoints whose last result so far in this batch was a success: failing_since is NULL already. */
         const fine = new Set<string>();
         for (const r of results) {
-          finish.run(r.ok ? 'succeeded' : r.nextAt === null ? 'failed' : 'pending', r.nextAt, r.responseStatus, r.durationMs, r.error, r.at, r.id);
+          finish.run(r.ok ? 'succeeded' : r.nextAt === null ? 'failed' : 'pending', r.nextAt, r.responseStatus, r.durationMs, r.error, r.at, r.seq);
           if (r.ok) {
             if (!fine.has(r.webhookId)) succeeded.run(r.webhookId);
             fine.add(r.webhookId);
