@@ -2293,9 +2293,9 @@ export interface components {
         };
         /** @description A trip: the vehicle moving from one stop to the next. */
         Trip: {
-            /** @description Distance over duration, km/h. */
+            /** @description Distance over duration, km/h, to three decimals. */
             averageSpeed: number;
-            /** @description The odometer's difference when the first and last records report it, else the great-circle sum. */
+            /** @description The odometer's difference when the first and last records report it, else the great-circle sum; to the millimetre. */
             distanceMeters: number;
             durationSeconds: number;
             /** @description Null when no record up to then had a location. */

@@ -128,16 +128,20 @@ export function haversineMeters(a: Point, b: Point): number {
   return 2 * EARTH_RADIUS_METERS * Math.asin(Math.min(1, Math.sqrt(h)));
 }
 
+const thousandths = (value: number) => Math.round(value * 1000) / 1000;
+
 /** The trip as of its last moving record. */
 function tripOf(open: OpenTrip): Trip {
   const odometer = open.startOdometer !== null && open.endOdometer !== null && open.endOdometer >= open.startOdometer
     ? (open.endOdometer - open.startOdometer) * 1000
     : undefined;
-  const distanceMeters = odometer ?? open.endDistance;
+  const distance = odometer ?? open.endDistance;
   const durationSeconds = (open.endedAt - open.startedAt) / 1000;
   return {
-    startedAt: open.startedAt, endedAt: open.endedAt, durationSeconds, distanceMeters, maxSpeed: open.endMaxSpeed,
-    averageSpeed: durationSeconds > 0 ? (distanceMeters / durationSeconds) * 3.6 : 0,
+    // To the millimetre and the thousandth of a km/h: the odometer's difference in metres carries
+    // the noise of decimal kilometres in binary (2389.9999999999864 for 2.39 km).
+    startedAt: open.startedAt, endedAt: open.endedAt, durationSeconds, distanceMeters: thousandths(distance), maxSpeed: open.endMaxSpeed,
+    averageSpeed: durationSeconds > 0 ? thousandths((distance / durationSeconds) * 3.6) : 0,
     start: open.start, end: open.end, records: open.endRecords,
   };
 }
