@@ -64,7 +64,7 @@ import { vehicleRoutesV2 } from './vehicles/routes.v2.ts';
 import { createVehicleService } from './vehicles/service.ts';
 import type { StatusChange } from './vehicles/store.ts';
 import type { LatestLookup } from './vehicles/view.ts';
-import { createOutbound } from './webhooks/outbound.ts';
+import { createThreadedOutbound } from './webhooks/outbound.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { createWebhookService } from './webhooks/service.ts';
 import { DEFAULT_DELIVERY_SETTINGS, type DeliverySettings, createDeliveryWorker } from './webhooks/worker.ts';
@@ -236,7 +236,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     lastTelemetry: (organizationId, vehicleId) => latest.get(organizationId, vehicleId)?.timestamp,
   });
 
-  const outbound = createOutbound({ allowPrivate: deps.config.webhooks.allowPrivate, timeoutMs: 10_000 });
+  // Deliveries' HTTP on a thread of its own: off the event loop that serves requests.
+  const outbound = createThreadedOutbound({ allowPrivate: deps.config.webhooks.allowPrivate, timeoutMs: 10_000 });
   const deliveries = createDeliveryWorker({
     store: deps.stores.webhooks, outbound, clock, log: app.log, settings: { ...DEFAULT_DELIVERY_SETTINGS, ...deps.webhooks },
     attempted: (result) => counted.attempted(result),

@@ -1,13 +1,13 @@
 // An attempt's HTTP exchange against real receivers: a success is a 2xx whose body was read (at
 // most 64 KiB of it, past which the connection is closed rather than read on), and an attempt
 // never takes longer than its timeout, whether the receiver stalls before its headers or in the
-// middle of its body.
+// middle of its body. The same on this thread and on a thread of its own (the service's).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { test } from 'node:test';
-import { RESPONSE_READ_LIMIT, createOutbound } from '../src/webhooks/outbound.ts';
+import { describe, test } from 'node:test';
+import { type Outbound, type OutboundOptions, RESPONSE_READ_LIMIT, createOutbound, createThreadedOutbound } from '../src/webhooks/outbound.ts';
 
 async function receiver(t: { after(fn: () => unknown): void }, handle: (res: ServerResponse) => void) {
   const sockets = new Set<Socket>();
@@ -33,78 +33,94 @@ async function receiver(t: { after(fn: () => unknown): void }, handle: (res: Ser
   };
 }
 
-test('a 2xx with a body far over 64 KiB: a success, the body read no further than needed, the connection closed', async (t) => {
-  const chunk = Buffer.alloc(16 * 1024, 'x');
-  let stopped = false;
-  let unsent = -1;
-  const r = await receiver(t, (res) => {
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    // 64 MiB offered, written as the client reads: a reader that read it all would take it all.
-    let left = 4096;
-    const pump = () => {
-      while (left > 0 && !stopped) {
-        left--;
-        if (!res.write(chunk)) return void res.once('drain', pump);
-      }
-      if (left === 0) res.end();
-    };
-    res.on('close', () => {
-      stopped = true;
-      unsent = left;
+const makers: Array<[string, (options: OutboundOptions) => Outbound]> = [['in process', createOutbound], ['on its own thread', createThreadedOutbound]];
+for (const [name, make] of makers) describe(`outbound ${name}`, () => {
+  test('a 2xx with a body far over 64 KiB: a success, the body read no further than needed, the connection closed', async (t) => {
+    const chunk = Buffer.alloc(16 * 1024, 'x');
+    let stopped = false;
+    let unsent = -1;
+    const r = await receiver(t, (res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      // 64 MiB offered, written as the client reads: a reader that read it all would take it all.
+      let left = 4096;
+      const pump = () => {
+        while (left > 0 && !stopped) {
+          left--;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        if (left === 0) res.end();
+      };
+      res.on('close', () => {
+        stopped = true;
+        unsent = left;
+      });
+      pump();
     });
-    pump();
+    const outbound = make({ allowPrivate: true, timeoutMs: 5000 });
+    t.after(() => outbound.close());
+    const result = await outbound.post(r.url, { 'content-type': 'application/json' }, '{}');
+    assert.deepEqual([result.ok, result.status, result.error], [true, 200, null]);
+    const deadline = Date.now() + 5000;
+    while (!stopped && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.ok(stopped && unsent > 0, `the connection was closed instead of reading on (${unsent} of 4096 pieces unsent)`);
+    assert.ok(RESPONSE_READ_LIMIT === 64 * 1024);
   });
-  const outbound = createOutbound({ allowPrivate: true, timeoutMs: 5000 });
-  t.after(() => outbound.close());
-  const result = await outbound.post(r.url, { 'content-type': 'application/json' }, '{}');
-  assert.deepEqual([result.ok, result.status, result.error], [true, 200, null]);
-  const deadline = Date.now() + 5000;
-  while (!stopped && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-  assert.ok(stopped && unsent > 0, `the connection was closed instead of reading on (${unsent} of 4096 pieces unsent)`);
-  assert.ok(RESPONSE_READ_LIMIT === 64 * 1024);
-});
 
-test('a small 2xx body is read and the connection kept for the next attempts', async (t) => {
-  const r = await receiver(t, (res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('thanks'));
-  const outbound = createOutbound({ allowPrivate: true, timeoutMs: 5000 });
-  t.after(() => outbound.close());
-  for (let i = 0; i < 10; i++) assert.equal((await outbound.post(r.url, {}, '{}')).ok, true);
-  // undici may open a second one while it settles the first after the body's end.
-  assert.ok(r.connections() <= 2, `10 attempts one after the other over ${r.connections()} connections`);
-});
-
-test('a receiver that trickles its body, each piece within the read timeout, is timed out as a whole', async (t) => {
-  const timers: NodeJS.Timeout[] = [];
-  const trickle = await receiver(t, (res) => {
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    timers.push(setInterval(() => res.write('.'), 50));
+  test('a small 2xx body is read and the connection kept for the next attempts', async (t) => {
+    const r = await receiver(t, (res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('thanks'));
+    const outbound = make({ allowPrivate: true, timeoutMs: 5000 });
+    t.after(() => outbound.close());
+    for (let i = 0; i < 10; i++) assert.equal((await outbound.post(r.url, {}, '{}')).ok, true);
+    // undici may open a second one while it settles the first after the body's end.
+    assert.ok(r.connections() <= 2, `10 attempts one after the other over ${r.connections()} connections`);
   });
-  t.after(() => timers.forEach(clearInterval));
-  const outbound = createOutbound({ allowPrivate: true, timeoutMs: 300 });
-  t.after(() => outbound.close());
-  const started = Date.now();
-  const result = await outbound.post(trickle.url, {}, '{}');
-  assert.equal(result.ok, false);
-  assert.equal(result.error, 'timed out');
-  assert.ok(Date.now() - started < 5000, `${Date.now() - started} ms`);
-});
 
-test('a receiver that stalls before its headers, or in the middle of its body, is timed out', async (t) => {
-  const stalled: ServerResponse[] = [];
-  const before = await receiver(t, (res) => stalled.push(res));
-  const during = await receiver(t, (res) => {
-    stalled.push(res);
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    res.write('partial');
-  });
-  const outbound = createOutbound({ allowPrivate: true, timeoutMs: 300 });
-  t.after(() => outbound.close());
-  for (const url of [before.url, during.url]) {
+  test('a receiver that trickles its body, each piece within the read timeout, is timed out as a whole', async (t) => {
+    const timers: NodeJS.Timeout[] = [];
+    const trickle = await receiver(t, (res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      timers.push(setInterval(() => res.write('.'), 50));
+    });
+    t.after(() => timers.forEach(clearInterval));
+    const outbound = make({ allowPrivate: true, timeoutMs: 300 });
+    t.after(() => outbound.close());
     const started = Date.now();
-    const result = await outbound.post(url, {}, '{}');
-    assert.equal(result.ok, false, url);
-    assert.equal(result.error, 'timed out', url);
-    assert.ok(Date.now() - started < 5000);
+    const result = await outbound.post(trickle.url, {}, '{}');
+    assert.equal(result.ok, false);
+    assert.equal(result.error, 'timed out');
+    assert.ok(Date.now() - started < 5000, `${Date.now() - started} ms`);
+  });
+
+  test('a receiver that stalls before its headers, or in the middle of its body, is timed out', async (t) => {
+    const stalled: ServerResponse[] = [];
+    const before = await receiver(t, (res) => stalled.push(res));
+    const during = await receiver(t, (res) => {
+      stalled.push(res);
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('partial');
+    });
+    const outbound = make({ allowPrivate: true, timeoutMs: 300 });
+    t.after(() => outbound.close());
+    for (const url of [before.url, during.url]) {
+      const started = Date.now();
+      const result = await outbound.post(url, {}, '{}');
+      assert.equal(result.ok, false, url);
+      assert.equal(result.error, 'timed out', url);
+      assert.ok(Date.now() - started < 5000);
+    }
+    for (const res of stalled) res.destroy();
+  });
+});
+
+test('a thread that fails fails the attempts it had in hand; the next attempt starts another', async (t) => {
+  // A thread whose module throws once it has a message: it fails with the posts in hand.
+  const outbound = createThreadedOutbound({ allowPrivate: true, timeoutMs: 1000 }, new URL('./fixtures/failing-outbound-thread.ts', import.meta.url));
+  t.after(() => outbound.close());
+  for (let i = 0; i < 2; i++) {
+    const results = await Promise.all([outbound.post('http://127.0.0.1:9/hook', {}, '{}'), outbound.post('http://127.0.0.1:9/hook', {}, '{}')]);
+    for (const result of results) {
+      assert.equal(result.ok, false);
+      assert.match(String(result.error), /outbound thread/);
+    }
   }
-  for (const res of stalled) res.destroy();
 });

@@ -4,8 +4,10 @@
 // Redirects are never followed, and at most 64 KiB of a response is read.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
+import { Worker } from 'node:worker_threads';
 import { Agent, request } from 'undici';
 import { forbiddenAddress } from './addresses.ts';
+import type { ThreadReply, ThreadRequest } from './outbound-thread.ts';
 
 export const RESPONSE_READ_LIMIT = 64 * 1024;
 
@@ -83,7 +85,14 @@ function createDeadlines() {
   };
 }
 
-export function createOutbound(options: { allowPrivate: boolean; timeoutMs: number; connections?: number }) {
+export interface OutboundOptions {
+  allowPrivate: boolean;
+  timeoutMs: number;
+  /** Connections per origin (32). */
+  connections?: number;
+}
+
+export function createOutbound(options: OutboundOptions): Outbound {
   const deadlines = createDeadlines();
   const agent = new Agent({
     connect: { lookup: checkedLookup(options.allowPrivate), timeout: options.timeoutMs },
@@ -131,7 +140,94 @@ export function createOutbound(options: { allowPrivate: boolean; timeoutMs: numb
   };
 }
 
-export type Outbound = ReturnType<typeof createOutbound>;
+export interface Outbound {
+  /** One POST; never rejects: a failure is a result. */
+  post(url: string, headers: Record<string, string>, body: string): Promise<PostResult>;
+  close(): Promise<void>;
+}
+
+/**
+ * `createOutbound` on a thread of its own, so that the HTTP work of deliveries (undici's request
+ * and response handling, about 20 µs an attempt) does not share the event loop with requests.
+ * The POSTs of one turn of the event loop go to the thread in one message, and their results come
+ * back many to a message. A thread that fails fails what it had in hand (those deliveries are
+ * tried again on their schedule), and the next POST starts another. `threadModule` is what the
+ * thread runs (outbound-thread.ts; a test gives one that fails).
+ */
+export function createThreadedOutbound(options: OutboundOptions, threadModule = new URL('./outbound-thread.ts', import.meta.url)): Outbound {
+  let thread: { worker: Worker; sent: Set<number> } | undefined;
+  let nextId = 0;
+  const waiting = new Map<number, (result: PostResult) => void>();
+  let batch: Array<[number, string, Record<string, string>, string]> = [];
+  let closed = false;
+
+  const settle = (id: number, result: PostResult) => {
+    waiting.get(id)?.(result);
+    waiting.delete(id);
+  };
+  const fail = (ids: Iterable<number>, error: string) => {
+    for (const id of ids) settle(id, { ok: false, status: null, error, durationMs: 0 });
+  };
+
+  function start(): { worker: Worker; sent: Set<number> } {
+    const started = { worker: new Worker(threadModule, { workerData: options }), sent: new Set<number>() };
+    // Never what keeps the process alive: the delivery worker's own timers decide that.
+    started.worker.unref();
+    started.worker.on('message', (reply: ThreadReply) => {
+      if (reply === 'closed') return;
+      for (const [id, result] of reply.results) {
+        started.sent.delete(id);
+        settle(id, result);
+      }
+    });
+    // What this thread had in hand fails; the next POST starts another.
+    const lost = (why: string) => {
+      if (thread === started) thread = undefined;
+      fail(started.sent, why);
+      started.sent.clear();
+    };
+    started.worker.on('error', (error: Error) => lost(`the outbound thread failed: ${error.message}`));
+    started.worker.on('exit', () => lost('the outbound thread stopped'));
+    return started;
+  }
+
+  function send(): void {
+    const posts = batch;
+    batch = [];
+    if (posts.length === 0) return;
+    const to = (thread ??= start());
+    try {
+      to.worker.postMessage({ posts } satisfies ThreadRequest);
+      for (const [id] of posts) to.sent.add(id);
+    } catch (error) {
+      fail(posts.map(([id]) => id), `not sent to the outbound thread: ${(error as Error).message}`);
+    }
+  }
+
+  return {
+    post(url, headers, body) {
+      if (closed) return Promise.resolve({ ok: false, status: null, error: 'the outbound is closed', durationMs: 0 });
+      const id = nextId++;
+      return new Promise<PostResult>((resolve) => {
+        waiting.set(id, resolve);
+        if (batch.push([id, url, headers, body]) === 1) setImmediate(send);
+      });
+    },
+    async close() {
+      closed = true;
+      send();
+      const running = thread;
+      thread = undefined;
+      if (running !== undefined) {
+        // Its attempts under way end first, and their results come back before it exits.
+        const exited = new Promise((resolve) => running.worker.once('exit', resolve));
+        running.worker.postMessage('close' satisfies ThreadRequest);
+        await exited;
+      }
+      fail([...waiting.keys()], 'the outbound is closed');
+    },
+  };
+}
 
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
