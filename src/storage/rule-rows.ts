@@ -10,6 +10,15 @@ export interface RuleDecoders {
   bool(value: unknown): boolean;
 }
 
+/**
+ * SQL of one row, `stamp`: the count and sum of `updated_at` of an organization's geofences and of
+ * its alert rules, `$org` standing for the organization's parameter (each backend writes its own).
+ * A change to the definitions changes it (RulesStore's `definitionsStamp`).
+ */
+export const definitionsStampSql = (org: string) =>
+  `SELECT (SELECT count(*) || ':' || coalesce(sum(updated_at), 0) FROM geofences WHERE organization_id = ${org}) || '/' ||
+          (SELECT count(*) || ':' || coalesce(sum(updated_at), 0) FROM alert_rules WHERE organization_id = ${org}) AS stamp`;
+
 const orNull = <T>(value: unknown): T | null => (value as T | null | undefined) ?? null;
 
 export function ruleRows(d: RuleDecoders) {

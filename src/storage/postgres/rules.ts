@@ -5,7 +5,7 @@
 import type { EventRecord } from '../../events/types.ts';
 import type { AlertRecord, RuleState } from '../../rules/model.ts';
 import { type AlertChanges, type Applied, type CommitRules, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
-import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, postgresRuleRows as rows } from '../rule-rows.ts';
+import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, postgresRuleRows as rows } from '../rule-rows.ts';
 import type { Database, Queryable } from './database.ts';
 import { appendEvents } from './events.ts';
 
@@ -173,10 +173,7 @@ export function createPostgresRulesStore(db: Database): RulesStore {
       return (await db.query(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE organization_id = $1`, [organizationId])).rows.map(rows.rule);
     },
     async definitionsStamp(organizationId) {
-      const { rows: [row] } = await db.query<{ stamp: string }>(
-        `SELECT (SELECT count(*) || ':' || coalesce(sum(updated_at), 0) FROM geofences WHERE organization_id = $1) || '/' ||
-                (SELECT count(*) || ':' || coalesce(sum(updated_at), 0) FROM alert_rules WHERE organization_id = $1) AS stamp`,
-        [organizationId]);
+      const { rows: [row] } = await db.query<{ stamp: string }>({ name: 'rules.definitions-stamp', text: definitionsStampSql('$1'), values: [organizationId] });
       return row!.stamp;
     },
     async replaceRule(r) {

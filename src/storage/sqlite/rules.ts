@@ -3,7 +3,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { AlertRecord, RuleState } from '../../rules/model.ts';
 import type { EventRecord } from '../../events/types.ts';
 import { type Applied, type AlertChanges, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
-import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, sqliteRuleRows as rows } from '../rule-rows.ts';
+import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, sqliteRuleRows as rows } from '../rule-rows.ts';
 import { transaction, write } from './database.ts';
 import type { AppendEvents } from './events.ts';
 
@@ -108,10 +108,7 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
   const countRules = db.prepare('SELECT count(*) AS n FROM alert_rules WHERE organization_id = ?');
   const pageRules = db.prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE organization_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`);
   const allRules = db.prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE organization_id = ?`);
-  const stamp = db.prepare(
-    `SELECT (SELECT count(*) || ':' || coalesce(sum(updated_at), 0) FROM geofences WHERE organization_id = ?1) || '/' ||
-            (SELECT count(*) || ':' || coalesce(sum(updated_at), 0) FROM alert_rules WHERE organization_id = ?1) AS stamp`,
-  );
+  const stamp = db.prepare(definitionsStampSql('?1'));
   const replaceRule = db.prepare('UPDATE alert_rules SET name = ?, kind = ?, condition = ?, vehicle_ids = ?, enabled = ?, updated_at = ? WHERE organization_id = ? AND id = ?');
   const deleteRule = db.prepare('DELETE FROM alert_rules WHERE organization_id = ? AND id = ?');
   const getAlert = db.prepare(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE organization_id = ? AND id = ?`);
