@@ -133,6 +133,9 @@ test('offered three times its capacity, it answers 2xx, 429 or 503 with Retry-Af
     return { outcomes, failures, counts, probes };
   }
   let run = await overload();
+  // Served under overload in any run: a retry can meet a service still refusing all it is sent
+  // (every answer a 503 with Retry-After, which is allowed), after a first run served thousands.
+  let servedUnderOverload = run.counts.get(202) ?? 0;
   for (let retry = 0; retry < 2 && run.failures.length > 0 && run.failures.length < run.outcomes.length / 20; retry++) {
     t.diagnostic(`${run.failures.length} late answers of ${run.outcomes.length}: running the overload again`);
     // The next run starts from a service that serves again, not from the last one's backlog nor
@@ -145,11 +148,12 @@ test('offered three times its capacity, it answers 2xx, 429 or 503 with Retry-Af
       await sleep(200);
     }
     run = await overload();
+    servedUnderOverload += run.counts.get(202) ?? 0;
   }
   const { outcomes, failures, counts, probes } = run;
   assert.deepEqual(failures.slice(0, 5), [], `${failures.length} of ${outcomes.length} requests failed (timeouts or resets)`);
   for (const status of counts.keys()) assert.ok((status >= 200 && status < 300) || status === 429 || status === 503, `unexpected status ${status}`);
-  assert.ok((counts.get(202) ?? 0) > 0, 'some requests were served under overload');
+  assert.ok(servedUnderOverload > 0, 'some requests were served under overload');
   assert.ok((counts.get(503) ?? 0) > 0, 'the overload was answered with 503s');
   for (const o of outcomes) {
     if (!('status' in o) || o.status !== 503) continue;
