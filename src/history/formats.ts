@@ -6,7 +6,7 @@
 // parsed and written the same way, from the parsed record.
 import { iso } from '../clock.ts';
 import type { TelemetryData } from '../telemetry/schema.ts';
-import { type Fields, SLOT, findFields, newFields } from '../telemetry/stored-text.ts';
+import { type Fields, SLOT, findFields, newFields, present, valueText } from '../telemetry/stored-text.ts';
 import type { ScannedRecord, StoredRecord, WrittenFormat } from '../telemetry/store.ts';
 import type { ExportFormat } from './schema.ts';
 
@@ -21,9 +21,8 @@ export interface ExportWriter {
 
 const fields: Fields = newFields();
 const { spans, numbers } = fields;
-const has = (slot: number) => spans[slot * 3] !== -1;
-/** A field's value as the stored text writes it (JSON.stringify's text, so String() of a number). */
-const textOf = (text: string, slot: number) => text.slice(spans[slot * 3], spans[slot * 3 + 1]);
+const has = (slot: number) => present(fields, slot);
+const textOf = (text: string, slot: number) => valueText(fields, text, slot);
 const parsed = (record: StoredText): StoredRecord => ({ vehicleId: record.vehicleId, timestamp: record.timestamp, data: JSON.parse(record.data) as TelemetryData });
 
 export interface ExportFormatSpec {

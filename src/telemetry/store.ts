@@ -10,6 +10,12 @@ export interface ScanOptions<D> {
   decode?: (text: string) => D;
 }
 
+/** A record's stored JSON text, parsed whole. */
+export const parseData = (text: string) => JSON.parse(text) as TelemetryData;
+
+/** The decoder a scan uses: the one asked for, else `parseData` (`D` is then TelemetryData). */
+export const decoderOf = <D>(options: ScanOptions<D>): ((text: string) => D) => options.decode ?? (parseData as unknown as (text: string) => D);
+
 /** A record as `scan` reads it, its `data` as the scan's decoder gave it. */
 export interface ScannedRecord<D> {
   vehicleId: string;

@@ -23,6 +23,10 @@ export interface Fields {
   numbers: Float64Array;
 }
 export const newFields = (): Fields => ({ spans: new Int32Array(SLOTS * 3), numbers: new Float64Array(SLOTS) });
+/** Whether the text `findFields` last read into `fields` has the field of `slot`. */
+export const present = (fields: Fields, slot: number) => fields.spans[slot * 3] !== -1;
+/** The field's value as `text` writes it (JSON.stringify's text: String() of a number). */
+export const valueText = (fields: Fields, text: string, slot: number) => text.slice(fields.spans[slot * 3], fields.spans[slot * 3 + 1]);
 
 /** The top-level keys, each with its quotes and colon, by slot. */
 const KEYS = ['"location":', '"speed":', '"heading":', '"battery":', '"temperature":', '"odometer":', '"diagnostics":'] as const;
@@ -148,7 +152,7 @@ function read(fields: Fields): void {
       if (slot === -1 || spans[slot * 3] !== -1) throw UNEXPECTED; // a member the schema has not, or twice
       const key = KEYS[slot]!;
       for (let k = 2; k < key.length; k++) if (text.charCodeAt(at + k) !== key.charCodeAt(k)) throw UNEXPECTED;
-      at += KEYS[slot]!.length;
+      at += key.length;
       spans[slot * 3] = at;
       if (slot === SLOT.location) readLocation(fields);
       else if (slot === SLOT.diagnostics) skipObject();

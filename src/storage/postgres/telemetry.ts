@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mergeStates } from '../../telemetry/latest.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 import {
-  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type ScanOptions, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, groupByVehicle, judgeBatch,
+  type BatchOutcome, type CommitBatch, type LatestState, type MergeLatest, type ScanOptions, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, decoderOf, groupByVehicle, judgeBatch,
 } from '../../telemetry/store.ts';
 import type pg from 'pg';
 import type { Database, Queryable } from './database.ts';
@@ -256,8 +256,9 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       return rows.map((row) => ({ vehicleId, timestamp: row.ts, data: row.data }));
     },
 
-    async *scan<D>(organizationId: string, vehicleId: string, range: TimeRange, { pageSize, readSize: asked, decode }: ScanOptions<D>) {
-      const parse = decode ?? (JSON.parse as (text: string) => D);
+    async *scan<D>(organizationId: string, vehicleId: string, range: TimeRange, options: ScanOptions<D>) {
+      const { pageSize, readSize: asked } = options;
+      const parse = decoderOf(options);
       // A query on the partitioned table costs about a millisecond before its first row (a round
       // trip, partition pruning): the caller says how many to read at once. Not a named statement,
       // as `history` says. Each read is sent as soon as the one before has come back, so that

@@ -59,9 +59,7 @@ export function createSqliteEventStore(db: DatabaseSync): EventStore {
       const types = query.types ?? [];
       const params = [organizationId, after, ...(query.vehicleId === undefined ? [] : [query.vehicleId]), ...types, query.limit];
       const rows = feedStatement(types.length, query.vehicleId !== undefined).all(...params) as unknown as [number, string][];
-      const texts = new Array<string>(rows.length);
-      for (let i = 0; i < rows.length; i++) texts[i] = rows[i]![1];
-      const envelopes = texts.join(',');
+      const envelopes = rows.map((row) => row[1]).join(',');
       const count = rows.length;
       if (count === query.limit) return { gone: false, envelopes, count, next: [0, rows.at(-1)![0]] };
       // Not a full page: nothing matches up to the newest event, so the next read starts there.

@@ -11,9 +11,8 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { EventRecord } from '../../events/types.ts';
 import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
-import type { TelemetryData } from '../../telemetry/schema.ts';
 import {
-  type BatchOutcome, type CommitBatch, type HistoryRange, type LatestState, type MergeLatest, type ScanOptions, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, judgeBatch, scanByPages,
+  type BatchOutcome, type CommitBatch, type HistoryRange, type LatestState, type MergeLatest, type ScanOptions, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, decoderOf, judgeBatch, parseData, scanByPages,
 } from '../../telemetry/store.ts';
 import type { CommitRules } from '../../rules/store.ts';
 import type { SqliteRuleWrites } from './rules.ts';
@@ -143,11 +142,7 @@ export function createSqliteTelemetryStore(
   }
 
   /** A page of the history through `statement` (`historyPage`, or `scanPage` for the range scans). */
-  function readPage(statement: StatementSync, organizationId: string, vehicleId: string, range: HistoryRange): StoredRecord[];
-  function readPage<D>(statement: StatementSync, organizationId: string, vehicleId: string, range: HistoryRange, decode: (text: string) => D): ScannedRecord<D>[];
-  function readPage(
-    statement: StatementSync, organizationId: string, vehicleId: string, range: HistoryRange, decode: (text: string) => unknown = JSON.parse,
-  ): ScannedRecord<unknown>[] {
+  function readPage<D>(statement: StatementSync, organizationId: string, vehicleId: string, range: HistoryRange, decode: (text: string) => D): ScannedRecord<D>[] {
     return statement
       // Times are whole milliseconds: after the cursor is from the next one on.
       .all(organizationId, vehicleId, range.after === undefined ? range.from : Math.max(range.from, range.after + 1), range.to, range.limit)
@@ -178,7 +173,7 @@ export function createSqliteTelemetryStore(
         if (current !== undefined) yield current;
         current = { organizationId, vehicleId, records: [] };
       }
-      current.records.push({ vehicleId, timestamp: row.ts as number, data: JSON.parse(row.data as string) as TelemetryData });
+      current.records.push({ vehicleId, timestamp: row.ts as number, data: parseData(row.data as string) });
     }
     if (current !== undefined) yield current;
   }
@@ -309,13 +304,13 @@ export function createSqliteTelemetryStore(
     },
 
     async history(organizationId, vehicleId, range) {
-      return readPage(historyPage, organizationId, vehicleId, range);
+      return readPage(historyPage, organizationId, vehicleId, range, parseData);
     },
 
     // A query costs nothing before its first row here: a read is a page (`readSize` is not needed).
-    scan<D>(organizationId: string, vehicleId: string, range: TimeRange, { pageSize, decode }: ScanOptions<D>) {
-      const read = decode ?? (JSON.parse as (text: string) => D);
-      return scanByPages(async (org, vehicle, page) => readPage(scanPage, org, vehicle, page, read), organizationId, vehicleId, range, pageSize);
+    scan<D>(organizationId: string, vehicleId: string, range: TimeRange, options: ScanOptions<D>) {
+      const decode = decoderOf(options);
+      return scanByPages(async (org, vehicle, page) => readPage(scanPage, org, vehicle, page, decode), organizationId, vehicleId, range, options.pageSize);
     },
 
     scanWritten(format, organizationId, vehicleId, range, pageSize) {

@@ -42,7 +42,7 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   );
   const deliveryOne = db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id = ?`);
   const retry = db.prepare(
-    `UPDATE webhook_deliveries SET status = 'pending', next_at = ?, lease_until = NULL WHERE webhook_id = ? AND id = ?
+    `UPDATE webhook_deliveries SET status = 'pending', next_at = ? WHERE webhook_id = ? AND id = ?
      RETURNING ${DELIVERY_COLUMNS}`,
   );
   const addDelivery = db.prepare(
@@ -54,7 +54,6 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   const eventsAfter = db.prepare('SELECT seq, id, organization_id, type, vehicle_id, occurred_at, recorded_at, envelope FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
   const anyEnabled = db.prepare('SELECT 1 FROM webhooks WHERE enabled = 1 LIMIT 1');
   const stepAfter = db.prepare('SELECT count(*) AS n, max(seq) AS last FROM (SELECT seq FROM events WHERE seq > ? ORDER BY seq LIMIT ?)');
-  const anyDue = db.prepare("SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_at <= ? LIMIT 1");
   const enabledOf = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = ? AND enabled = 1`);
   // The due deliveries of enabled endpoints, oldest due first, but those leased (a JSON array of
   // seqs: the due index holds them, so a leased row is passed over without being read).
@@ -67,7 +66,7 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   const endpointOf = db.prepare('SELECT url, secret, previous_secret, previous_secret_until FROM webhooks WHERE id = ?');
   // By seq, the rowid: no search of the id index.
   const finish = db.prepare(
-    `UPDATE webhook_deliveries SET status = ?, attempt = attempt + 1, next_at = ?, lease_until = NULL, response_status = ?,
+    `UPDATE webhook_deliveries SET status = ?, attempt = attempt + 1, next_at = ?, response_status = ?,
        duration_ms = ?, error = ?, at = ? WHERE seq = ?`,
   );
   const succeeded = db.prepare('UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL');
@@ -170,8 +169,7 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
       });
     },
     async claim(now, leaseUntil, limit) {
-      // Nothing due (most cycles when the endpoints keep up): no query of the deliveries' rows.
-      if (limit <= 0 || anyDue.get(now) === undefined) return [];
+      if (limit <= 0) return [];
       const held: number[] = [];
       for (const [id, lease] of leases) {
         if (lease.until > now) held.push(lease.seq);
