@@ -135,7 +135,9 @@ describe('deliveries to a local receiver', () => {
     try {
       const webhook = (await app.request('POST', '/v2/webhooks', { body: { url: receiver.url, eventTypes: ['*'] } })).json();
       await app.registerVehicle('redirect-1');
-      await receiver.waitFor(() => receiver.received.length >= 3);
+      // At least two attempts: the endpoint is disabled by a failure 300 ms or more after its
+      // first (which may itself take that long while the outbound thread starts).
+      await receiver.waitFor(() => receiver.received.length >= 2);
       assert.equal(target.received.length, 0, 'the redirect was not followed');
       const log = (await app.request('GET', `/v2/webhooks/${webhook.id}/deliveries`)).json().deliveries;
       assert.match(log[0].error, /redirect/);
