@@ -3,7 +3,9 @@
 // 1. Status changes (PUT /v2/fleet/vehicles/{id}/status, each vehicle alternating inactive/active,
 //    1000 vehicles, load from bench/load.ts in its own process) with three webhook endpoints
 //    subscribed to `*` (a local receiver) against the same load with the endpoints disabled (the
-//    fan-out then reads the log and makes nothing, as with no endpoints). Goal ≥ 0.8 ×.
+//    fan-out then reads the log and makes nothing, as with no endpoints). Goal ≥ 0.8 ×. The load
+//    saturates Fleet's event loop, so its delivery worker is paced (src/webhooks/pacing.ts): the
+//    table shows how many deliveries arrived during the load and when the last one did.
 // 2. Webhook delivery to a local receiver (bench/webhook-receiver.ts, its own process, 204):
 //    a. status changes at a fixed rate, evenly spread (bench/status-pacer.ts), with 20 endpoints
 //       (the default quota's most; 20 deliveries per change): the time from commit (the event's

@@ -65,6 +65,7 @@ import { createVehicleService } from './vehicles/service.ts';
 import type { StatusChange } from './vehicles/store.ts';
 import type { LatestLookup } from './vehicles/view.ts';
 import { createThreadedOutbound } from './webhooks/outbound.ts';
+import { DEFAULT_PACING, createPacing } from './webhooks/pacing.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { createWebhookService } from './webhooks/service.ts';
 import { DEFAULT_DELIVERY_SETTINGS, type DeliverySettings, createDeliveryWorker } from './webhooks/worker.ts';
@@ -238,9 +239,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Deliveries' HTTP on a thread of its own: off the event loop that serves requests.
   const outbound = createThreadedOutbound({ allowPrivate: deps.config.webhooks.allowPrivate, timeoutMs: 10_000 });
+  // While requests keep the event loop busy, the worker's part of it is capped (pacing.ts).
+  const pacing = createPacing(DEFAULT_PACING);
   const deliveries = createDeliveryWorker({
     store: deps.stores.webhooks, outbound, clock, log: app.log, settings: { ...DEFAULT_DELIVERY_SETTINGS, ...deps.webhooks },
-    attempted: (result) => counted.attempted(result),
+    attempted: (result) => counted.attempted(result), pacing,
   });
   const webhooks = createWebhookService({
     store: deps.stores.webhooks, clock, maxPerOrganization: deps.config.quotas.webhooks,
@@ -418,6 +421,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     eventRetention.stop();
     offline.stop();
     await deliveries.stop();
+    pacing.close();
     await outbound.close();
     await telemetry.drain();
     await devices.stop();

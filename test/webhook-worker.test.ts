@@ -1,19 +1,21 @@
 // The delivery worker's claims ahead of its attempts, against the embedded store and a real
 // receiver: a delivery claimed but held back longer than a third of its lease is not attempted
-// on that lease (another node could claim it once the lease runs out), and stopping gives back
-// the claimed deliveries not yet attempted.
+// on that lease (another node could claim it once the lease runs out), stopping gives back the
+// claimed deliveries not yet attempted, and a paced worker keeps to its share of the event loop.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { systemClock } from '../src/clock.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import type { Stores } from '../src/storage/stores.ts';
 import { createOutbound } from '../src/webhooks/outbound.ts';
+import { type Pacing, createPacing } from '../src/webhooks/pacing.ts';
 import { DEFAULT_DELIVERY_SETTINGS, createDeliveryWorker } from '../src/webhooks/worker.ts';
 import { addOrganization } from './contract/fixtures.ts';
 
@@ -108,4 +110,85 @@ test('stopping gives back the deliveries claimed ahead: due again at once', asyn
   const claimable = await stores.webhooks.claim(now, now + 1000, 10);
   assert.equal(claimable.length, 4);
   for (const res of held) res.writeHead(204).end();
+});
+
+test('a paced worker does nothing while its share is spent, and everything once it is renewed', async (t) => {
+  const received: number[] = [];
+  const { stores, outbound, ids } = await setUp(t, (req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.push((JSON.parse(body) as { n: number }).n);
+      res.writeHead(204).end();
+    });
+  });
+  let open = false;
+  let spent = 0;
+  let renewals = 0;
+  const pacing: Pacing = {
+    allowed: () => open,
+    saturated: () => true,
+    spent: (ms) => (spent += ms),
+    renewsIn: () => (renewals++, 20),
+    close() {},
+  };
+  const worker = createDeliveryWorker({
+    store: stores.webhooks, outbound, clock: systemClock, log: quiet, settings: { ...DEFAULT_DELIVERY_SETTINGS, pollMs: 100 }, pacing,
+  });
+  t.after(() => worker.stop());
+  worker.start();
+  // Paced out: the worker looks again each window and neither claims nor sends.
+  while (renewals < 5) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.deepEqual(received, []);
+  assert.equal((await stores.webhooks.getDelivery('wh_1', ids[0]!))?.attempt, 0);
+  open = true;
+  const deadline = Date.now() + 30_000;
+  while (received.length < ids.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(received.sort(), [0, 1, 2, 3, 4, 5]);
+  assert.ok(spent > 0, 'the store work and the attempts are counted against the share');
+});
+
+test('pacing: the worker is held to its share only while other work saturates the loop', () => {
+  // The loop's utilization as the test sets it: cumulative active and idle milliseconds.
+  const loop = { active: 0, idle: 0 };
+  const utilization = (current?: EventLoopUtilization, previous?: EventLoopUtilization): EventLoopUtilization => {
+    if (current === undefined) return { ...loop, utilization: 0 };
+    const active = current.active - (previous?.active ?? 0);
+    const idle = current.idle - (previous?.idle ?? 0);
+    return { active, idle, utilization: active / (active + idle) };
+  };
+  const windowMs = 25;
+  const pacing = createPacing({ share: 0.1, saturatedAt: 0.8, windowMs, utilization, manual: true });
+  const nextWindow = () => pacing.endWindow();
+  try {
+    // Busy 95 of 100 ms, 85 of them the worker's own: not saturated by other work, no limit.
+    pacing.spent(85);
+    loop.active += 95;
+    loop.idle += 5;
+    nextWindow();
+    assert.equal(pacing.saturated(), false, "the worker's own time does not count");
+    assert.equal(pacing.allowed(), true);
+
+    // Busy 90 of 100 ms with other work.
+    loop.active += 90;
+    loop.idle += 10;
+    nextWindow();
+    assert.equal(pacing.saturated(), true);
+    assert.equal(pacing.allowed(), true, 'a fresh share each window');
+    pacing.spent(0.1 * windowMs - 0.5);
+    assert.equal(pacing.allowed(), true);
+    pacing.spent(1);
+    assert.equal(pacing.allowed(), false, 'the share spent');
+    assert.ok(pacing.renewsIn() >= 1 && pacing.renewsIn() <= windowMs);
+
+    // Other work at 70 % (the worker's 3 ms aside): not saturated, no limit again.
+    loop.active += 3 + 70;
+    loop.idle += 30;
+    nextWindow();
+    assert.equal(pacing.saturated(), false);
+    pacing.spent(1000);
+    assert.equal(pacing.allowed(), true);
+  } finally {
+    pacing.close();
+  }
 });

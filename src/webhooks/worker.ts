@@ -6,6 +6,7 @@ import type { Clock } from '../clock.ts';
 import type { LoggedEvent } from '../events/store.ts';
 import { wants } from '../events/types.ts';
 import type { Outbound } from './outbound.ts';
+import { type Pacing, UNPACED } from './pacing.ts';
 import { newDeliveryId } from './service.ts';
 import { signedHeaders } from './signing.ts';
 import type { AttemptResult, ClaimedDelivery, NewDelivery, WebhookRecord, WebhookStore } from './store.ts';
@@ -52,6 +53,8 @@ export const DEFAULT_DELIVERY_SETTINGS: DeliverySettings = {
 };
 
 const FAN_OUT_STEP = 500;
+/** A fan-out step's events while the worker is paced: small steps, so that it keeps to its share. */
+const PACED_FAN_OUT_STEP = 50;
 
 /** When to try again after attempt number `attempt` failed at `at`; null: give up. */
 export function nextAttemptAt(settings: DeliverySettings, attempt: number, at: number, recordedAt: number, random = Math.random): number | null {
@@ -83,8 +86,11 @@ export function createDeliveryWorker(deps: {
   log: { warn(obj: object, msg: string): void };
   /** Told of each attempt (metrics). */
   attempted?: (result: AttemptResult) => void;
+  /** How much of the event loop the worker may take while requests keep it busy (pacing.ts); unpaced if absent. */
+  pacing?: Pacing;
 }) {
   const { store, outbound, clock, settings, log } = deps;
+  const pacing = deps.pacing ?? UNPACED;
   let stopped = true;
   let running = false;
   /** Something was recorded since the last fan-out step began. */
@@ -103,6 +109,16 @@ export function createDeliveryWorker(deps: {
   const lowWater = Math.max(1, Math.floor(settings.concurrency / 2));
   let results: AttemptResult[] = [];
   let flushing: Promise<void> | undefined;
+
+  /** `work()`, its synchronous part (all of it on the embedded store) counted against the worker's share. */
+  function timed<T>(work: () => T): T {
+    const started = performance.now();
+    try {
+      return work();
+    } finally {
+      pacing.spent(performance.now() - started);
+    }
+  }
 
   function schedule(delay: number): void {
     clearTimeout(timer);
@@ -132,37 +148,64 @@ export function createDeliveryWorker(deps: {
 
   async function cycle(): Promise<void> {
     if (stopped || running) return;
+    if (!pacing.allowed()) {
+      // This window's share is spent: the cycle runs in the next one.
+      schedule(pacing.renewsIn());
+      return;
+    }
     running = true;
     recorded = false;
     moreDue = false;
+    /** The fan-out stopped short of the log's end (the share spent). */
+    let behind = false;
     try {
       for (;;) {
-        const read = await store.fanOut((events, endpoints) => matchDeliveries(events, endpoints, clock.now()), FAN_OUT_STEP, clock.now());
-        if (read < FAN_OUT_STEP || stopped) break;
+        const step = pacing.saturated() ? PACED_FAN_OUT_STEP : FAN_OUT_STEP;
+        const read = await timed(() => store.fanOut((events, endpoints) => matchDeliveries(events, endpoints, clock.now()), step, clock.now()));
+        if (read < step || stopped) break;
+        if (!pacing.allowed()) {
+          behind = true;
+          break;
+        }
       }
       const room = 2 * settings.concurrency - inFlight - ready.length;
       if (room <= 0) {
         // Full: whether more is due is not known; look again when the ready ones run low.
         moreDue = true;
-      } else if (!stopped) {
+      } else if (!stopped && pacing.allowed()) {
         const now = clock.now();
-        const claimed = await store.claim(now, now + settings.leaseMs, room);
+        const claimed = await timed(() => store.claim(now, now + settings.leaseMs, room));
         for (const delivery of claimed) ready.push({ delivery, claimedAt: now });
-        pump();
         // A full claim may have left more due: look again once the ready ones run low.
         if (claimed.length === room) moreDue = true;
+      } else {
+        moreDue = true;
       }
+      pump();
     } catch (error) {
       log.warn({ err: error }, 'webhooks: the delivery worker could not read or claim; it tries again shortly');
     } finally {
       running = false;
-      if (!stopped) schedule(moreDue && ready.length <= lowWater ? 0 : recorded ? settings.wakeDelayMs : settings.pollMs);
+      if (!stopped) {
+        let delay = behind || (moreDue && ready.length <= lowWater) ? 0 : recorded ? settings.wakeDelayMs : settings.pollMs;
+        if (!pacing.allowed()) {
+          // Paced: what is left (the log, or attempts held back in `ready`) waits for the next window.
+          const renews = pacing.renewsIn();
+          delay = delay === 0 || ready.length > 0 ? renews : Math.max(delay, renews);
+        }
+        schedule(delay);
+      }
     }
   }
 
   /** Starts attempts from the ready ones while there are places. */
   function pump(): void {
     while (!stopped && inFlight < settings.concurrency && ready.length > 0) {
+      if (!pacing.allowed()) {
+        // The rest start in the next window, from a cycle then.
+        within(pacing.renewsIn());
+        return;
+      }
       const { delivery, claimedAt } = ready.shift()!;
       // Held back too long (attempts slower than the lease allows for): its lease may run out
       // during the attempt and another node claim it, so it is left to be claimed again.
@@ -174,8 +217,7 @@ export function createDeliveryWorker(deps: {
   async function attempt(delivery: ClaimedDelivery): Promise<void> {
     inFlight++;
     const at = clock.now();
-    const headers = signedHeaders(delivery.secrets, delivery.eventId, Math.floor(at / 1000), delivery.payload);
-    const outcome = await outbound.post(delivery.url, headers, delivery.payload);
+    const outcome = await timed(() => outbound.post(delivery.url, signedHeaders(delivery.secrets, delivery.eventId, Math.floor(at / 1000), delivery.payload), delivery.payload));
     inFlight--;
     const result: AttemptResult = {
       seq: delivery.seq,
@@ -202,7 +244,7 @@ export function createDeliveryWorker(deps: {
           const batch = results;
           results = [];
           try {
-            await store.complete(batch, settings.disableAfterMs);
+            await timed(() => store.complete(batch, settings.disableAfterMs));
           } catch (error) {
             // Not recorded: each delivery's lease runs out and it is sent again (at least once).
             log.warn({ err: error, deliveries: batch.length }, 'webhooks: could not record delivery attempts');
