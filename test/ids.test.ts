@@ -2,7 +2,7 @@
 // the store's index of them grows at its end); the rest is random.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { timeOrderedId } from '../src/auth/keys.ts';
+import { randomBase62, timeOrderedId } from '../src/auth/keys.ts';
 import { newEventId } from '../src/events/types.ts';
 import { newAlertId } from '../src/rules/ids.ts';
 import { newDeliveryId } from '../src/webhooks/service.ts';
@@ -26,4 +26,19 @@ test('event, alert and delivery ids keep their public form, and later ones sort 
     assert.match(first[i]!, pattern);
     assert.ok(first[i]! < later[i]!, `${first[i]} before ${later[i]}`);
   }
+});
+
+test('random base62 characters: the length asked for, every character equally likely', () => {
+  for (const length of [0, 1, 20, 5000]) assert.match(randomBase62(length), new RegExp(`^[0-9A-Za-z]{${length}}$`));
+  // 62 × 10,000 characters: each count near 10,000. Chi-square with 61 degrees of freedom is above
+  // 130 with probability about 1e-6; a bias of the byte-to-character step (`byte % 62` over all
+  // 256 bytes puts the first 8 characters at 5/4 of the others) gives far above 1000.
+  const counts = new Map<string, number>();
+  for (let i = 0; i < 62; i++) {
+    for (const c of randomBase62(10_000)) counts.set(c, (counts.get(c) ?? 0) + 1);
+  }
+  assert.equal(counts.size, 62);
+  let chiSquare = 0;
+  for (const n of counts.values()) chiSquare += (n - 10_000) ** 2 / 10_000;
+  assert.ok(chiSquare < 130, `chi-square ${chiSquare.toFixed(1)}`);
 });

@@ -2,7 +2,7 @@
 // random part. The checksum lets us refuse a mistyped or made-up key without touching the store,
 // and lets secret scanners recognise leaked keys. Keys are stored only as SHA-256 hashes: they
 // carry ~190 bits of entropy, so a slow password hash would add latency and no safety.
-import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -12,9 +12,26 @@ const CHECKSUM_LENGTH = 6;
 const LOOKUP_LENGTH = 12;
 const KEY_PATTERN = new RegExp(`^${PREFIX}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`);
 
+/** Random bytes from the system's CSPRNG, fetched 4 KiB at a time (as `crypto.randomInt` keeps its own). */
+let pool = Buffer.alloc(0);
+let taken = 0;
+
+/**
+ * `length` random base62 characters, each uniform: a random byte below 248 (4 × 62) gives
+ * `byte % 62`, a higher one is drawn again. (A call of `crypto.randomInt(62)` per character took
+ * about 2.5 times as long: 0.6 to 0.9 µs for the 12 random characters of an event's or a
+ * delivery's id, against 0.2 to 0.4.)
+ */
 export function randomBase62(length: number): string {
   let out = '';
-  for (let i = 0; i < length; i++) out += BASE62[randomInt(62)];
+  while (out.length < length) {
+    if (taken === pool.length) {
+      pool = randomBytes(4096);
+      taken = 0;
+    }
+    const byte = pool[taken++]!;
+    if (byte < 248) out += BASE62[byte % 62];
+  }
   return out;
 }
 
