@@ -239,6 +239,43 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       assert.deepEqual(claimed.map((d) => [d.webhookId, JSON.parse(d.payload).vehicleId]), [['wh_on', 'v-4']]);
     });
 
+    test('claims: the oldest due first; an endpoint disabled after the fan-out gets nothing until enabled again', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      assert.equal(await stores.webhooks.insert(webhook(a, 'wh_1', ['*']), 10), 'created');
+      assert.equal(await stores.webhooks.insert(webhook(a, 'wh_2', ['*']), 10), 'created');
+      // Due before the fan-out's deliveries: a test delivery, and one failed once and due again.
+      await stores.webhooks.addDelivery({ id: 'dlv_old', webhookId: 'wh_2', eventId: 'evt_old', eventType: 'webhook.test', payload: '{}', recordedAt: T0 - 10 }, T0 - 10);
+      await stores.webhooks.addDelivery({ id: 'dlv_retry', webhookId: 'wh_1', eventId: 'evt_retry', eventType: 'webhook.test', payload: '{}', recordedAt: T0 - 20 }, T0 - 20);
+      const [retry] = await stores.webhooks.claim(T0 - 20, T0 - 15, 1);
+      assert.equal(retry?.id, 'dlv_retry');
+      await stores.webhooks.complete([
+        { seq: retry.seq, id: retry.id, webhookId: 'wh_1', ok: false, responseStatus: 500, durationMs: 1, error: 'answered 500', at: T0 - 19, nextAt: T0 - 5 },
+      ], 60_000);
+      for (const id of ['v-1', 'v-2']) await register(stores, a, id);
+      await eventually(async () => assert.equal((await feedAll(stores, a, 10)).ids.length, 2));
+      const match = (events: Parameters<typeof matchDeliveries>[0], endpoints: Parameters<typeof matchDeliveries>[1]) => matchDeliveries(events, endpoints, T0);
+      assert.equal(await stores.webhooks.fanOut(match, 10, T0), 2);
+
+      const first = await stores.webhooks.claim(T0, T0 + 1000, 2);
+      assert.deepEqual(first.map((d) => [d.id, d.attempt]), [['dlv_old', 0], ['dlv_retry', 1]], 'due longest first');
+      assert.equal(first[1]!.error, 'answered 500');
+      // wh_2 disabled: its fanned-out delivery stays, unclaimed.
+      await stores.webhooks.update(a, 'wh_2', { enabled: false }, T0);
+      const second = await stores.webhooks.claim(T0, T0 + 1000, 10);
+      assert.deepEqual(second.map((d) => [d.webhookId, JSON.parse(d.payload).vehicleId, d.attempt, d.status]).sort(),
+        [['wh_1', 'v-1', 0, 'pending'], ['wh_1', 'v-2', 0, 'pending']]);
+      for (const d of second) {
+        const stored = await stores.webhooks.getDelivery(d.webhookId, d.id);
+        assert.deepEqual({ ...d, url: undefined, secrets: undefined }, { ...stored, url: undefined, secrets: undefined }, 'a claim gives the delivery as stored');
+        assert.deepEqual(d.secrets, [webhook(a, 'wh_1', ['*']).secret]);
+      }
+      assert.deepEqual(await stores.webhooks.claim(T0 + 1, T0 + 1000, 10), []);
+      await stores.webhooks.update(a, 'wh_2', { enabled: true }, T0 + 1);
+      const third = await stores.webhooks.claim(T0 + 2, T0 + 1000, 10);
+      assert.deepEqual(third.map((d) => [d.webhookId, JSON.parse(d.payload).vehicleId]).sort(), [['wh_2', 'v-1'], ['wh_2', 'v-2']]);
+    });
+
     test('an endpoint failing for longer than the limit is disabled; enabling it again forgives', async () => {
       const stores = await fresh();
       const a = await addOrganization(stores);
