@@ -239,8 +239,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Deliveries' HTTP on a thread of its own: off the event loop that serves requests.
   const outbound = createThreadedOutbound({ allowPrivate: deps.config.webhooks.allowPrivate, timeoutMs: 10_000 });
-  // While requests keep the event loop busy, the worker's part of it is capped (pacing.ts).
-  const pacing = createPacing(DEFAULT_PACING);
+  // While requests keep the event loop busy, the worker's part of it is capped (pacing.ts): on the
+  // embedded store, whose work is all on this loop.
+  const pacing = deps.stores.webhooks.onEventLoop ? createPacing(DEFAULT_PACING) : undefined;
   const deliveries = createDeliveryWorker({
     store: deps.stores.webhooks, outbound, clock, log: app.log, settings: { ...DEFAULT_DELIVERY_SETTINGS, ...deps.webhooks },
     attempted: (result) => counted.attempted(result), pacing,
@@ -421,7 +422,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     eventRetention.stop();
     offline.stop();
     await deliveries.stop();
-    pacing.close();
+    pacing?.close();
     await outbound.close();
     await telemetry.drain();
     await devices.stop();

@@ -1,9 +1,9 @@
-// Webhook work gives way to requests. The delivery worker's store work (fan-out, claims, records)
-// and its attempts' signing run on the event loop that serves requests and takes in telemetry.
-// While other work keeps that loop busy (at least `saturatedAt` of a window, not counting the
-// worker's own time), the worker takes at most `share` of each window and waits for the next one;
-// otherwise it takes what it needs. Nothing waits for long and nothing is lost: the events are in
-// the log, and what is not fanned out or attempted in one window is in the next.
+// Webhook work gives way to requests. On the embedded store, the delivery worker's store work
+// (fan-out, claims, records) and its attempts' signing run on the event loop that serves requests
+// and takes in telemetry. While other work keeps that loop busy (at least `saturatedAt` of a
+// window, not counting the worker's own time), the worker takes at most `share` of each window
+// and waits for the next one; otherwise it takes what it needs. Nothing is lost by waiting: the
+// events are in the log, and what is not fanned out or attempted in one window is in a later one.
 import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 
 export interface Pacing {

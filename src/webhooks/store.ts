@@ -88,6 +88,12 @@ export interface NewDelivery {
  * to one node until `leaseUntil`, so no two nodes make the same attempt.
  */
 export interface WebhookStore {
+  /**
+   * Whether the store's work runs on the calling thread (the embedded store) rather than in a
+   * database server: the delivery worker's share of a busy event loop is then measured and held
+   * down (pacing.ts).
+   */
+  readonly onEventLoop: boolean;
   insert(webhook: WebhookRecord, maxPerOrganization: number): Promise<'created' | 'quota'>;
   get(organizationId: string, id: string): Promise<WebhookRecord | undefined>;
   list(organizationId: string, page: { limit: number; offset: number }): Promise<{ webhooks: WebhookRecord[]; total: number }>;

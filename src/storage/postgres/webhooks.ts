@@ -17,6 +17,7 @@ const webhookOf = (row: Row) => toWebhook(row, (v) => v as string[], (v) => v as
 
 export function createPostgresWebhookStore(db: Database): WebhookStore {
   return {
+    onEventLoop: false,
     async insert(w, max) {
       return db.transaction(async (client) => {
         // Counted under a lock per organization: two nodes cannot both take the last place.

@@ -90,6 +90,7 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   }
 
   return {
+    onEventLoop: true,
     async insert(w, max) {
       return transaction(db, () => {
         if (Number(count.get(w.organizationId)!.n) >= max) return 'quota';
