@@ -112,7 +112,7 @@ for (const [name, make] of makers) describe(`outbound ${name}`, () => {
   });
 });
 
-test('a thread that fails fails the attempts it had in hand; the next attempt starts another', async (t) => {
+test('a thread that fails fails the attempts it had in hand, as its own failure; the next attempt starts another', async (t) => {
   // A thread whose module throws once it has a message: it fails with the posts in hand.
   const outbound = createThreadedOutbound({ allowPrivate: true, timeoutMs: 1000 }, new URL('./fixtures/failing-outbound-thread.ts', import.meta.url));
   t.after(() => outbound.close());
@@ -121,6 +121,7 @@ test('a thread that fails fails the attempts it had in hand; the next attempt st
     for (const result of results) {
       assert.equal(result.ok, false);
       assert.match(String(result.error), /outbound thread/);
+      assert.equal(result.local, true, 'a failure of this process, not of the endpoint');
     }
   }
 });

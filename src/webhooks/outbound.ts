@@ -16,6 +16,8 @@ export interface PostResult {
   status: number | null;
   error: string | null;
   durationMs: number;
+  /** Failed in this process, not at the endpoint: the outbound's thread failed or was closed. */
+  local?: true;
 }
 
 export class ForbiddenTarget extends Error {
@@ -166,7 +168,7 @@ export function createThreadedOutbound(options: OutboundOptions, threadModule = 
     waiting.delete(id);
   };
   const fail = (ids: Iterable<number>, error: string) => {
-    for (const id of ids) settle(id, { ok: false, status: null, error, durationMs: 0 });
+    for (const id of ids) settle(id, { ok: false, status: null, error, durationMs: 0, local: true });
   };
 
   function start(): { worker: Worker; sent: Set<number> } {
@@ -206,7 +208,7 @@ export function createThreadedOutbound(options: OutboundOptions, threadModule = 
 
   return {
     post(url, headers, body) {
-      if (closed) return Promise.resolve({ ok: false, status: null, error: 'the outbound is closed', durationMs: 0 });
+      if (closed) return Promise.resolve({ ok: false, status: null, error: 'the outbound is closed', durationMs: 0, local: true });
       const id = nextId++;
       return new Promise<PostResult>((resolve) => {
         waiting.set(id, resolve);

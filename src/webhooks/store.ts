@@ -62,6 +62,11 @@ export interface AttemptResult {
   at: number;
   /** When to try again; null: no more attempts (succeeded, or given up). */
   nextAt: number | null;
+  /**
+   * It failed in this process, before reaching the endpoint (outbound.ts, `local`): recorded and
+   * retried as any failure, but not held against the endpoint (its run of failures, disabling).
+   */
+  local?: boolean;
 }
 
 export interface WebhookPatch {

@@ -229,6 +229,7 @@ export function createDeliveryWorker(deps: {
       error: outcome.error,
       at,
       nextAt: outcome.ok ? null : nextAttemptAt(settings, delivery.attempt + 1, at, delivery.recordedAt),
+      local: outcome.local === true,
     };
     deps.attempted?.(result);
     results.push(result);

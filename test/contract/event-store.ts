@@ -293,6 +293,18 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       const enabled = await stores.webhooks.update(a, 'wh_x', { enabled: true }, T0 + 20_000);
       assert.deepEqual([enabled?.enabled, enabled?.disabledReason, enabled?.failingSince], [true, null, null]);
       assert.equal(await stores.webhooks.get(b(a), 'wh_x'), undefined, 'another organization does not see it');
+      // Failures of this process (its outbound thread), not of the endpoint, are recorded, and
+      // neither start a run of failures nor extend one to disabling.
+      await stores.webhooks.complete([{ ...fail(T0 + 20_000), local: true }], 10_000);
+      await stores.webhooks.complete([{ ...fail(T0 + 40_000), local: true }], 10_000);
+      const spared = await stores.webhooks.get(a, 'wh_x');
+      assert.deepEqual([spared?.enabled, spared?.failingSince], [true, null]);
+      const recorded = await stores.webhooks.getDelivery('wh_x', 'dlv_1');
+      assert.deepEqual([recorded?.status, recorded?.attempt, recorded?.error], ['pending', 4, 'ECONNREFUSED']);
+      await stores.webhooks.complete([fail(T0 + 50_000)], 10_000);
+      await stores.webhooks.complete([{ ...fail(T0 + 70_000), local: true }], 10_000);
+      assert.deepEqual([(await stores.webhooks.get(a, 'wh_x'))?.enabled, (await stores.webhooks.get(a, 'wh_x'))?.failingSince], [true, T0 + 50_000],
+        'a failure here after one of the endpoint does not disable it either');
     });
   });
 }

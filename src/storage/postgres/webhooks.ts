@@ -159,7 +159,8 @@ export function createPostgresWebhookStore(db: Database): WebhookStore {
         );
         const ok = [...new Set(results.filter((r) => r.ok).map((r) => r.webhookId))];
         if (ok.length > 0) await client.query('UPDATE webhooks SET failing_since = NULL WHERE id = ANY($1::text[]) AND failing_since IS NOT NULL', [ok]);
-        const failed = results.filter((r) => !r.ok);
+        // Those that failed here, not at the endpoint (`local`), say nothing of it.
+        const failed = results.filter((r) => !r.ok && r.local !== true);
         if (failed.length > 0) {
           const at = Math.min(...failed.map((r) => r.at));
           const ids = [...new Set(failed.map((r) => r.webhookId))].filter((id) => !ok.includes(id));

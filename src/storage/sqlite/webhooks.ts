@@ -195,6 +195,8 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
         const fine = new Set<string>();
         for (const r of results) {
           finish.run(r.ok ? 'succeeded' : r.nextAt === null ? 'failed' : 'pending', r.nextAt, r.responseStatus, r.durationMs, r.error, r.at, r.seq);
+          // Failed here, not at the endpoint: says nothing of it.
+          if (r.local === true) continue;
           if (r.ok) {
             if (!fine.has(r.webhookId)) succeeded.run(r.webhookId);
             fine.add(r.webhookId);
