@@ -1,7 +1,8 @@
 // The delivery worker: reads the event log forward into deliveries (the fan-out), claims the due
 // ones, sends them, and records each attempt. Every step's state is in the store, so a crash or
 // SIGKILL loses nothing: a delivery claimed but not recorded is claimed again when its lease runs
-// out. Attempts' results are written together, one transaction for many.
+// out. Attempts' results are written together, one transaction for many. Given a pacing (the
+// embedded store's), it keeps to its share of an event loop that other work saturates (pacing.ts).
 import type { Clock } from '../clock.ts';
 import type { LoggedEvent } from '../events/store.ts';
 import { wants } from '../events/types.ts';
@@ -179,6 +180,7 @@ export function createDeliveryWorker(deps: {
         // A full claim may have left more due: look again once the ready ones run low.
         if (claimed.length === room) moreDue = true;
       } else {
+        // Paced (or stopping): the claim is for a later cycle.
         moreDue = true;
       }
       pump();
