@@ -1,7 +1,8 @@
 // The delivery worker's claims ahead of its attempts, against the embedded store and a real
 // receiver: a delivery claimed but held back longer than a third of its lease is not attempted
 // on that lease (another node could claim it once the lease runs out), stopping gives back the
-// claimed deliveries not yet attempted, and a paced worker keeps to its share of the event loop.
+// claimed deliveries not yet attempted (and a worker started again records again), and a paced
+// worker keeps to its share of the event loop.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -191,4 +192,28 @@ test('pacing: the worker is held to its share only while other work saturates th
   } finally {
     pacing.close();
   }
+});
+
+test('a worker stopped with nothing to record, then started again, records what it sends', async (t) => {
+  const received: number[] = [];
+  const { stores, outbound, ids } = await setUp(t, (req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.push((JSON.parse(body) as { n: number }).n);
+      res.writeHead(204).end();
+    });
+  });
+  const worker = createDeliveryWorker({
+    store: stores.webhooks, outbound, clock: systemClock, log: quiet, settings: { ...DEFAULT_DELIVERY_SETTINGS, pollMs: 50 },
+  });
+  t.after(() => worker.stop());
+  // Nothing attempted yet: the stop has no result to record.
+  await worker.stop();
+  worker.start();
+  const deadline = Date.now() + 10_000;
+  const statuses = async () => Promise.all(ids.map(async (id) => (await stores.webhooks.getDelivery('wh_1', id))?.status));
+  while ((await statuses()).some((s) => s !== 'succeeded') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(await statuses(), ids.map(() => 'succeeded'));
+  assert.deepEqual(received.sort(), [0, 1, 2, 3, 4, 5]);
 });

@@ -240,24 +240,29 @@ export function createDeliveryWorker(deps: {
     if (moreDue && ready.length <= lowWater) within(0);
   }
 
+  /** Records the results in hand, one transaction after another until none is left. */
   function flush(): Promise<void> {
-    flushing ??= (async () => {
-      try {
-        while (results.length > 0) {
-          const batch = results;
-          results = [];
-          try {
-            await timed(() => store.complete(batch, settings.disableAfterMs));
-          } catch (error) {
-            // Not recorded: each delivery's lease runs out and it is sent again (at least once).
-            log.warn({ err: error, deliveries: batch.length }, 'webhooks: could not record delivery attempts');
+    // With nothing in hand the loop below would end before its first await, and its `finally`
+    // would run before `flushing` is set: a settled promise would then stand for a flush forever.
+    if (flushing === undefined && results.length > 0) {
+      flushing = (async () => {
+        try {
+          while (results.length > 0) {
+            const batch = results;
+            results = [];
+            try {
+              await timed(() => store.complete(batch, settings.disableAfterMs));
+            } catch (error) {
+              // Not recorded: each delivery's lease runs out and it is sent again (at least once).
+              log.warn({ err: error, deliveries: batch.length }, 'webhooks: could not record delivery attempts');
+            }
           }
+        } finally {
+          flushing = undefined;
         }
-      } finally {
-        flushing = undefined;
-      }
-    })();
-    return flushing;
+      })();
+    }
+    return flushing ?? Promise.resolve();
   }
 
   return {
