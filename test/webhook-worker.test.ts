@@ -52,6 +52,20 @@ async function setUp(t: { after(fn: () => unknown): void }, handle: (req: Incomi
   return { stores, outbound, ids };
 }
 
+/** `setUp` with a receiver that answers 204 and notes each delivery's `n`. */
+async function setUpReceiving(t: { after(fn: () => unknown): void }) {
+  const received: number[] = [];
+  const setup = await setUp(t, (req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.push((JSON.parse(body) as { n: number }).n);
+      res.writeHead(204).end();
+    });
+  });
+  return { ...setup, received };
+}
+
 test('a delivery held back past a third of its lease waits for the lease to run out, and is then sent once', async (t) => {
   const received: Array<{ n: number; at: number }> = [];
   let holding = true;
@@ -114,15 +128,7 @@ test('stopping gives back the deliveries claimed ahead: due again at once', asyn
 });
 
 test('a paced worker does nothing while its share is spent, and everything once it is renewed', async (t) => {
-  const received: number[] = [];
-  const { stores, outbound, ids } = await setUp(t, (req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    req.on('end', () => {
-      received.push((JSON.parse(body) as { n: number }).n);
-      res.writeHead(204).end();
-    });
-  });
+  const { stores, outbound, ids, received } = await setUpReceiving(t);
   let open = false;
   let spent = 0;
   let renewals = 0;
@@ -195,15 +201,7 @@ test('pacing: the worker is held to its share only while other work saturates th
 });
 
 test('a worker stopped with nothing to record, then started again, records what it sends', async (t) => {
-  const received: number[] = [];
-  const { stores, outbound, ids } = await setUp(t, (req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    req.on('end', () => {
-      received.push((JSON.parse(body) as { n: number }).n);
-      res.writeHead(204).end();
-    });
-  });
+  const { stores, outbound, ids, received } = await setUpReceiving(t);
   const worker = createDeliveryWorker({
     store: stores.webhooks, outbound, clock: systemClock, log: quiet, settings: { ...DEFAULT_DELIVERY_SETTINGS, pollMs: 50 },
   });
