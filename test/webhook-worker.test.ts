@@ -155,6 +155,45 @@ test('a paced worker does nothing while its share is spent, and everything once 
   assert.ok(spent > 0, 'the store work and the attempts are counted against the share');
 });
 
+test('a paced worker starts no attempt from those claimed ahead while its share is spent', async (t) => {
+  const received: number[] = [];
+  const held: ServerResponse[] = [];
+  const { stores, outbound } = await setUp(t, (req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.push((JSON.parse(body) as { n: number }).n);
+      held.push(res);
+    });
+  });
+  let open = true;
+  let renewals = 0;
+  const pacing: Pacing = {
+    allowed: () => open,
+    saturated: () => true,
+    spent: () => {},
+    renewsIn: () => (renewals++, 20),
+    close() {},
+  };
+  const worker = createDeliveryWorker({
+    store: stores.webhooks, outbound, clock: systemClock, log: quiet, settings: { ...DEFAULT_DELIVERY_SETTINGS, concurrency: 1, pollMs: 100 }, pacing,
+  });
+  t.after(() => worker.stop());
+  worker.start();
+  // One attempt under way, one more claimed ahead of it.
+  while (held.length < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+  open = false;
+  held.shift()!.writeHead(204).end();
+  const from = renewals;
+  while (renewals < from + 5) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.equal(received.length, 1, 'the one claimed ahead waits for the next window');
+  open = true;
+  const deadline = Date.now() + 10_000;
+  while (received.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.equal(received.length, 2);
+  for (const res of held.splice(0)) res.writeHead(204).end();
+});
+
 test('pacing: the worker is held to its share only while other work saturates the loop', () => {
   // The loop's utilization as the test sets it: cumulative active and idle milliseconds.
   const loop = { active: 0, idle: 0 };
