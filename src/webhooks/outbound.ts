@@ -7,7 +7,7 @@ import { isIP } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { Agent, request } from 'undici';
 import { forbiddenAddress } from './addresses.ts';
-import type { ThreadReply, ThreadRequest } from './outbound-thread.ts';
+import type { ThreadPost, ThreadReply, ThreadRequest } from './outbound-thread.ts';
 
 export const RESPONSE_READ_LIMIT = 64 * 1024;
 
@@ -142,6 +142,26 @@ export function createOutbound(options: OutboundOptions): Outbound {
   };
 }
 
+/**
+ * Items pushed during one turn of the event loop, handed to `send` together once the turn is over
+ * (`setImmediate`), or at once by `flush`. Both sides of a threaded outbound send this way: the
+ * POSTs one way, their results the other, many to a message.
+ */
+export function perTurn<T>(send: (items: T[]) => void) {
+  let items: T[] = [];
+  function flush(): void {
+    const taken = items;
+    items = [];
+    if (taken.length > 0) send(taken);
+  }
+  return {
+    push(item: T): void {
+      if (items.push(item) === 1) setImmediate(flush);
+    },
+    flush,
+  };
+}
+
 export interface Outbound {
   /** One POST; never rejects: a failure is a result. */
   post(url: string, headers: Record<string, string>, body: string): Promise<PostResult>;
@@ -160,7 +180,6 @@ export function createThreadedOutbound(options: OutboundOptions, threadModule = 
   let thread: { worker: Worker; sent: Set<number> } | undefined;
   let nextId = 0;
   const waiting = new Map<number, (result: PostResult) => void>();
-  let batch: Array<[number, string, Record<string, string>, string]> = [];
   let closed = false;
 
   const settle = (id: number, result: PostResult) => {
@@ -193,18 +212,15 @@ export function createThreadedOutbound(options: OutboundOptions, threadModule = 
     return started;
   }
 
-  function send(): void {
-    const posts = batch;
-    batch = [];
-    if (posts.length === 0) return;
+  const posts = perTurn<ThreadPost>((batch) => {
     const to = (thread ??= start());
     try {
-      to.worker.postMessage({ posts } satisfies ThreadRequest);
-      for (const [id] of posts) to.sent.add(id);
+      to.worker.postMessage({ posts: batch } satisfies ThreadRequest);
+      for (const [id] of batch) to.sent.add(id);
     } catch (error) {
-      fail(posts.map(([id]) => id), `not sent to the outbound thread: ${(error as Error).message}`);
+      fail(batch.map(([id]) => id), `not sent to the outbound thread: ${(error as Error).message}`);
     }
-  }
+  });
 
   return {
     post(url, headers, body) {
@@ -212,12 +228,12 @@ export function createThreadedOutbound(options: OutboundOptions, threadModule = 
       const id = nextId++;
       return new Promise<PostResult>((resolve) => {
         waiting.set(id, resolve);
-        if (batch.push([id, url, headers, body]) === 1) setImmediate(send);
+        posts.push([id, url, headers, body]);
       });
     },
     async close() {
       closed = true;
-      send();
+      posts.flush();
       const running = thread;
       thread = undefined;
       if (running !== undefined) {
