@@ -1,9 +1,34 @@
-/** Time as the services see it; tests pass their own to move time without sleeping. */
-export interface Clock {
-  now(): number;
+/** A pending call of `Clock.after`. */
+export interface Timer {
+  cancel(): void;
 }
 
-export const systemClock: Clock = { now: () => Date.now() };
+/**
+ * Time as the services see it, and waits measured in it: tests pass their own clock to move time
+ * (timers included) without sleeping, so a wait computed from `now()` never runs on another clock.
+ */
+export interface Clock {
+  now(): number;
+  /** Calls `fn` once `ms` of this clock's time have passed. A timer never keeps the process alive. */
+  after(ms: number, fn: () => void): Timer;
+}
+
+/** setTimeout's longest delay: a longer one fires at once, so longer waits are made in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  after(ms, fn) {
+    let timer: NodeJS.Timeout;
+    const arm = (wait: number) => {
+      const at = Date.now() + wait;
+      timer = setTimeout(() => (wait > MAX_TIMER_MS ? arm(at - Date.now()) : fn()), Math.max(0, Math.min(wait, MAX_TIMER_MS)));
+      timer.unref();
+    };
+    arm(ms);
+    return { cancel: () => clearTimeout(timer) };
+  },
+};
 
 // Formatting a date is a runtime call that costs more than a whole cached read of the latest
 // state; timestamps served together mostly share their minute. So the text up to the minute is

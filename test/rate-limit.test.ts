@@ -4,16 +4,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify';
-import type { Clock } from '../src/clock.ts';
 import { authPlugin } from '../src/http/auth.ts';
 import { problemsPlugin } from '../src/schema/problems.ts';
 import { addressKey, rateLimitPlugin } from '../src/http/rate-limit.ts';
-import { createTestApp, testConfig, type TestApp } from './helpers/app.ts';
+import { createTestApp, manualClock, testConfig, type TestApp } from './helpers/app.ts';
 
-function movableClock(start = Date.parse('2026-11-22T08:00:00.000Z')): Clock & { advance(ms: number): void } {
-  let now = start;
-  return { now: () => now, advance: (ms) => void (now += ms) };
-}
 
 type Headers = LightMyRequestResponse['headers'] | Record<string, string | undefined>;
 
@@ -46,7 +41,7 @@ function assertRateLimited(res: LightMyRequestResponse, retryAfter: number) {
 }
 
 describe('per-credential limit (5 per 60 s)', () => {
-  const clock = movableClock();
+  const clock = manualClock();
   let ctx: TestApp;
   before(async () => {
     ctx = await createTestApp({ clock, env: { FLEET_RATE_LIMIT_REQUESTS: '5', FLEET_RATE_LIMIT_WINDOW_SECONDS: '60' } });
@@ -192,7 +187,7 @@ test('FLEET_RATE_LIMIT_REQUESTS=0 turns the per-credential limit and its headers
 describe("per-address limit on `rateLimit: 'ip'` routes (3 per 60 s)", () => {
   // The OAuth endpoints are not ours to build here: a minimal app with the same plugins and
   // stand-in routes flagged the same way.
-  const clock = movableClock();
+  const clock = manualClock();
   let ctx: TestApp;
   let app: FastifyInstance;
   let handled = 0;

@@ -3,6 +3,7 @@
 // protocol (connected, snapshot, events with seq, status events, client messages); replay.
 // Timing-heavy behaviour (throttling, heartbeats, slow consumers, expiry, shutdown) is in
 // streams-flow.test.ts.
+import { systemClock } from '../src/clock.ts';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../src/app.ts';
@@ -133,7 +134,7 @@ describe('creating a stream', () => {
     const stores = createSqliteStores(':memory:');
     const app = await buildApp({ config: testConfig({ FLEET_PUBLIC_URL: 'https://fleet.example.com/base' }), stores });
     try {
-      const first = (await import('../src/auth/service.ts')).createAuthService({ store: stores.auth, clock: { now: Date.now } });
+      const first = (await import('../src/auth/service.ts')).createAuthService({ store: stores.auth, clock: systemClock });
       const org = await first.createOrganization({ name: 'x' });
       const headers = { authorization: `Bearer ${org.secret}`, 'content-type': 'application/json' };
       await app.inject({ method: 'POST', url: '/v2/fleet/vehicles', headers, payload: { vehicleId: 'w', type: 'van' } });

@@ -25,7 +25,7 @@ export interface FallbackRateLimitStoreOptions {
   /** Counters used while `shared` is unavailable (default: a memory store on `clock`). */
   local?: RateLimitStore;
   logger: FallbackLogger;
-  clock?: Clock;
+  clock?: Pick<Clock, 'now'>;
 }
 
 export interface FallbackRateLimitState {

@@ -14,7 +14,7 @@ export interface MemoryRateLimitStoreOptions {
   /** Most keys held at once (default 100 000, about 15 MB). */
   maxKeys?: number;
   /** Time for the background sweep; consume() uses the `now` it is given. */
-  clock?: Clock;
+  clock?: Pick<Clock, 'now'>;
   /** How often a background sweep drops paid-back keys (default 60 s; 0: never). */
   sweepIntervalMs?: number;
 }

@@ -19,7 +19,7 @@ import { EVENTS, type EventEnvelope, STATUS, TELEMETRY_TYPES, eventPart, frame, 
 import type { Registry } from './registry.ts';
 import type { EventLog } from './replay.ts';
 import type { StreamSettings } from './settings.ts';
-import { type Entry, type OrganizationIndex, SNAPSHOT, type Stream, keyOf, typesTouched } from './stream.ts';
+import { type Entry, type OrganizationIndex, SNAPSHOT, type Stream, callAt, keyOf, typesTouched } from './stream.ts';
 
 export type StatusUpdate = Pick<StatusChange, 'from' | 'to' | 'reason' | 'at'>;
 
@@ -86,10 +86,9 @@ export function createDelivery(deps: { registry: Registry; log: EventLog; clock:
 
   function armFlush(stream: Stream, due: number): void {
     if (stream.flushTimer !== undefined && stream.flushAt <= due) return;
-    clearTimeout(stream.flushTimer);
+    stream.flushTimer?.cancel();
     stream.flushAt = due;
-    stream.flushTimer = setTimeout(() => flush(stream), Math.max(0, due - clock.now()));
-    stream.flushTimer.unref();
+    stream.flushTimer = callAt(clock, due, () => flush(stream));
   }
 
   function flushSoon(stream: Stream): void {
@@ -108,7 +107,7 @@ export function createDelivery(deps: { registry: Registry; log: EventLog; clock:
    */
   function flush(stream: Stream): void {
     if (stream.flushTimer !== undefined) {
-      clearTimeout(stream.flushTimer);
+      stream.flushTimer?.cancel();
       stream.flushTimer = undefined;
     }
     stream.flushAt = Infinity;

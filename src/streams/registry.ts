@@ -168,10 +168,9 @@ export function createRegistry(deps: {
   }
 
   function expireAt(stream: Stream, at: number): void {
-    clearTimeout(stream.timer);
+    stream.timer?.cancel();
     stream.expiresAt = at;
-    stream.timer = setTimeout(() => void expire(stream), Math.max(0, at - clock.now()));
-    stream.timer.unref();
+    stream.timer = callAt(clock, at, () => void expire(stream));
   }
 
   async function expire(stream: Stream): Promise<void> {
@@ -205,9 +204,8 @@ export function createRegistry(deps: {
     const sink = stream.sink;
     stream.sink = undefined;
     sink?.close(code, reason);
-    clearTimeout(stream.timer);
-    stream.timer = setTimeout(() => streams.delete(stream.id), settings.closedRetentionMs);
-    stream.timer.unref();
+    stream.timer?.cancel();
+    stream.timer = clock.after(settings.closedRetentionMs, () => streams.delete(stream.id));
   }
 
   /** Another node took the stream over: its socket here, if any, is closed, and this node forgets it. */
@@ -216,7 +214,7 @@ export function createRegistry(deps: {
     if (stream === undefined || stream.status !== 'connected') return;
     unregister(stream);
     streams.delete(streamId);
-    clearTimeout(stream.timer);
+    stream.timer?.cancel();
     forgetSending(stream);
     const sink = stream.sink;
     stream.sink = undefined;
@@ -224,7 +222,7 @@ export function createRegistry(deps: {
   }
 
   function forgetSending(stream: Stream): void {
-    clearTimeout(stream.flushTimer);
+    stream.flushTimer?.cancel();
     stream.pending.clear();
     stream.lastSent.clear();
     stream.events = [];
@@ -234,8 +232,8 @@ export function createRegistry(deps: {
   function stop(): void {
     stopped = true;
     for (const stream of streams.values()) {
-      clearTimeout(stream.timer);
-      clearTimeout(stream.flushTimer);
+      stream.timer?.cancel();
+      stream.flushTimer?.cancel();
       stream.lifetimeTimer?.cancel();
     }
   }

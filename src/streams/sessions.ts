@@ -35,7 +35,7 @@ export function createSessions(deps: {
     const previous = stream.sink;
     stream.sink = sink;
     previous?.close(4000, 'replaced by a newer connection');
-    clearTimeout(stream.timer);
+    stream.timer?.cancel();
     stream.timer = undefined;
     stream.expiresAt = null;
     void registry.publish(stream);

@@ -4,7 +4,7 @@
 //
 // Who changes which fields: registry.ts the lifecycle (status, expiry, the socket), delivery.ts
 // the sending state (pending, lastSent, events, the flush), snapshot.ts the snapshot in progress.
-import type { Clock } from '../clock.ts';
+import type { Clock, Timer } from '../clock.ts';
 import type { StoredRecord } from '../telemetry/store.ts';
 import type { StreamDefinition } from './directory.ts';
 import { FIELDS_OF, TELEMETRY_TYPES } from './messages.ts';
@@ -67,16 +67,16 @@ export interface Stream {
   /** Events (the `events` type) waiting while the stream is not ready: never conflated. */
   events: Entry[];
   flushAt: number;
-  flushTimer: NodeJS.Timeout | undefined;
+  flushTimer: Timer | undefined;
   /** A flush is scheduled for the next turn of the event loop (sending in chunks). */
   flushQueued: boolean;
   /** A snapshot is being read; `snapshotWanted` holds the types asked for meanwhile. */
   snapshotRunning: boolean;
   snapshotWanted: number;
   /** The expiry (unattached, detached) or, once closed, when it is forgotten. */
-  timer: NodeJS.Timeout | undefined;
+  timer: Timer | undefined;
   /** Ends the stream when its credential expires. */
-  lifetimeTimer: { cancel(): void } | undefined;
+  lifetimeTimer: Timer | undefined;
 }
 
 /** A pending key's due time meaning "part of a snapshot": sent at once, not counted as a throttled send. */
@@ -99,22 +99,9 @@ export interface NewStream {
   interval: number;
 }
 
-/** setTimeout's longest delay. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/**
- * Calls `fn` at `at` by the clock. A credential may expire years from now, past what one
- * setTimeout can wait (a longer delay fires at once), so the wait is made in steps.
- */
-export function callAt(clock: Clock, at: number, fn: () => void): { cancel(): void } {
-  let timer: NodeJS.Timeout;
-  const arm = () => {
-    const wait = at - clock.now();
-    timer = setTimeout(() => (wait > MAX_TIMER_MS ? arm() : fn()), Math.max(0, Math.min(wait, MAX_TIMER_MS)));
-    timer.unref();
-  };
-  arm();
-  return { cancel: () => clearTimeout(timer) };
+/** Calls `fn` at `at` by the clock. */
+export function callAt(clock: Clock, at: number, fn: () => void): Timer {
+  return clock.after(at - clock.now(), fn);
 }
 
 export const keyOf = (type: number, vehicleId: string) => String.fromCharCode(48 + type) + vehicleId;

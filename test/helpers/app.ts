@@ -130,13 +130,4 @@ export async function createTestApp(options: {
 export type TestApp = Awaited<ReturnType<typeof createTestApp>>;
 export { SCOPES };
 
-/** A clock the test moves by hand. */
-export function manualClock(start = Date.parse('2026-11-22T08:00:00.000Z')) {
-  let now = start;
-  return {
-    now: () => now,
-    advance(ms: number) {
-      now += ms;
-    },
-  };
-}
+export { manualClock } from './clock.ts';
