@@ -16,7 +16,7 @@
 //   loop is admitted only up to what can be answered in time, since none of it is old yet.
 // A measure averaged over a sampling period (@fastify/under-pressure's) was tried first: it
 // decides on a past period, so under three times the capacity it went on admitting bursts between
-// samples and requests timed out (test/overload.test.ts); so did the loop's delay alone.
+// samples and requests timed out (`npm run bench -- overload`); so did the loop's delay alone.
 // Optionally, the share of time the loop was busy over each sample (FLEET_OVERLOAD_EVENT_LOOP_UTILIZATION).
 //
 // Health probes and /metrics (`config.overloadExempt`) are always served: a load balancer must not

@@ -69,7 +69,7 @@ export async function openBrowser(viewport = { width: 1360, height: 900 }, timeo
 
 /**
  * For a browser suite whose waits for what the page shows are fixed times: its tests take turns
- * with the soak and the overload test, beside which a starved Chromium would miss them.
+ * with tests that load the machine on purpose, beside which a starved Chromium would miss them.
  */
 export function takeTurnsWithLoadTests(): void {
   let release: (() => void) | undefined;

@@ -1,8 +1,6 @@
-// Tests that load the machine on purpose (the overload test, the soak) measure what a service does
-// under a load they choose; run beside each other, each one's load distorts the other's verdict.
-// The browser tests wait for what a page shows within fixed times, and a starved Chromium beside a
-// soak misses them. They all take turns through a lock directory (mkdir is atomic), whatever test
-// files run in parallel.
+// The browser tests wait for what a page shows within fixed times, and a Chromium starved by another
+// browser suite beside it misses them. They take turns through a lock directory (mkdir is atomic),
+// whatever test files run in parallel.
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -32,14 +30,4 @@ export async function acquireMachineLoadLock(): Promise<() => void> {
     }
   }
   return () => rmSync(lock, { recursive: true, force: true });
-}
-
-/** Runs `fn` while no other test holds the machine-load lock. */
-export async function underMachineLoadLock<T>(fn: () => Promise<T>): Promise<T> {
-  const release = await acquireMachineLoadLock();
-  try {
-    return await fn();
-  } finally {
-    release();
-  }
 }

@@ -1,17 +1,22 @@
-// Overload over real sockets against a real process: the test measures what the service serves
-// (a short closed-loop burst), then offers three times that, open loop (requests arrive on a
-// schedule, whatever the answers do), each with a deadline. Every answer must be 2xx, 429 or 503
-// (problem+json, `service-unavailable`, Retry-After): no request times out, no connection is reset,
-// and the health probes are served throughout. Everything is relative to the measured capacity,
-// so a slow or busy machine changes the numbers, not the verdict.
+// `npm run bench -- overload`: a real service process offered three times its capacity. The
+// benchmark measures what the service serves (a short closed-loop burst), then offers three times
+// that, open loop (requests arrive on a schedule, whatever the answers do), each with a deadline.
+// Every answer must be 2xx, 429 or 503 (problem+json, `service-unavailable`, Retry-After): no request
+// times out, no connection is reset, and the health probes are served throughout. Everything is
+// relative to the measured capacity, so a slow machine changes the numbers, not the verdict; a
+// machine busy with other work can starve this process's own timers, which then count answers that
+// came in time as late (run it on a quiet machine). The decision itself is tested, deterministically,
+// in test/overload-decision.test.ts.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { generateApiKey } from '../src/auth/keys.ts';
-import { freePort } from './helpers/oauth.ts';
-import { spawnFleet } from './helpers/process.ts';
-import { underMachineLoadLock } from './helpers/exclusive.ts';
+import { freePort } from '../test/helpers/mqtt.ts';
 
 /**
  * Records per request: enough that serving one costs the server far more than sending it costs
@@ -25,29 +30,45 @@ const VEHICLES = 20;
  * times the capacity offered, one served): past the deadline before the overload ends.
  */
 const BURST_MS = 1_500;
-// Long enough that, without the check, waits (twice the overload's length) pass the deadline by
-// far; the deadline itself leaves room for a machine busy with other work.
 const OVERLOAD_MS = 4 * BURST_MS;
 const DEADLINE_MS = 5 * BURST_MS + 500;
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
 type Outcome = { status: number; headers: Record<string, string | string[] | undefined>; body: string } | { error: string };
 
-// The machine is this test's alone while it runs: another load test beside it skews the capacity.
-test('offered three times its capacity, it answers 2xx, 429 or 503 with Retry-After: never a timeout or a reset', { timeout: 300_000 }, (t) => underMachineLoadLock(async () => {
+const dir = mkdtempSync(path.join(tmpdir(), 'fleet-bench-overload-'));
+let child: ChildProcess | undefined;
+let logs = '';
+try {
+  await run();
+  console.log('\nPASSED: every answer 2xx, 429 or 503 with Retry-After; no timeout, no reset; probes served');
+} catch (error) {
+  console.error(`\nFAILED: ${(error as Error).message}`);
+  process.exitCode = 1;
+} finally {
+  child?.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function run(): Promise<void> {
   const key = generateApiKey();
   const port = await freePort();
-  const fleet = spawnFleet(t, {
+  child = spawn(process.execPath, [MAIN], {
+    cwd: dir,
     env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir,
       FLEET_HOST: '127.0.0.1', FLEET_PORT: String(port), FLEET_ADMIN_KEY: key, FLEET_LOG_LEVEL: 'warn',
       FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', FLEET_RATE_LIMIT_REQUESTS: '0',
       FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '100', FLEET_OVERLOAD_SAMPLE_MS: '100', FLEET_OVERLOAD_RETRY_AFTER_SECONDS: '1',
     },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (logs += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (logs += chunk));
+  const running = () => child!.exitCode === null && child!.signalCode === null;
   const base = `http://127.0.0.1:${port}`;
   // Each request in flight has its own connection, as many separate clients would.
   const agent = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 30_000 });
-  t.after(() => agent.close());
-
   async function call(method: 'GET' | 'POST', path: string, body?: unknown, deadlineMs = DEADLINE_MS): Promise<Outcome> {
     try {
       const res = await request(`${base}${path}`, {
@@ -64,7 +85,7 @@ test('offered three times its capacity, it answers 2xx, 429 or 503 with Retry-Af
 
   const started = Date.now();
   while (!('status' in (await call('GET', '/healthz', undefined, 1_000)))) {
-    assert.ok(fleet.running(), `the process exited: ${fleet.stderr()}`);
+    assert.ok(running(), `the process exited: ${logs}`);
     assert.ok(Date.now() - started < 20_000, 'the service did not start within 20 s');
     await sleep(50);
   }
@@ -98,13 +119,9 @@ test('offered three times its capacity, it answers 2xx, 429 or 503 with Retry-Af
     }
   }));
   const capacity = served / ((Date.now() - burstStart) / 1000);
-  t.diagnostic(`measured capacity: ${capacity.toFixed(0)} requests/s of ${RECORDS} records`);
+  console.log(`measured capacity: ${capacity.toFixed(0)} requests/s of ${RECORDS} records`);
 
-  // Three times that, open loop: every 10 ms, the requests due by then, answered or not. This
-  // process shares the machine's two cores with the server and builds every body: when other work
-  // on the machine starves it, its own timers can fire before it reads answers that came in time.
-  // So a run whose only fault is a few late answers is tried again, twice at most: a server that
-  // lets requests hang fails every run (without the check, thousands time out in each).
+  // Three times that, open loop: every 10 ms, the requests due by then, answered or not.
   async function overload() {
     const rate = 3 * capacity;
     const answers: Promise<Outcome>[] = [];
@@ -122,38 +139,21 @@ test('offered three times its capacity, it answers 2xx, 429 or 503 with Retry-Af
       await sleep(10);
     }
     const offered = answers.length / ((Date.now() - overloadStart) / 1000);
-    t.diagnostic(`offered ${offered.toFixed(0)} requests/s`);
+    console.log(`offered ${offered.toFixed(0)} requests/s`);
     // On a busy machine this process may fall short of three times; twice is still overload.
     assert.ok(offered >= 2 * capacity, `the test could offer only ${offered.toFixed(0)}/s against a capacity of ${capacity.toFixed(0)}/s`);
     const outcomes = await Promise.all(answers);
     const failures = outcomes.filter((o) => 'error' in o);
     const counts = new Map<number, number>();
     for (const o of outcomes) if ('status' in o) counts.set(o.status, (counts.get(o.status) ?? 0) + 1);
-    t.diagnostic(`answers: ${JSON.stringify(Object.fromEntries(counts))}, failures: ${failures.length}`);
+    console.log(`answers: ${JSON.stringify(Object.fromEntries(counts))}, failures: ${failures.length}`);
     return { outcomes, failures, counts, probes };
   }
-  let run = await overload();
-  // Served under overload in any run: a retry can meet a service still refusing all it is sent
-  // (every answer a 503 with Retry-After, which is allowed), after a first run served thousands.
-  let servedUnderOverload = run.counts.get(202) ?? 0;
-  for (let retry = 0; retry < 2 && run.failures.length > 0 && run.failures.length < run.outcomes.length / 20; retry++) {
-    t.diagnostic(`${run.failures.length} late answers of ${run.outcomes.length}: running the overload again`);
-    // The next run starts from a service that serves again, not from the last one's backlog nor
-    // from a delay measurement still high from it (one served request was not enough: a retry
-    // then met a service that refused all it was sent): five served in a row, 200 ms apart.
-    const until = Date.now() + 30_000;
-    for (let served = 0; served < 5 && Date.now() < until; ) {
-      const probe = await nextTelemetry();
-      served = 'status' in probe && probe.status === 202 ? served + 1 : 0;
-      await sleep(200);
-    }
-    run = await overload();
-    servedUnderOverload += run.counts.get(202) ?? 0;
-  }
-  const { outcomes, failures, counts, probes } = run;
+  const { outcomes, failures, counts, probes } = await overload();
+  await agent.close();
   assert.deepEqual(failures.slice(0, 5), [], `${failures.length} of ${outcomes.length} requests failed (timeouts or resets)`);
   for (const status of counts.keys()) assert.ok((status >= 200 && status < 300) || status === 429 || status === 503, `unexpected status ${status}`);
-  assert.ok(servedUnderOverload > 0, 'some requests were served under overload');
+  assert.ok((counts.get(202) ?? 0) > 0, 'some requests were served under overload');
   assert.ok((counts.get(503) ?? 0) > 0, 'the overload was answered with 503s');
   for (const o of outcomes) {
     if (!('status' in o) || o.status !== 503) continue;
@@ -164,6 +164,5 @@ test('offered three times its capacity, it answers 2xx, 429 or 503 with Retry-Af
   for (const probe of await Promise.all(probes)) {
     assert.ok('status' in probe && probe.status === 200, `a health probe under overload: ${JSON.stringify(probe).slice(0, 300)}`);
   }
-  assert.ok(fleet.logs().some((line) => String(line.msg).startsWith('overloaded: refusing new requests')), 'the overload was logged');
-  await fleet.stop();
-}));
+  assert.ok(logs.includes('overloaded: refusing new requests'), 'the overload was logged');
+}
