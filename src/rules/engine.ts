@@ -140,7 +140,11 @@ function fieldValue(data: Data, field: string): unknown {
     key = field.startsWith('diagnostics.') ? field.slice('diagnostics.'.length) : null;
     if (diagnosticKeys.size < 10_000) diagnosticKeys.set(field, key);
   }
-  return key === null ? data[field] : (data.diagnostics as Data | undefined)?.[key];
+  // Own keys only: `diagnostics.constructor` must not read Object.prototype's function when the
+  // record has no such key (the record then leaves the rule as it was).
+  if (key === null) return Object.hasOwn(data, field) ? data[field] : undefined;
+  const diagnostics = data.diagnostics as Data | undefined;
+  return diagnostics !== undefined && Object.hasOwn(diagnostics, key) ? diagnostics[key] : undefined;
 }
 
 export function compare(value: unknown, op: string, threshold: unknown): boolean {
