@@ -9,6 +9,7 @@ import { DEFAULT_TRIP_SETTINGS, type TripEvent, advanceInPlace, copyTripState, i
 import { newAlertId } from './ids.ts';
 import { type AlertRecord, type AlertRuleRecord, type Condition, type GeofenceRecord, type RuleState, appliesTo } from './model.ts';
 import { type GeofenceIndex, createGeofenceIndex } from '../geofences/spatial-index.ts';
+import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
 import type { AlertChanges, CommitRules, Judged, RulesStore } from './store.ts';
 
 interface Definitions {
@@ -251,6 +252,8 @@ function judgeRecords(
       }
     }
     for (const rule of rules) judgeRule(rule, rule.condition, record, location, state, open, judged, vehicleId);
+    // A batch alternating in and out of many geofences stops here, before making all its events.
+    if (judged.events.length > MAX_EVENTS_PER_BATCH) limitBatchEvents(sorted.length, judged.events.length);
   }
   return changed ? judged : undefined;
 }
@@ -303,8 +306,8 @@ function judgeRule(
 /** The rule's alert resolves itself at `at`. */
 function close(rule: AlertRuleRecord, alert: AlertRecord, at: number, open: Map<string, AlertRecord>, judged: Judged): void {
   const { changed, events } = resolution(alert, at, 'system');
-  judged.changed.push(...changed);
-  judged.events.push(...events);
+  for (const c of changed) judged.changed.push(c);
+  for (const e of events) judged.events.push(e);
   open.delete(rule.id);
 }
 
