@@ -6,6 +6,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { createAuthService } from '../src/auth/service.ts';
+import { AppError } from '../src/errors.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import type { Stores } from '../src/storage/stores.ts';
 import { createLatestView } from '../src/telemetry/latest.ts';
@@ -31,7 +32,8 @@ function observed(store: TelemetryStore): TelemetryStore {
       commits.push(batches.length);
       if (failNext) {
         failNext = false;
-        throw new Error('disk full');
+        // What the store throws for a full disk: nothing of the group could commit.
+        throw new AppError('service-unavailable', 'disk full');
       }
       return store.commit(batches, merge);
     },
@@ -86,7 +88,7 @@ describe('group commit', () => {
     assert.equal(missing.status, 'rejected');
   });
 
-  test('a failed transaction fails every request in it, stores nothing, and the next one works', async () => {
+  test('a store that cannot write fails every request of the group at once, stores nothing, and the next one works', async () => {
     const telemetry = service();
     const at = new Date(clock.now() - 200).toISOString();
     failNext = true;
@@ -95,6 +97,7 @@ describe('group commit', () => {
       telemetry.ingestForVehicle(organizationId, 'g-4', { timestamp: at, data: { battery: 44 } }),
     ]);
     assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'rejected']);
+    assert.deepEqual(commits.slice(-1), [2], 'one try: no split would commit');
     const history = await telemetry.history(organizationId, 'g-3', {});
     assert.ok(!history.records.some((r) => r.data.battery === 33));
     const retry = await telemetry.ingestForVehicle(organizationId, 'g-3', { timestamp: at, data: { battery: 33 } });

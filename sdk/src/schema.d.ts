@@ -982,7 +982,7 @@ export interface paths {
         put?: never;
         /**
          * Send telemetry for many vehicles
-         * @description Up to 1000 records `{vehicleId, timestamp?, data}`; all or nothing, as for one vehicle.
+         * @description Up to 1000 records `{vehicleId, timestamp?, data}`; all or nothing, as for one vehicle. Records that would record more than 10,000 events (geofence entries and exits, alerts, trips) are refused with 400 at `/records`, nothing stored.
          *
          *     Needs scope `telemetry:write`.
          */
@@ -1010,7 +1010,7 @@ export interface paths {
         put?: never;
         /**
          * Send telemetry for one vehicle
-         * @description One record `{timestamp?, data}` (timestamp defaults to the time received) or `{records: [...]}` with up to 1000. All or nothing: one invalid record and nothing is stored, each bad record named by index and path. A record with the vehicle and timestamp of a stored one is a duplicate: counted, not stored twice. Answered 202 only after the records are durably committed. The first telemetry of a `registered` vehicle makes it `active`; a `retired` vehicle refuses telemetry with 409.
+         * @description One record `{timestamp?, data}` (timestamp defaults to the time received) or `{records: [...]}` with up to 1000. All or nothing: one invalid record and nothing is stored, each bad record named by index and path. A record with the vehicle and timestamp of a stored one is a duplicate: counted, not stored twice. Answered 202 only after the records are durably committed. The first telemetry of a `registered` vehicle makes it `active`; a `retired` vehicle refuses telemetry with 409. More than one record that would record more than 10,000 events (geofence entries and exits, alerts, trips) is refused with 400 at `/records`, nothing stored.
          *
          *     Needs scope `telemetry:write`.
          */

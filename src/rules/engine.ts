@@ -9,6 +9,7 @@ import { DEFAULT_TRIP_SETTINGS, type TripEvent, advanceInPlace, copyTripState, i
 import { newAlertId } from './ids.ts';
 import { type AlertRecord, type AlertRuleRecord, type Condition, type GeofenceRecord, type RuleState, appliesTo } from './model.ts';
 import { type GeofenceIndex, createGeofenceIndex } from '../geofences/spatial-index.ts';
+import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
 import type { AlertChanges, CommitRules, Judged, RulesStore } from './store.ts';
 
 interface Definitions {
@@ -140,7 +141,11 @@ function fieldValue(data: Data, field: string): unknown {
     key = field.startsWith('diagnostics.') ? field.slice('diagnostics.'.length) : null;
     if (diagnosticKeys.size < 10_000) diagnosticKeys.set(field, key);
   }
-  return key === null ? data[field] : (data.diagnostics as Data | undefined)?.[key];
+  // Own keys only: `diagnostics.constructor` must not read Object.prototype's function when the
+  // record has no such key (the record then leaves the rule as it was).
+  if (key === null) return Object.hasOwn(data, field) ? data[field] : undefined;
+  const diagnostics = data.diagnostics as Data | undefined;
+  return diagnostics !== undefined && Object.hasOwn(diagnostics, key) ? diagnostics[key] : undefined;
 }
 
 export function compare(value: unknown, op: string, threshold: unknown): boolean {
@@ -247,6 +252,8 @@ function judgeRecords(
       }
     }
     for (const rule of rules) judgeRule(rule, rule.condition, record, location, state, open, judged, vehicleId);
+    // A batch alternating in and out of many geofences stops here, before making all its events.
+    if (judged.events.length > MAX_EVENTS_PER_BATCH) limitBatchEvents(sorted.length, judged.events.length);
   }
   return changed ? judged : undefined;
 }
@@ -299,8 +306,8 @@ function judgeRule(
 /** The rule's alert resolves itself at `at`. */
 function close(rule: AlertRuleRecord, alert: AlertRecord, at: number, open: Map<string, AlertRecord>, judged: Judged): void {
   const { changed, events } = resolution(alert, at, 'system');
-  judged.changed.push(...changed);
-  judged.events.push(...events);
+  for (const c of changed) judged.changed.push(c);
+  for (const e of events) judged.events.push(e);
   open.delete(rule.id);
 }
 

@@ -1,3 +1,4 @@
+import { AppError } from '../errors.ts';
 import type { CommitRules } from '../rules/store.ts';
 import type { EventRecord } from '../events/types.ts';
 import type { VehicleStatus } from '../vehicles/schema.ts';
@@ -66,6 +67,27 @@ export type BatchOutcome =
       latest: LatestState[];
     }
   | { ok: false; reason: 'vehicle-not-found' | 'vehicle-retired'; vehicleIds: string[] };
+
+/**
+ * The most events a batch of more than one record may record (docs/API.md "Telemetry"): one commit
+ * writing hundreds of thousands of geofence events would hold the store for seconds. A single
+ * record is never refused for its events: they are bounded by its organization's geofences and
+ * rules, and a device that resends it would be refused forever.
+ */
+export const MAX_EVENTS_PER_BATCH = 10_000;
+
+/**
+ * Refuses, inside the commit, a batch of `records` records once its records' events pass
+ * MAX_EVENTS_PER_BATCH; the commit then fails, and the writer retries the other batches of its
+ * group without it (writer.ts), so nothing of it is stored.
+ */
+export function limitBatchEvents(records: number, events: number): void {
+  if (events <= MAX_EVENTS_PER_BATCH || records <= 1) return;
+  const message = `would record more than ${MAX_EVENTS_PER_BATCH} events (geofence entries and exits, alerts, trips); send fewer records at once`;
+  throw new AppError('validation-failed', `Invalid telemetry, nothing stored: /records ${message}.`, {
+    errors: [{ in: 'body', path: '/records', message }],
+  });
+}
 
 /** Folds records into a vehicle's latest state (pure; see telemetry/latest.ts). */
 export type MergeLatest = (previous: LatestState | undefined, organizationId: string, vehicleId: string, records: StoredRecord[]) => LatestState;

@@ -1,6 +1,12 @@
 // Group commit: every request that arrives while the event loop is busy is written in the next
 // single transaction, so durability (a synced commit) is paid once per group, not per request.
 // Each request's promise settles only after the transaction that holds it has committed.
+//
+// One request's batch never fails another's: when a group's transaction fails, nothing of it was
+// committed, and the group is committed again in halves, each half alone, down to the single
+// batch that fails (docs/ARCHITECTURE.md "Group commit"). A store that cannot be reached at all
+// (`service-unavailable`) fails every batch of the group at once, without retries.
+import { isAppError } from '../errors.ts';
 import type { CommitRules } from '../rules/store.ts';
 import type { BatchOutcome, CommitBatch, MergeLatest, TelemetryStore } from './store.ts';
 
@@ -41,6 +47,16 @@ export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest, 
     }
     const group = queue.slice(0, take);
     queue = queue.slice(take);
+    try {
+      await commit(group);
+    } finally {
+      flushing = false;
+      schedule();
+    }
+  }
+
+  /** Commits `group`, or, when its transaction fails, each half of it in turn (see the header). */
+  async function commit(group: Pending[]): Promise<void> {
     const started = performance.now();
     try {
       const outcomes = await store.commit(group.map((p) => p.batch), merge, rules);
@@ -48,10 +64,13 @@ export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest, 
       group.forEach((p, i) => p.resolve(outcomes[i]!));
     } catch (error) {
       timed?.((performance.now() - started) / 1000);
-      for (const p of group) p.reject(error);
-    } finally {
-      flushing = false;
-      schedule();
+      if (group.length === 1 || (isAppError(error) && error.code === 'service-unavailable')) {
+        for (const p of group) p.reject(error);
+        return;
+      }
+      const half = Math.ceil(group.length / 2);
+      await commit(group.slice(0, half));
+      await commit(group.slice(half));
     }
   }
 

@@ -4,6 +4,7 @@
 // commit left, so each transition makes one event and each alert opens once.
 import type { EventRecord } from '../../events/types.ts';
 import type { AlertRecord, RuleState } from '../../rules/model.ts';
+import { limitBatchEvents } from '../../telemetry/store.ts';
 import { type AlertChanges, type Applied, type CommitRules, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
 import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, postgresRuleRows as rows } from '../rule-rows.ts';
 import type { Database, Queryable } from './database.ts';
@@ -48,7 +49,8 @@ async function applyAlerts(client: Queryable, changes: AlertChanges, at: number)
  * events written for each entry of `fresh`.
  */
 export async function judgeInCommit(
-  client: Queryable, rules: CommitRules, fresh: { organizationId: string; vehicleId: string; records: { timestamp: number; data: Record<string, unknown> }[]; at: number }[],
+  client: Queryable, rules: CommitRules,
+  fresh: { organizationId: string; vehicleId: string; records: { timestamp: number; data: Record<string, unknown> }[]; at: number; batch: { records: readonly unknown[] } }[],
 ): Promise<EventRecord[][]> {
   const written: EventRecord[][] = fresh.map(() => []);
   const wanted = fresh.filter((f) => f.records.length > 0 && rules.judges(f.organizationId));
@@ -80,12 +82,17 @@ export async function judgeInCommit(
   const unresolved = Map.groupBy(alertRows.rows.map(rows.alert), (a: AlertRecord) => keyOf(a.organizationId, a.vehicleId));
   const changedStates = new Map<string, Judged>();
   const events: EventRecord[] = [];
+  /** Events judged so far for each request's batch, which has a limit (limitBatchEvents). */
+  const perBatch = new Map<object, number>();
   let at = -Infinity;
   for (const [i, f] of fresh.entries()) {
     if (f.records.length === 0 || !rules.judges(f.organizationId)) continue;
     const key = keyOf(f.organizationId, f.vehicleId);
     const judged: Judged | undefined = rules.judge(f.organizationId, f.vehicleId, f.records, states.get(key), unresolved.get(key) ?? [], f.at);
     if (judged === undefined) continue;
+    const judgedEvents = (perBatch.get(f.batch) ?? 0) + judged.events.length;
+    perBatch.set(f.batch, judgedEvents);
+    limitBatchEvents(f.batch.records.length, judgedEvents);
     states.set(key, judged.state);
     changedStates.set(key, judged);
     let happened = judged.events;
@@ -98,7 +105,8 @@ export async function judgeInCommit(
       unresolved.set(key, [...(unresolved.get(key) ?? []).filter((a) => !resolved.has(a.id)), ...opened]);
     }
     written[i] = happened;
-    events.push(...happened);
+    // Pushed one by one: a spread of this many arguments overflows the stack.
+    for (const event of happened) events.push(event);
     if (f.at > at) at = f.at;
   }
   if (changedStates.size === 0) return written;

@@ -167,7 +167,8 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       for (const { batch, byVehicle } of accepted) for (const vehicleId of byVehicle.keys()) touched.add(keyOf(batch.organizationId, vehicleId));
       if (touched.size === 0) return outcomes; // nothing new
       const [touchedOrganizations, touchedVehicles] = pairs(touched);
-      const at = Math.max(...batches.map((batch) => batch.at));
+      let at = -Infinity;
+      for (const batch of batches) if (batch.at > at) at = batch.at;
       // A first latest state has no row to lock: an empty one is made first, so that two commits of
       // this writer (or one racing a fold that deleted its row) merge in turn instead of overwriting.
       await client.query({
@@ -201,9 +202,12 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       // states, rule states).
       if (rules !== undefined) {
         const fresh = accepted.flatMap(({ batch, byVehicle, outcome }) =>
-          [...byVehicle].map(([vehicleId, records]) => ({ organizationId: batch.organizationId, vehicleId, records, at: batch.at, outcome })));
+          [...byVehicle].map(([vehicleId, records]) => ({ organizationId: batch.organizationId, vehicleId, records, at: batch.at, batch, outcome })));
         const written = await judgeInCommit(client, rules, fresh);
-        fresh.forEach((f, i) => f.outcome.events.push(...written[i]!));
+        // Pushed one by one: a spread of this many arguments overflows the stack.
+        fresh.forEach((f, i) => {
+          for (const event of written[i]!) f.outcome.events.push(event);
+        });
       }
       return outcomes;
     });

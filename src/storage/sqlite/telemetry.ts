@@ -12,7 +12,7 @@ import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { EventRecord } from '../../events/types.ts';
 import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import {
-  type BatchOutcome, type CommitBatch, type HistoryRange, type LatestState, type MergeLatest, type ScanOptions, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, decoderOf, judgeBatch, parseData, scanByPages,
+  type BatchOutcome, type CommitBatch, type HistoryRange, type LatestState, type MergeLatest, type ScanOptions, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, decoderOf, judgeBatch, limitBatchEvents, parseData, scanByPages,
 } from '../../telemetry/store.ts';
 import type { CommitRules } from '../../rules/store.ts';
 import type { SqliteRuleWrites } from './rules.ts';
@@ -275,10 +275,15 @@ export function createSqliteTelemetryStore(
         events.push(event);
       }
     }
+    let judgedEvents = 0;
     for (const [vehicleId, fresh] of freshOf) {
       const { state, unresolved } = ruleWrites.load(org, vehicleId, rules!.alerts(org));
       const judged = rules!.judge(org, vehicleId, fresh, state, unresolved, batch.at);
-      if (judged !== undefined) events.push(...ruleWrites.write(judged, batch.at));
+      if (judged === undefined) continue;
+      judgedEvents += judged.events.length;
+      limitBatchEvents(batch.records.length, judgedEvents);
+      // Pushed one by one: a spread of this many arguments overflows the stack.
+      for (const event of ruleWrites.write(judged, batch.at)) events.push(event);
     }
     return { outcome: { ok: true, accepted, duplicates: batch.records.length - accepted, activated, events, latest }, added };
   }
