@@ -20,7 +20,7 @@ export type StatusHistoryEntry = Schemas['VehicleStatusHistoryEntry'];
 export type StatusHistory = Schemas['VehicleStatusHistory'];
 export type CreatedStream = Schemas['CreatedStream'];
 export type StreamTicket = Schemas['StreamTicket'];
-export type EventEnvelope = Schemas['Event'];
+export type { FleetEvent as EventEnvelope } from '../sdk/src/types.ts';
 export type Alert = Schemas['Alert'];
 export type AlertRule = Schemas['AlertRule'];
 export type AlertCondition = Schemas['AlertCondition'];

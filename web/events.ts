@@ -25,25 +25,31 @@ function text(value: unknown): string {
 
 /** One line saying what the event means. */
 export function summarize(event: EventEnvelope): string {
-  const d = event.data;
   switch (event.type) {
     case 'vehicle.registered':
-    case 'vehicle.updated':
-      return [text(d.type), typeof d.name === 'string' ? `"${d.name}"` : '', typeof d.status === 'string' ? `(${d.status})` : ''].filter((s) => s !== '').join(' ');
-    case 'vehicle.status_changed':
-      return `${text(d.from)} → ${text(d.to)}${typeof d.reason === 'string' ? `: ${d.reason}` : ''} (by ${text(d.by)})`;
+    case 'vehicle.updated': {
+      const d = event.data;
+      return [text(d.type), d.name === null ? '' : `"${d.name}"`, `(${d.status})`].filter((s) => s !== '').join(' ');
+    }
+    case 'vehicle.status_changed': {
+      const d = event.data;
+      return `${text(d.from)} → ${text(d.to)}${d.reason === null ? '' : `: ${d.reason}`} (by ${text(d.by)})`;
+    }
     case 'vehicle.deleted':
       return 'deleted';
     case 'geofence.entered':
     case 'geofence.exited':
-      return `${event.type === 'geofence.entered' ? 'entered' : 'left'} ${text(d.name)}`;
+      return `${event.type === 'geofence.entered' ? 'entered' : 'left'} ${text(event.data.name)}`;
     case 'alert.opened':
     case 'alert.acknowledged':
-    case 'alert.resolved':
-      return `${text(d.ruleName)}: ${text(d.status)}${typeof d.note === 'string' ? ` (${d.note})` : ''}`;
+    case 'alert.resolved': {
+      const d = event.data;
+      return `${text(d.ruleName)}: ${text(d.status)}${d.note === undefined ? '' : ` (${d.note})`}`;
+    }
     case 'trip.started':
+      return '';
     case 'trip.ended':
-      return typeof d.distanceMeters === 'number' ? `${(d.distanceMeters / 1000).toFixed(1)} km` : '';
+      return `${(event.data.distanceMeters / 1000).toFixed(1)} km`;
     case 'webhook.test':
       return 'test';
     default:

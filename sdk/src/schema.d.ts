@@ -1361,6 +1361,28 @@ export interface components {
             };
             vehicleId: string;
         };
+        /** @description An event of type `alert.acknowledged`. */
+        AlertAcknowledgedEvent: {
+            data: components["schemas"]["AlertEventData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "alert.acknowledged";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
         /** @description Optional; `{note}` is kept in the alert's event. */
         AlertAction: {
             note?: string;
@@ -1400,11 +1422,87 @@ export interface components {
             /** @enum {unknown} */
             when: "inside" | "outside";
         };
+        /** @description The alert as it is after the change the event records. */
+        AlertEventData: {
+            acknowledgedAt: string | null;
+            acknowledgedBy: string | null;
+            /** @example alert_2Xb8kQ0mWc1ZrT5pLs9a */
+            id: string;
+            /** @description The note given with an acknowledgement or resolution made by hand. */
+            note?: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            openedAt: string;
+            resolvedAt: string | null;
+            /** @description A credential id, or `system` when the condition ended. */
+            resolvedBy: string | null;
+            ruleId: string;
+            ruleName: string;
+            /** @enum {unknown} */
+            status: "open" | "acknowledged" | "resolved";
+            trigger: {
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC with milliseconds.
+                 * @example 2026-11-22T08:30:00.000Z
+                 */
+                timestamp: string;
+                value: number | string | boolean | components["schemas"]["Location"] | null;
+            };
+            vehicleId: string;
+        };
         /** @description A page of alerts. */
         AlertList: {
             /** @description Newest first. */
             alerts: components["schemas"]["Alert"][];
             nextCursor: string | null;
+        };
+        /** @description An event of type `alert.opened`. */
+        AlertOpenedEvent: {
+            data: components["schemas"]["AlertEventData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "alert.opened";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description An event of type `alert.resolved`. */
+        AlertResolvedEvent: {
+            data: components["schemas"]["AlertEventData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "alert.resolved";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
         };
         /** @description An alert rule. */
         AlertRule: {
@@ -1711,8 +1809,10 @@ export interface components {
              */
             vehicleId: string;
         };
+        /** @description Nothing: the type says all. */
+        EmptyEventData: Record<string, never>;
         /**
-         * @description An event, as the feed, webhooks and streams carry it.
+         * @description An event, as the feed, webhooks and streams carry it: one of the types below, told apart by `type`. More types may be added: receivers must ignore types they do not know.
          * @example {
          *       "id": "evt_2Xb8kQ0mWc1ZrT5pLs9aHd3e",
          *       "type": "vehicle.status_changed",
@@ -1726,26 +1826,7 @@ export interface components {
          *       }
          *     }
          */
-        Event: {
-            /** @description Depends on `type` (see the API guide). */
-            data: {
-                [key: string]: unknown;
-            };
-            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
-            id: string;
-            /**
-             * Format: date-time
-             * @description ISO 8601 UTC with milliseconds.
-             * @example 2026-11-22T08:30:00.000Z
-             */
-            occurredAt: string;
-            type: components["schemas"]["EventType"];
-            /**
-             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
-             * @example van-042
-             */
-            vehicleId?: string;
-        };
+        Event: components["schemas"]["VehicleRegisteredEvent"] | components["schemas"]["VehicleUpdatedEvent"] | components["schemas"]["VehicleStatusChangedEvent"] | components["schemas"]["VehicleDeletedEvent"] | components["schemas"]["GeofenceEnteredEvent"] | components["schemas"]["GeofenceExitedEvent"] | components["schemas"]["AlertOpenedEvent"] | components["schemas"]["AlertAcknowledgedEvent"] | components["schemas"]["AlertResolvedEvent"] | components["schemas"]["TripStartedEvent"] | components["schemas"]["TripEndedEvent"] | components["schemas"]["WebhookTestEvent"];
         /** @description A page of the event feed. */
         EventPage: {
             /** @description Oldest first, in the order the service recorded them. */
@@ -1850,6 +1931,57 @@ export interface components {
              */
             updatedAt: string;
             vehicleIds: string[] | null;
+        };
+        /** @description The geofence crossed, and where the record that crossed it was. */
+        GeofenceCrossingData: {
+            geofenceId: string;
+            location: components["schemas"]["Location"];
+            /** @description The geofence's name at that moment. */
+            name: string;
+        };
+        /** @description An event of type `geofence.entered`. */
+        GeofenceEnteredEvent: {
+            data: components["schemas"]["GeofenceCrossingData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "geofence.entered";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description An event of type `geofence.exited`. */
+        GeofenceExitedEvent: {
+            data: components["schemas"]["GeofenceCrossingData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "geofence.exited";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
         };
         /** @description A GeoJSON (RFC 7946) Polygon or MultiPolygon, or a circle. At most 10,000 positions in all. A point on the boundary is inside. A ring may span at most 180 degrees of longitude: a shape crossing the antimeridian is a MultiPolygon split at ±180. */
         GeofenceGeometry: components["schemas"]["PolygonGeometry"] | components["schemas"]["MultiPolygonGeometry"] | components["schemas"]["CircleGeometry"];
@@ -2319,9 +2451,64 @@ export interface components {
              */
             startedAt: string;
         };
+        /** @description An event of type `trip.ended`. */
+        TripEndedEvent: {
+            data: components["schemas"]["Trip"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "trip.ended";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
         /** @description A vehicle's trips in a time range. */
         TripList: {
             trips: components["schemas"]["Trip"][];
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description What is known of a trip once it qualifies, and will not change. */
+        TripStartedData: {
+            /** @description The location at the first moving record, or null. */
+            start: components["schemas"]["Location"] | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            startedAt: string;
+        };
+        /** @description An event of type `trip.started`. */
+        TripStartedEvent: {
+            data: components["schemas"]["TripStartedData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "trip.started";
             /**
              * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
              * @example van-042
@@ -2405,6 +2592,28 @@ export interface components {
             /** @description Sensor kinds, e.g. gps, imu, lidar, radar, camera. */
             sensors?: string[];
         };
+        /** @description An event of type `vehicle.deleted`. */
+        VehicleDeletedEvent: {
+            data: components["schemas"]["EmptyEventData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "vehicle.deleted";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
         /** @description A page of vehicles. */
         VehicleList: {
             limit: number;
@@ -2433,6 +2642,28 @@ export interface components {
             /** @description null removes the name. */
             name?: string | null;
             type?: components["schemas"]["VehicleType"];
+        };
+        /** @description An event of type `vehicle.registered`. */
+        VehicleRegisteredEvent: {
+            data: components["schemas"]["Vehicle"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "vehicle.registered";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
         };
         /**
          * @description A vehicle to register.
@@ -2478,6 +2709,36 @@ export interface components {
         VehicleStatusChange: {
             reason?: string;
             status: components["schemas"]["VehicleStatus"];
+        };
+        /** @description A change of the vehicle's status. */
+        VehicleStatusChangedData: {
+            /** @description Id of the credential that made the change, or `system` (the activation by the first telemetry). */
+            by: string;
+            from: components["schemas"]["VehicleStatus"] | null;
+            reason: string | null;
+            to: components["schemas"]["VehicleStatus"];
+        };
+        /** @description An event of type `vehicle.status_changed`. */
+        VehicleStatusChangedEvent: {
+            data: components["schemas"]["VehicleStatusChangedData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "vehicle.status_changed";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
         };
         /** @description A page of a vehicle's status changes. */
         VehicleStatusHistory: {
@@ -2555,6 +2816,28 @@ export interface components {
          * @enum {unknown}
          */
         VehicleType: "car" | "van" | "truck" | "bus" | "shuttle" | "motorcycle" | "scooter" | "bicycle" | "robot" | "drone" | "other";
+        /** @description An event of type `vehicle.updated`. */
+        VehicleUpdatedEvent: {
+            data: components["schemas"]["Vehicle"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "vehicle.updated";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
         /** @description A webhook endpoint, without its secret. */
         Webhook: {
             /**
@@ -2617,7 +2900,7 @@ export interface components {
             /** @description Why the last attempt failed. */
             error: string | null;
             eventId: string;
-            eventType: string;
+            eventType: components["schemas"]["EventType"];
             /** @example dlv_8xY2mQ4kT9bW3cZ7nLp1 */
             id: string;
             /** @description When the next attempt is due, while pending. */
@@ -2668,6 +2951,23 @@ export interface components {
         WebhookSecret: {
             /** @description `whsec_` + base64 of 32 random bytes. Shown only here and when rotated. */
             secret: string;
+        };
+        /** @description An event of type `webhook.test`. */
+        WebhookTestEvent: {
+            data: components["schemas"]["EmptyEventData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook.test";
         };
         /** @description A new webhook endpoint, with its signing secret (shown this once). */
         WebhookWithSecret: {

@@ -38,7 +38,15 @@ export type TelemetryBatch = RequestBody<'/v2/telemetry', 'post'>;
 export type IngestResult = ResponseBody<'/v2/telemetry/{vehicleId}', 'post', 202>;
 
 // Events and webhooks
-export type FleetEvent = ResponseBody<'/v2/events', 'get', 200>['events'][number];
+/**
+ * An event: one type per `type`, so `if (event.type === 'alert.opened')` narrows `event.data` to the
+ * alert. Only `webhook.test` has no `vehicleId`; it reads as `undefined` there, so code reading
+ * `event.vehicleId` on any event compiles. Receivers must ignore types they do not know.
+ */
+export type FleetEvent = WithVehicleId<ResponseBody<'/v2/events', 'get', 200>['events'][number]>;
+type WithVehicleId<E> = E extends { vehicleId: string } ? E : E & { vehicleId?: undefined };
+/** The event of type `T`, narrowed. */
+export type FleetEventOf<T extends FleetEvent['type']> = Extract<FleetEvent, { type: T }>;
 export type EventType = FleetEvent['type'];
 export type EventPage = ResponseBody<'/v2/events', 'get', 200>;
 export type Webhook = ResponseBody<'/v2/webhooks/{id}', 'get', 200>;

@@ -1,8 +1,11 @@
-// Event schemas: the envelope, the feed's query and page.
-import { Type, type Static } from 'typebox';
+// Event schemas: each type's data, the envelope (one schema per type, told apart by `type`), the
+// feed's query and page.
+import { Type, type Static, type TSchema } from 'typebox';
+import { Trip } from '../history/schema.ts';
+import { AlertEventData } from '../rules/schema.ts';
 import { IsoTimestamp, commaListPattern } from '../schema/common.ts';
-import { VehicleId } from '../vehicles/schema.ts';
-import { EVENT_TYPES } from './types.ts';
+import { Location, Status, VehicleDetails, VehicleId } from '../vehicles/schema.ts';
+import { EVENT_TYPES, type EventType } from './types.ts';
 import { named } from '../schema/named.ts';
 
 export const FEED_LIMIT_DEFAULT = 100;
@@ -10,22 +13,76 @@ export const FEED_LIMIT_MAX = 1000;
 
 export const EventTypeSchema = named('EventType', Type.Enum(EVENT_TYPES, { description: 'Event type. Receivers must ignore types they do not know.' }));
 
-export const EventEnvelope = named('Event', Type.Object(
+const GeofenceCrossingData = named('GeofenceCrossingData', Type.Object(
+  { geofenceId: Type.String(), name: Type.String({ description: 'The geofence\'s name at that moment.' }), location: Location },
+  { additionalProperties: false },
+), 'The geofence crossed, and where the record that crossed it was.');
+const NoData = named('EmptyEventData', Type.Object({}, { additionalProperties: false }), 'Nothing: the type says all.');
+
+/** Each event type's `data`: the contract of docs/API.md "Events", and the type producers must give. */
+export const EVENT_DATA = {
+  'vehicle.registered': VehicleDetails,
+  'vehicle.updated': VehicleDetails,
+  'vehicle.status_changed': named('VehicleStatusChangedData', Type.Object(
+    {
+      from: Type.Union([Status, Type.Null()]),
+      to: Status,
+      reason: Type.Union([Type.String(), Type.Null()]),
+      by: Type.String({ description: 'Id of the credential that made the change, or `system` (the activation by the first telemetry).' }),
+    },
+    { additionalProperties: false },
+  ), 'A change of the vehicle\'s status.'),
+  'vehicle.deleted': NoData,
+  'geofence.entered': GeofenceCrossingData,
+  'geofence.exited': GeofenceCrossingData,
+  'alert.opened': AlertEventData,
+  'alert.acknowledged': AlertEventData,
+  'alert.resolved': AlertEventData,
+  'trip.started': named('TripStartedData', Type.Object(
+    { startedAt: IsoTimestamp, start: Type.Union([Location, Type.Null()], { description: 'The location at the first moving record, or null.' }) },
+    { additionalProperties: false },
+  ), 'What is known of a trip once it qualifies, and will not change.'),
+  'trip.ended': Trip,
+  'webhook.test': NoData,
+} satisfies Record<EventType, TSchema>;
+
+/** The `data` of an event of type `T`. */
+export type EventData<T extends EventType> = Static<(typeof EVENT_DATA)[T]>;
+
+/** `vehicle.status_changed` → `VehicleStatusChangedEvent`. */
+const variantName = (type: EventType) => `${type.split(/[._]/).map((word) => word[0]!.toUpperCase() + word.slice(1)).join('')}Event`;
+
+const EXAMPLE = {
+  id: 'evt_2Xb8kQ0mWc1ZrT5pLs9aHd3e', type: 'vehicle.status_changed', occurredAt: '2026-11-25T08:30:00.000Z', vehicleId: 'van-042',
+  data: { from: 'active', to: 'maintenance', reason: 'Brake inspection', by: 'key_8Hq2' },
+};
+
+/** One schema per event type: its `type`, and its `data`. Only `webhook.test` has no vehicle. */
+const variants = EVENT_TYPES.map((type) => named(variantName(type), Type.Object(
   {
     id: Type.String({ description: 'Unique and stable: the same in the feed, every webhook attempt and streams.' }),
-    type: EventTypeSchema,
+    type: Type.Literal(type),
     occurredAt: IsoTimestamp,
-    vehicleId: Type.Optional(VehicleId),
-    data: Type.Object({}, { additionalProperties: true, description: 'Depends on `type` (see the API guide).' }),
+    ...(type === 'webhook.test' ? {} : { vehicleId: VehicleId }),
+    data: EVENT_DATA[type],
   },
-  {
-    additionalProperties: false,
-    examples: [{
-      id: 'evt_2Xb8kQ0mWc1ZrT5pLs9aHd3e', type: 'vehicle.status_changed', occurredAt: '2026-11-25T08:30:00.000Z', vehicleId: 'van-042',
-      data: { from: 'active', to: 'maintenance', reason: 'Brake inspection', by: 'key_8Hq2' },
-    }],
-  },
-), 'An event, as the feed, webhooks and streams carry it.');
+  { additionalProperties: false },
+), `An event of type \`${type}\`.`));
+
+export const EventEnvelope = named('Event', Type.Unsafe<{ [T in EventType]: EventEnvelopeOf<T> }[EventType]>({
+  oneOf: variants,
+  discriminator: { propertyName: 'type', mapping: Object.fromEntries(EVENT_TYPES.map((type) => [type, `#/components/schemas/${variantName(type)}`])) },
+  examples: [EXAMPLE],
+}), 'An event, as the feed, webhooks and streams carry it: one of the types below, told apart by `type`. ' +
+  'More types may be added: receivers must ignore types they do not know.');
+
+interface EventEnvelopeOf<T extends EventType> {
+  id: string;
+  type: T;
+  occurredAt: string;
+  vehicleId?: string;
+  data: EventData<T>;
+}
 
 export const FeedQuery = Type.Object(
   {

@@ -3,6 +3,7 @@
 // webhooks and live streams. See docs/API.md "Events".
 import { timeOrderedId } from '../auth/keys.ts';
 import { iso } from '../clock.ts';
+import type { EventData } from './schema.ts';
 
 export const EVENT_TYPES = [
   'vehicle.registered',
@@ -46,14 +47,16 @@ export function newEventId(): string {
   return `evt_${timeOrderedId(24)}`;
 }
 
-export function newEvent(
+/** A new event of `type`, whose `data` must be of that type's schema (events/schema.ts). */
+export function newEvent<T extends EventType>(
   organizationId: string,
-  type: EventType,
+  type: T,
   vehicleId: string | null,
   occurredAt: number,
-  data: Record<string, unknown>,
+  data: EventData<T>,
 ): EventRecord {
-  return { id: newEventId(), organizationId, type, vehicleId, occurredAt, data };
+  // Stored and sent as it is: the schema's type is checked here, at the producer.
+  return { id: newEventId(), organizationId, type, vehicleId, occurredAt, data: data as Record<string, unknown> };
 }
 
 export function toEnvelope(event: EventRecord): EventEnvelope {

@@ -7,7 +7,7 @@ import { iso } from '../clock.ts';
 import { type EventRecord, newEvent } from '../events/types.ts';
 import { DEFAULT_TRIP_SETTINGS, type TripEvent, advanceInPlace, copyTripState, initialTripState, tripView } from '../history/trips.ts';
 import { newAlertId } from './ids.ts';
-import { type AlertRecord, type AlertRuleRecord, type Condition, type GeofenceRecord, type RuleState, appliesTo } from './model.ts';
+import { type AlertRecord, type AlertRuleRecord, type Condition, type GeofenceRecord, type RuleState, type TriggerValue, appliesTo } from './model.ts';
 import { type GeofenceIndex, createGeofenceIndex } from '../geofences/spatial-index.ts';
 import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
 import type { AlertChanges, CommitRules, Judged, RulesStore } from './store.ts';
@@ -177,7 +177,7 @@ export function alertEvent(type: 'alert.opened' | 'alert.acknowledged' | 'alert.
   return newEvent(alert.organizationId, type, alert.vehicleId, at, alertView(alert));
 }
 
-export function openAlert(rule: AlertRuleRecord, vehicleId: string, at: number, value: unknown): AlertRecord {
+export function openAlert(rule: AlertRuleRecord, vehicleId: string, at: number, value: TriggerValue): AlertRecord {
   return {
     id: newAlertId(), organizationId: rule.organizationId, ruleId: rule.id, ruleName: rule.name, vehicleId, status: 'open',
     openedAt: at, acknowledgedAt: null, acknowledgedBy: null, resolvedAt: null, resolvedBy: null, triggerTimestamp: at, triggerValue: value,
@@ -263,7 +263,8 @@ function judgeRule(
   state: RuleState, open: Map<string, AlertRecord>, judged: Judged, vehicleId: string,
 ): void {
   let holds: boolean;
-  let value: unknown;
+  // Records were validated at ingest: a field's value is a number, a string or a boolean; a location, lat and lng.
+  let value: TriggerValue | undefined;
   let forSeconds: number;
   switch (condition.kind) {
     case 'offline': {
@@ -273,7 +274,7 @@ function judgeRule(
       return;
     }
     case 'threshold':
-      value = fieldValue(record.data, condition.field);
+      value = fieldValue(record.data, condition.field) as TriggerValue | undefined;
       if (value === undefined) return; // a record without the field leaves the rule as it was
       holds = compare(value, condition.op, condition.value);
       forSeconds = condition.forSeconds;
@@ -282,7 +283,7 @@ function judgeRule(
       if (location === undefined) return;
       const inside = state.inside.includes(condition.geofenceId);
       holds = condition.when === 'inside' ? inside : !inside;
-      value = location;
+      value = location as TriggerValue;
       forSeconds = condition.forSeconds;
       break;
     }

@@ -54,8 +54,11 @@ export interface AlertRecord {
   resolvedBy: string | null;
   /** The record (or, for `offline`, the check) that opened it, and the value that met the condition. */
   triggerTimestamp: number;
-  triggerValue: unknown;
+  triggerValue: TriggerValue;
 }
+
+/** What met a condition: a field's value (a threshold), a location (a geofence), a time (offline). */
+export type TriggerValue = number | string | boolean | { lat: number; lng: number } | null;
 
 /**
  * What a vehicle's records have told the rules so far: the time of the newest record judged (an

@@ -90,17 +90,20 @@ export const RuleList = named('AlertRuleList', Type.Object(
 ), 'A page of alert rules.');
 
 const AlertStatus = Type.Enum(['open', 'acknowledged', 'resolved']);
-export const Alert = named('Alert', Type.Object(
-  {
-    id: AlertIdSchema, ruleId: Type.String(), ruleName: Type.String(), vehicleId: Type.String(), status: AlertStatus,
-    openedAt: IsoTimestamp,
-    acknowledgedAt: Type.Union([IsoTimestamp, Type.Null()]), acknowledgedBy: Type.Union([Type.String(), Type.Null()]),
-    resolvedAt: Type.Union([IsoTimestamp, Type.Null()]),
-    resolvedBy: Type.Union([Type.String(), Type.Null()], { description: 'A credential id, or `system` when the condition ended.' }),
-    trigger: Type.Object({ timestamp: IsoTimestamp, value: Type.Union([Type.Number(), Type.String(), Type.Boolean(), Location, Type.Null()]) }, { additionalProperties: false }),
-  },
+const alertFields = {
+  id: AlertIdSchema, ruleId: Type.String(), ruleName: Type.String(), vehicleId: Type.String(), status: AlertStatus,
+  openedAt: IsoTimestamp,
+  acknowledgedAt: Type.Union([IsoTimestamp, Type.Null()]), acknowledgedBy: Type.Union([Type.String(), Type.Null()]),
+  resolvedAt: Type.Union([IsoTimestamp, Type.Null()]),
+  resolvedBy: Type.Union([Type.String(), Type.Null()], { description: 'A credential id, or `system` when the condition ended.' }),
+  trigger: Type.Object({ timestamp: IsoTimestamp, value: Type.Union([Type.Number(), Type.String(), Type.Boolean(), Location, Type.Null()]) }, { additionalProperties: false }),
+};
+export const Alert = named('Alert', Type.Object(alertFields, { additionalProperties: false }), 'An alert: a rule\'s condition holding for one vehicle.');
+/** The data of `alert.*` events: the alert, and the note of a change made by hand. */
+export const AlertEventData = named('AlertEventData', Type.Object(
+  { ...alertFields, note: Type.Optional(Type.String({ description: 'The note given with an acknowledgement or resolution made by hand.' })) },
   { additionalProperties: false },
-), 'An alert: a rule\'s condition holding for one vehicle.');
+), 'The alert as it is after the change the event records.');
 export const AlertListQuery = Type.Object(
   {
     status: Type.Optional(Type.String({ pattern: commaListPattern(['open', 'acknowledged', 'resolved']), description: 'One status or several, comma-separated.' })),

@@ -1,7 +1,7 @@
 // Rows of geofences, alert rules, alerts and rule states to records, for both backends (they
 // differ in how JSON and lists arrive: text in SQLite, decoded in PostgreSQL).
 import type { TripState } from '../history/trips.ts';
-import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, GeofenceRecord, Geometry, RuleState } from '../rules/model.ts';
+import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, GeofenceRecord, Geometry, RuleState, TriggerValue } from '../rules/model.ts';
 import type { Row } from './rows.ts';
 
 export interface RuleDecoders {
@@ -57,7 +57,7 @@ export function ruleRows(d: RuleDecoders) {
       resolvedAt: orNull<number>(row.resolved_at),
       resolvedBy: orNull<string>(row.resolved_by),
       triggerTimestamp: row.trigger_ts as number,
-      triggerValue: row.trigger_value === null || row.trigger_value === undefined ? null : d.json<unknown>(row.trigger_value),
+      triggerValue: row.trigger_value === null || row.trigger_value === undefined ? null : d.json<TriggerValue>(row.trigger_value),
     }),
     state: (row: Row): RuleState => ({
       ts: row.ts as number,

@@ -27,7 +27,7 @@ export const Location = named('Location', Type.Object(
   { additionalProperties: false, description: 'A position.', examples: [{ lat: 52.5200, lng: 13.4050 }] },
 ));
 
-const Status = named('VehicleStatus', Type.Enum(VEHICLE_STATUSES, { description: 'Vehicle status.' }));
+export const Status = named('VehicleStatus', Type.Enum(VEHICLE_STATUSES, { description: 'Vehicle status.' }));
 const VehicleTypeSchema = named('VehicleType', Type.Enum(VEHICLE_TYPES, { description: 'Vehicle type.' }));
 
 const configuration = Type.Object(

@@ -27,7 +27,7 @@ export function createVehicleService(deps: {
   recorded?: (events: readonly EventRecord[]) => void;
 }) {
   const { store, clock } = deps;
-  const detailsOf = (v: VehicleRecord) => toDetails(v, deps.latest?.(v.organizationId, v.id)) as unknown as Record<string, unknown>;
+  const detailsOf = (v: VehicleRecord) => toDetails(v, deps.latest?.(v.organizationId, v.id));
   const vehicleEvent = (type: 'vehicle.registered' | 'vehicle.updated', v: VehicleRecord) =>
     newEvent(v.organizationId, type, v.id, v.updatedAt, detailsOf(v));
 

@@ -1,5 +1,6 @@
 // Webhook schemas: they validate requests, serialize responses and make the OpenAPI document.
 import { Type, type Static } from 'typebox';
+import { EventTypeSchema } from '../events/schema.ts';
 import { EVENT_TYPES } from '../events/types.ts';
 import { IsoTimestamp, Paging, PlainText } from '../schema/common.ts';
 import { named } from '../schema/named.ts';
@@ -76,7 +77,7 @@ export const Delivery = named('WebhookDelivery', Type.Object(
   {
     id: DeliveryParams.properties.deliveryId,
     eventId: Type.String(),
-    eventType: Type.String(),
+    eventType: EventTypeSchema,
     attempt: Type.Integer({ description: 'Attempts made so far.' }),
     status: Type.Enum(['pending', 'succeeded', 'failed']),
     responseStatus: Type.Union([Type.Integer(), Type.Null()], { description: 'The status the receiver answered the last attempt with.' }),

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { type FeedPage, START } from '../../src/events/store.ts';
-import { type EventEnvelope, type EventRecord, newEvent, toEnvelope } from '../../src/events/types.ts';
+import { type EventEnvelope, type EventRecord, type EventType, newEvent, newEventId, toEnvelope } from '../../src/events/types.ts';
 import type { Stores } from '../../src/storage/stores.ts';
 import { statusChangedEvent } from '../../src/vehicles/events.ts';
 import type { VehicleRecord } from '../../src/vehicles/store.ts';
@@ -17,8 +17,13 @@ const vehicle = (organizationId: string, id: string): VehicleRecord => ({
   organizationId, id, type: 'van', name: null, status: 'registered', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0,
 });
 
+/** An event as the store sees it: any data (the store keeps what it is given, whatever its type). */
+function storedEvent(organizationId: string, type: EventType, vehicleId: string | null, occurredAt: number, data: Record<string, unknown>): EventRecord {
+  return { id: newEventId(), organizationId, type, vehicleId, occurredAt, data };
+}
+
 async function register(stores: Stores, organizationId: string, id: string): Promise<EventRecord> {
-  const event = newEvent(organizationId, 'vehicle.registered', id, T0, { id });
+  const event = storedEvent(organizationId, 'vehicle.registered', id, T0, { id });
   assert.equal(await stores.vehicles.insert(vehicle(organizationId, id), { from: null, to: 'registered', reason: null, at: T0, by: 'k' }, undefined, [event]), 'created');
   return event;
 }
@@ -108,13 +113,13 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       const stores = await fresh();
       const a = await addOrganization(stores);
       await register(stores, a, 'v-1');
-      const again = newEvent(a, 'vehicle.registered', 'v-1', T0, {});
+      const again = storedEvent(a, 'vehicle.registered', 'v-1', T0, {});
       assert.equal(await stores.vehicles.insert(vehicle(a, 'v-1'), { from: null, to: 'registered', reason: null, at: T0, by: 'k' }, undefined, [again]), 'exists');
       const stale = { from: 'active' as const, to: 'inactive' as const, reason: null, at: T0 + 1, by: 'k' };
       assert.equal(await stores.vehicles.changeStatus(a, 'v-1', stale, [statusChangedEvent(a, 'v-1', stale)]), undefined);
       assert.equal(await stores.vehicles.delete(a, 'nobody', [newEvent(a, 'vehicle.deleted', 'nobody', T0, {})]), false);
       // A transaction that fails takes its events with it.
-      const duplicateId = newEvent(a, 'vehicle.registered', 'v-2', T0, {});
+      const duplicateId = storedEvent(a, 'vehicle.registered', 'v-2', T0, {});
       const [registered] = await eventually(async () => {
         const { ids } = await feedAll(stores, a, 10);
         assert.equal(ids.length, 1);
@@ -150,7 +155,7 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       // The epoch and its edges, the first and last millisecond of years 0000 and 9999, before
       // 1970, past 9999 (not a time a client can send, yet an envelope must still be right).
       const times = [0, 1, 999, 1000, -1, -999, -1001, T0 + 7, -62167219200000, 253402300799999, 253402300800000, -62198755200000, 8.64e15];
-      const recorded = times.map((at, i) => newEvent(a, 'vehicle.registered', `v-${i}`, at,
+      const recorded = times.map((at, i) => storedEvent(a, 'vehicle.registered', `v-${i}`, at,
         { id: `v-${i}`, text: 'quote " backslash \\ newline \n snowman \u2603 \ud83d\ude9a', nested: { n: [1.5, -0, 1e21, null, true] } }));
       for (const [i, event] of recorded.entries()) {
         assert.equal(await stores.vehicles.insert(vehicle(a, `v-${i}`), { from: null, to: 'registered', reason: null, at: T0, by: 'k' }, undefined, [event]), 'created');
