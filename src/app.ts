@@ -36,6 +36,7 @@ import { RequestLogController, lazyChildLogger, serializeRequest } from './http/
 import { shutdownArrivalsPlugin, timeoutOptions } from './http/timeouts.ts';
 import { organizationRoutes } from './organizations/routes.ts';
 import { createProtocolIngest } from './protocols/ingest.ts';
+import { createDeviceGuard } from './protocols/guard.ts';
 import { createOsmandListener } from './protocols/osmand/listener.ts';
 import { osmandRoutes } from './protocols/osmand/routes.ts';
 import { createTeltonikaListener } from './protocols/teltonika/listener.ts';
@@ -362,14 +363,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     store: deps.stores.devices, clock, onFlushError: (error) => app.log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
   });
   const protocolIngest = createProtocolIngest({ devices, telemetry });
-  const { protocols } = deps.config;
+  const { protocols, devicePorts } = deps.config;
+  // One allowance of unknown identifiers per address across every device entry point.
+  const deviceGuard = createDeviceGuard({ settings: devicePorts, clock, registry: metrics });
   const listeners = {
     osmand: protocols.osmandPort === 0 ? undefined : createOsmandListener({
-      host: protocols.host, port: protocols.osmandPort, ingest: protocolIngest, log: app.log.child({ component: 'osmand' }),
+      host: protocols.host, port: protocols.osmandPort, timeouts: deps.config.http.timeouts, ingest: protocolIngest, guard: deviceGuard,
+      log: app.log.child({ component: 'osmand' }),
     }),
     teltonika: protocols.teltonikaPort === 0 ? undefined : createTeltonikaListener({
-      host: protocols.host, port: protocols.teltonikaPort, idleMs: protocols.teltonikaIdleMs, ingest: protocolIngest,
-      log: app.log.child({ component: 'teltonika' }),
+      host: protocols.host, port: protocols.teltonikaPort, idleMs: protocols.teltonikaIdleMs, limits: devicePorts, guard: deviceGuard,
+      registry: metrics, ingest: protocolIngest, log: app.log.child({ component: 'teltonika' }),
     }),
   };
   await app.register(healthRoutes, {
@@ -391,7 +395,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(apiKeyRoutes, { auth });
   await app.register(organizationRoutes, { auth });
   await app.register(deviceRoutes, { service: devices });
-  await app.register(osmandRoutes, { path: '/osmand', ingest: protocolIngest });
+  await app.register(osmandRoutes, { path: '/osmand', ingest: protocolIngest, guard: deviceGuard });
   await app.register(oauthRoutes, { oauth, publicUrl: deps.config.publicUrl });
   await app.register(streamRoutes, {
     service: streams, publicUrl: deps.config.publicUrl,

@@ -94,6 +94,21 @@ export interface ProtocolsConfig {
   teltonikaIdleMs: number;
 }
 
+/** What the unauthenticated device ports allow one address, and everyone (docs/SECURITY.md "Device ports"). */
+export interface DevicePortsConfig {
+  /** A Teltonika connection must send its IMEI this soon after connecting, ms. */
+  loginTimeoutMs: number;
+  /** A Teltonika packet (or IMEI) once begun must arrive whole this soon, however its bytes trickle, ms. */
+  packetTimeoutMs: number;
+  /** Open Teltonika connections, in all and from one address (an IPv6 /64 counted as one). */
+  connections: number;
+  connectionsPerAddress: number;
+  /** Distinct unknown identifiers an address may present before it is held back (protocols/guard.ts). */
+  unknownIdentifiers: number;
+  /** The longest an address is held back at a time, ms. */
+  backoffMaxMs: number;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -115,6 +130,7 @@ export interface Config {
   webhooks: { allowPrivate: boolean };
   mqtt: MqttConfig;
   protocols: ProtocolsConfig;
+  devicePorts: DevicePortsConfig;
   /**
    * Browser origins allowed to open live-stream WebSockets (`*`: any); clients without Origin, and
    * pages of the origin the request itself was sent to, always may. The CORS origins may too (app.ts).
@@ -243,6 +259,21 @@ export const VARIABLES = {
     default: '600',
     doc: 'A Teltonika connection that sends nothing for this many seconds is closed (1 to 86400); trackers reconnect when they next send.',
   },
+  FLEET_TELTONIKA_LOGIN_TIMEOUT_SECONDS: { default: '30', doc: 'A Teltonika connection that has not sent its IMEI this many seconds after connecting is closed (1 to 3600).' },
+  FLEET_TELTONIKA_PACKET_TIMEOUT_SECONDS: {
+    default: '60',
+    doc: 'A Teltonika packet once begun must arrive whole within this many seconds, however its bytes trickle in, or the connection is closed (1 to 3600).',
+  },
+  FLEET_TELTONIKA_CONNECTIONS: { default: '10000', doc: 'Open Teltonika connections this node accepts in all; further ones are closed at once (1 to 1000000). Keep it below the open-file limit.' },
+  FLEET_TELTONIKA_CONNECTIONS_PER_ADDRESS: {
+    default: '1000',
+    doc: 'Open Teltonika connections this node accepts from one address (an IPv6 /64 counts as one); further ones are closed at once (1 to 1000000).',
+  },
+  FLEET_DEVICE_UNKNOWN_IDENTIFIERS: {
+    default: '10',
+    doc: 'Distinct unknown device identifiers one address may present on the device ports (OsmAnd, Teltonika) before its logins are refused for a time that doubles with each further one (1 to 1000000).',
+  },
+  FLEET_DEVICE_BACKOFF_MAX_SECONDS: { default: '600', doc: 'The longest an address is refused at a time after too many unknown device identifiers (1 to 86400).' },
 } as const;
 
 type VariableName = keyof typeof VARIABLES;
@@ -334,6 +365,14 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const external = parseExternalIssuer(read, errors);
   const mqtt = parseMqtt(read, host, errors);
   const protocols = parseProtocols(read, host, int, errors);
+  const devicePorts: DevicePortsConfig = {
+    loginTimeoutMs: int('FLEET_TELTONIKA_LOGIN_TIMEOUT_SECONDS', 1, 3600) * 1000,
+    packetTimeoutMs: int('FLEET_TELTONIKA_PACKET_TIMEOUT_SECONDS', 1, 3600) * 1000,
+    connections: int('FLEET_TELTONIKA_CONNECTIONS', 1, 1_000_000),
+    connectionsPerAddress: int('FLEET_TELTONIKA_CONNECTIONS_PER_ADDRESS', 1, 1_000_000),
+    unknownIdentifiers: int('FLEET_DEVICE_UNKNOWN_IDENTIFIERS', 1, 1_000_000),
+    backoffMaxMs: int('FLEET_DEVICE_BACKOFF_MAX_SECONDS', 1, 86_400) * 1000,
+  };
   const streamOrigins = read('FLEET_STREAM_ALLOWED_ORIGINS');
   const allowedOrigins = streamOrigins === '' ? originOf(publicUrl) : parseOrigins('FLEET_STREAM_ALLOWED_ORIGINS', streamOrigins, errors);
   const corsOrigins = read('FLEET_CORS_ORIGINS');
@@ -356,6 +395,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       webhooks: { allowPrivate: allowPrivate === 'true' },
       mqtt,
       protocols,
+      devicePorts,
       streams: { allowedOrigins },
       cors,
       overload,

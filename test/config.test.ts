@@ -56,6 +56,7 @@ describe('defaults', () => {
       webhooks: { allowPrivate: false },
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
       protocols: { host: '0.0.0.0', osmandPort: 5055, teltonikaPort: 5027, teltonikaIdleMs: 600_000 },
+      devicePorts: { loginTimeoutMs: 30_000, packetTimeoutMs: 60_000, connections: 10_000, connectionsPerAddress: 1000, unknownIdentifiers: 10, backoffMaxMs: 600_000 },
       streams: { allowedOrigins: ['http://localhost:8080'] },
       cors: { origins: [] },
       overload: { maxEventLoopDelayMs: 500, maxEventLoopUtilization: 0, sampleIntervalMs: 250, retryAfterSeconds: 2 },
@@ -410,6 +411,12 @@ describe('device protocols', () => {
     ['FLEET_TELTONIKA_PORT', 'tcp'],
     ['FLEET_TELTONIKA_IDLE_SECONDS', '0'],
     ['FLEET_TELTONIKA_IDLE_SECONDS', '86401'],
+    ['FLEET_TELTONIKA_LOGIN_TIMEOUT_SECONDS', '0'],
+    ['FLEET_TELTONIKA_PACKET_TIMEOUT_SECONDS', '3601'],
+    ['FLEET_TELTONIKA_CONNECTIONS', '0'],
+    ['FLEET_TELTONIKA_CONNECTIONS_PER_ADDRESS', 'many'],
+    ['FLEET_DEVICE_UNKNOWN_IDENTIFIERS', '0'],
+    ['FLEET_DEVICE_BACKOFF_MAX_SECONDS', '86401'],
     ['FLEET_PROTOCOLS_HOST', 'not a host'],
   ] as const) {
     test(`${name}="${bad}" is rejected, naming it`, () => {

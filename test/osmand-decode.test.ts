@@ -47,6 +47,13 @@ describe('parameters (query or form)', () => {
     for (const bad of ['yesterday', '', '-5', '1e400', '99999999999999999999']) assert.equal(parseTime(bad), undefined, bad);
   });
 
+  test('an ISO 8601 time is held to the HTTP API\'s rules: a real calendar date, with its zone', () => {
+    assert.equal(parseTime('2028-02-29T00:00:00Z'), '2028-02-29T00:00:00.000Z', 'a leap day of a leap year');
+    for (const bad of ['2026-02-29T00:00:00Z', '2026-04-31T12:00:00Z', '2026-02-28T12:00:00', '2026-02-28 12:00:00', '2026-02-28T12:00Z', '2026-02-28T24:00:00Z']) {
+      assert.equal(parseTime(bad), undefined, bad);
+    }
+  });
+
   test('each problem is named by parameter, and nothing is decoded', () => {
     assert.deepEqual(refused(() => decodeParameters({ lat: 'north', lon: '200', speed: 'fast', timestamp: 'soon' }, 'query')), [
       { path: '/id', message: 'is required (id or deviceid)' },

@@ -90,6 +90,11 @@ describe('/osmand on the main port', () => {
     assert.equal(tooFast.statusCode, 400, '1296 km/h is out of range');
     const future = await osmand('GET', { id: 'phone-o4', speed: '1', timestamp: seconds(3600) });
     assert.equal(future.statusCode, 400);
+    for (const timestamp of ['2026-02-29T00:00:00Z', '2026-11-22T07:00:00']) {
+      const res = await osmand('GET', { id: 'phone-o4', lat: '1', lon: '1', timestamp });
+      assert.equal(res.statusCode, 400, `${timestamp}: not a real date, or no zone`);
+      assert.deepEqual(res.json().errors, [{ in: 'query', path: '/timestamp', message: 'must be Unix seconds, Unix milliseconds or ISO 8601' }]);
+    }
     const unknown = await osmand('GET', { id: 'nobody', lat: '1', lon: '1' });
     assert.equal(unknown.statusCode, 404);
     assert.equal(unknown.json().code, 'device-not-found');

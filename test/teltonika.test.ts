@@ -13,7 +13,8 @@ let port: number;
 const trackers: Tracker[] = [];
 before(async () => {
   port = await freePort();
-  ctx = await createTestApp({ env: { FLEET_TELTONIKA_PORT: String(port), FLEET_PROTOCOLS_HOST: '127.0.0.1' } });
+  // Every tracker here connects from 127.0.0.1, and stays open to the end: 2,000 at once in one test, and the others'.
+  ctx = await createTestApp({ env: { FLEET_TELTONIKA_PORT: String(port), FLEET_PROTOCOLS_HOST: '127.0.0.1', FLEET_TELTONIKA_CONNECTIONS_PER_ADDRESS: '2100' } });
 });
 after(async () => {
   for (const t of trackers) t.end();

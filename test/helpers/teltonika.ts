@@ -13,8 +13,9 @@ export interface Tracker {
   end(): void;
 }
 
-export async function connectTracker(port: number, opened: Tracker[] = []): Promise<Tracker> {
-  const socket = net.connect({ port, host: '127.0.0.1', noDelay: true });
+/** `localAddress`: another loopback address (127.0.0.2, ...) to connect from, as another client would. */
+export async function connectTracker(port: number, opened: Tracker[] = [], localAddress?: string): Promise<Tracker> {
+  const socket = net.connect({ port, host: '127.0.0.1', noDelay: true, ...(localAddress === undefined ? {} : { localAddress }) });
   await new Promise<void>((resolve, reject) => {
     socket.once('connect', resolve);
     socket.once('error', reject);

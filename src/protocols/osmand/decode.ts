@@ -4,6 +4,7 @@
 // battery) mean absent. Unit conversions: speed in knots (parameters) or m/s (JSON) to km/h,
 // battery level 0..1 (JSON) to percent, odometer m to km.
 import { AppError, type FieldError } from '../../errors.ts';
+import { isDateTime } from '../../schema/date-time.ts';
 import type { TelemetryData } from '../../telemetry/schema.ts';
 
 export interface OsmandRecord {
@@ -41,7 +42,9 @@ class Problems {
 
 /**
  * A time as the apps send it: Unix seconds, Unix milliseconds (told apart by size: 10^12 seconds
- * is 33,000 years away) or ISO 8601; as ISO 8601 UTC, or undefined when it is none of those.
+ * is 33,000 years away) or an ISO 8601 date-time with its zone, held to the HTTP API's own rules
+ * (a real calendar date, a zone: `Date.parse` alone would roll February 30th over into March and
+ * read a time without a zone in the server's own); as ISO 8601 UTC, or undefined when it is none of those.
  */
 export function parseTime(value: string | number): string | undefined {
   let ms: number;
@@ -49,7 +52,7 @@ export function parseTime(value: string | number): string | undefined {
   if (/^\d+(\.\d+)?$/.test(text)) {
     const n = Number(text);
     ms = n < 1e12 ? Math.round(n * 1000) : Math.round(n);
-  } else if (/^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}/.test(text)) {
+  } else if (isDateTime(text)) {
     ms = Date.parse(text.replace(' ', 'T'));
   } else {
     return undefined;

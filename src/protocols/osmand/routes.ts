@@ -10,6 +10,7 @@ import { AppError } from '../../errors.ts';
 import { responses } from '../../schema/common.ts';
 import { validatorCompiler } from '../../schema/validation.ts';
 import { IngestResult } from '../../telemetry/schema.ts';
+import type { DeviceGuard } from '../guard.ts';
 import type { ProtocolIngest } from '../ingest.ts';
 import { decodeJson, decodeParameters, type OsmandReport } from './decode.ts';
 
@@ -71,8 +72,8 @@ function report(query: Record<string, unknown>, body: unknown): OsmandReport {
   return decodeJson(body);
 }
 
-export async function osmandRoutes(app: FastifyInstance, opts: { path: string; ingest: ProtocolIngest }) {
-  const { ingest } = opts;
+export async function osmandRoutes(app: FastifyInstance, opts: { path: string; ingest: ProtocolIngest; guard: DeviceGuard }) {
+  const { ingest, guard } = opts;
   app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
     done(null, new FormBody(body as string));
   });
@@ -80,10 +81,21 @@ export async function osmandRoutes(app: FastifyInstance, opts: { path: string; i
   // The decoder judges the parameters (the route's schema documents them): typed as what
   // Fastify's query string parser makes, a record of text.
   type Request = { Querystring: Record<string, unknown> };
-  const handler = async (request: { query: Record<string, unknown>; body: unknown }) => {
+  const handler = async (request: { query: Record<string, unknown>; body: unknown; socket: { remoteAddress?: string } }) => {
     const decoded = report(request.query, request.body);
+    const remote = request.socket.remoteAddress;
+    // Held back for too many unknown identifiers (../guard.ts): not looked up, so a hit is not told from a miss.
+    const wait = guard.heldBack('osmand', remote);
+    if (wait > 0) {
+      throw new AppError('rate-limited', `Too many unknown device identifiers from this address; try again in ${wait} s.`, {
+        headers: { 'retry-after': String(wait) },
+      });
+    }
     const device = await ingest.resolve('osmand', decoded.identifier);
-    if (device === undefined) throw new AppError('device-not-found', `No OsmAnd device "${decoded.identifier}" is registered.`);
+    if (device === undefined) {
+      guard.unknown('osmand', remote, decoded.identifier);
+      throw new AppError('device-not-found', `No OsmAnd device "${decoded.identifier}" is registered.`);
+    }
     return ingest.ingest(device, decoded.records);
   };
 

@@ -2,7 +2,8 @@
 // answered with its record count once its records are durably committed.
 //
 // What a tracker sees:
-// - IMEI of no registered device (or not an IMEI): 0x00, and the connection is closed.
+// - IMEI of no registered device (or not an IMEI): 0x00, and the connection is closed; likewise
+//   any IMEI from an address held back for presenting too many unknown ones (../guard.ts).
 // - stored (duplicates included): the 4-byte record count.
 // - bad CRC: no answer; the connection stays open and the tracker sends the packet again.
 // - records that can never be stored (refused by validation, e.g. a time far in the future): the
@@ -12,16 +13,23 @@
 //   the tracker keeps its records and sends them again after reconnecting.
 // - bytes that cannot be a packet (bad preamble, length over 64 KiB, unknown codec, records that
 //   do not parse), or nothing at all for the idle timeout: the connection is closed.
+// - no IMEI within the login timeout, or a packet (or IMEI) begun and not finished within the
+//   packet timeout, however its bytes trickle in: the connection is closed. So is a connection
+//   past the limit of connections in all or from its address, at once (limits.ts).
 import net from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { DevicePortsConfig } from '../../config.ts';
 import type { DeviceRecord } from '../../devices/store.ts';
 import { IDENTIFIER_RULES } from '../../devices/schema.ts';
 import { isAppError } from '../../errors.ts';
 import type { CheckState } from '../../readiness.ts';
+import type { DeviceGuard } from '../guard.ts';
 import type { ProtocolIngest } from '../ingest.ts';
 import { type ProtocolListener, listenFailure } from '../osmand/listener.ts';
 import { MalformedPacket, decodeAvlData, toTelemetry } from './decode.ts';
 import { type Frame, Framer, FramingError } from './frame.ts';
+import { createConnectionLimits } from './limits.ts';
 
 const ACCEPTED = Buffer.from([0x01]);
 const REFUSED = Buffer.from([0x00]);
@@ -32,16 +40,23 @@ interface Connection {
   device: DeviceRecord | undefined;
   /** Settles once every frame received so far has been answered. */
   turn: Promise<void>;
+  /** Until the IMEI arrives, then until the frame begun has arrived whole (none while frames are answered). */
+  deadline: NodeJS.Timeout | undefined;
 }
 
 export function createTeltonikaListener(deps: {
   host: string;
   port: number;
   idleMs: number;
+  limits: DevicePortsConfig;
+  guard: DeviceGuard;
+  registry: Registry;
   ingest: ProtocolIngest;
   log: FastifyBaseLogger;
 }): ProtocolListener {
-  const { host, port, idleMs, ingest, log } = deps;
+  const { host, port, idleMs, ingest, log, guard } = deps;
+  const { loginTimeoutMs, packetTimeoutMs } = deps.limits;
+  const limits = createConnectionLimits({ connections: deps.limits.connections, perAddress: deps.limits.connectionsPerAddress, registry: deps.registry });
   const connections = new Set<Connection>();
   let server: net.Server | undefined;
   let state: CheckState = { degraded: 'starting' };
@@ -52,11 +67,25 @@ export function createTeltonikaListener(deps: {
     connection.socket.destroy();
   }
 
+  /** 0x00, then the connection ends; a peer that never closes its side is cut off after the login timeout. */
+  function refuse(connection: Connection) {
+    connection.socket.end(REFUSED);
+    clearTimeout(connection.deadline);
+    connection.deadline = setTimeout(() => connection.socket.destroy(), loginTimeoutMs);
+  }
+
   async function login(connection: Connection, imei: string) {
+    const remote = connection.socket.remoteAddress;
+    if (guard.heldBack('teltonika', remote) > 0) {
+      refuse(connection);
+      log.debug({ imei: imei.slice(0, 20), remote }, 'Teltonika login refused: the address is held back for unknown IMEIs');
+      return;
+    }
     const device = IDENTIFIER_RULES.teltonika.pattern.test(imei) ? await ingest.resolve('teltonika', imei) : undefined;
     if (device === undefined) {
-      connection.socket.end(REFUSED);
-      log.info({ imei: imei.slice(0, 20), remote: connection.socket.remoteAddress }, 'Teltonika login refused: no such device');
+      guard.unknown('teltonika', remote, imei);
+      refuse(connection);
+      log.info({ imei: imei.slice(0, 20), remote }, 'Teltonika login refused: no such device');
       return;
     }
     connection.device = device;
@@ -99,18 +128,40 @@ export function createTeltonikaListener(deps: {
     }
   }
 
+  /** Closes the connection after `ms` unless cleared first: the idle timer restarts at every byte, this one does not. */
+  function deadline(connection: Connection, ms: number, why: 'login-timeout' | 'packet-timeout') {
+    clearTimeout(connection.deadline);
+    connection.deadline = setTimeout(() => {
+      limits.cut(why);
+      close(connection, why === 'login-timeout' ? 'no IMEI in time' : 'a packet not finished in time');
+    }, ms);
+  }
+
   function accept(socket: net.Socket) {
+    socket.on('error', (error) => log.debug({ err: error }, 'Teltonika socket error'));
     if (closing) {
       socket.destroy();
       return;
     }
-    const connection: Connection = { socket, framer: new Framer(), device: undefined, turn: Promise.resolve() };
+    const refused = limits.admit(socket);
+    if (refused !== undefined) {
+      limits.cut(refused);
+      log.debug({ remote: socket.remoteAddress, reason: refused }, 'Teltonika connection refused');
+      socket.destroy();
+      return;
+    }
+    const connection: Connection = { socket, framer: new Framer(), device: undefined, turn: Promise.resolve(), deadline: undefined };
     connections.add(connection);
+    deadline(connection, loginTimeoutMs, 'login-timeout');
     socket.setTimeout(idleMs);
     socket.on('timeout', () => close(connection, 'idle'));
-    socket.on('error', (error) => log.debug({ err: error }, 'Teltonika socket error'));
-    socket.on('close', () => connections.delete(connection));
+    socket.on('close', () => {
+      clearTimeout(connection.deadline);
+      connections.delete(connection);
+    });
     socket.on('data', (chunk: Buffer) => {
+      // Refused (our side has ended): what else it sends is not read, nor its timer reset.
+      if (!socket.writable) return;
       let frames: Frame[];
       try {
         frames = connection.framer.push(chunk);
@@ -118,7 +169,16 @@ export function createTeltonikaListener(deps: {
         if (!(error instanceof FramingError)) throw error;
         return close(connection, 'not Teltonika framing', { detail: error.message });
       }
-      if (frames.length === 0) return;
+      if (frames.length === 0) {
+        // Logged in, a packet has begun: it must now arrive whole in time.
+        if (connection.device !== undefined && connection.deadline === undefined && connection.framer.buffered > 0) {
+          deadline(connection, packetTimeoutMs, 'packet-timeout');
+        }
+        return;
+      }
+      // The IMEI has arrived (or a packet whole): the time it takes to answer is ours, not the tracker's.
+      clearTimeout(connection.deadline);
+      connection.deadline = undefined;
       // One frame answered at a time, in order; reading pauses meanwhile, so what a tracker sends
       // ahead waits in the kernel's buffers, not in ours.
       socket.pause();
@@ -131,7 +191,10 @@ export function createTeltonikaListener(deps: {
           socket.destroy();
         })
         .finally(() => {
-          if (!socket.destroyed) socket.resume();
+          if (socket.destroyed) return;
+          // The rest of a frame begun in the last chunk is due in its own time from now.
+          if (connection.framer.buffered > 0 && socket.writable) deadline(connection, packetTimeoutMs, 'packet-timeout');
+          socket.resume();
         });
     });
   }
