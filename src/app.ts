@@ -229,7 +229,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await telemetry.load();
   const rules = createRulesService({
-    store: deps.stores.rules, clock, maxGeofences: deps.config.quotas.geofences, recorded,
+    store: deps.stores.rules, clock, maxGeofences: deps.config.quotas.geofences, maxRules: deps.config.quotas.alertRules, recorded,
     changed: (organizationId) => dispatcher.emit('rulesChanged', { origin: 'local', organizationId }),
   });
   const offline = startOfflineChecks({
@@ -359,7 +359,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Device protocols, over the same ingest function again; each listener acknowledges only what
   // this node committed, so in cluster mode a device may send to any node.
   const devices = createDeviceService({
-    store: deps.stores.devices, clock, onFlushError: (error) => app.log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
+    store: deps.stores.devices, clock, maxDevices: deps.config.quotas.devices, onFlushError: (error) => app.log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
   });
   const protocolIngest = createProtocolIngest({ devices, telemetry });
   const { protocols } = deps.config;

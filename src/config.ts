@@ -27,6 +27,8 @@ export interface QuotaConfig {
   streams: number;
   webhooks: number;
   geofences: number;
+  alertRules: number;
+  devices: number;
 }
 
 /** An external identity provider whose access tokens are accepted beside Fleet's own. */
@@ -174,6 +176,8 @@ export const VARIABLES = {
   FLEET_QUOTA_STREAMS: { default: '100', doc: 'Open streams per organization.' },
   FLEET_QUOTA_WEBHOOKS: { default: '20', doc: 'Webhook endpoints per organization.' },
   FLEET_QUOTA_GEOFENCES: { default: '10000', doc: 'Geofences per organization.' },
+  FLEET_QUOTA_ALERT_RULES: { default: '1000', doc: 'Alert rules per organization.' },
+  FLEET_QUOTA_DEVICES: { default: '10000', doc: 'Registered devices per organization.' },
   FLEET_EVENT_RETENTION_DAYS: { default: '30', doc: 'Events (the feed) and webhook deliveries older than this many days are deleted in the background.' },
   FLEET_OFFLINE_CHECK_SECONDS: {
     default: '15',
@@ -321,6 +325,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     streams: int('FLEET_QUOTA_STREAMS', 0, 1_000_000),
     webhooks: int('FLEET_QUOTA_WEBHOOKS', 0, 10_000),
     geofences: int('FLEET_QUOTA_GEOFENCES', 0, 1_000_000),
+    alertRules: int('FLEET_QUOTA_ALERT_RULES', 0, 1_000_000),
+    devices: int('FLEET_QUOTA_DEVICES', 0, 100_000_000),
   };
   const eventRetentionDays = int('FLEET_EVENT_RETENTION_DAYS', 1, 36_500);
   const offlineCheckSeconds = int('FLEET_OFFLINE_CHECK_SECONDS', 1, 3600);
