@@ -243,7 +243,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // embedded store, whose work is all on this loop.
   const pacing = deps.stores.webhooks.onEventLoop ? createPacing(DEFAULT_PACING) : undefined;
   const deliveries = createDeliveryWorker({
-    store: deps.stores.webhooks, outbound, clock, log: app.log, settings: { ...DEFAULT_DELIVERY_SETTINGS, ...deps.webhooks },
+    store: deps.stores.webhooks, outbound, clock, log: app.log, settings: { ...DEFAULT_DELIVERY_SETTINGS, endpointConcurrency: deps.config.webhooks.endpointConcurrency, ...deps.webhooks },
     attempted: (result) => counted.attempted(result), pacing,
   });
   const webhooks = createWebhookService({

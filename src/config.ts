@@ -114,7 +114,7 @@ export interface Config {
   events: { retentionDays: number };
   /** How often each node runs the offline alert check, seconds; whether trips are detected live. */
   rules: { offlineCheckSeconds: number; tripEvents: boolean };
-  webhooks: { allowPrivate: boolean };
+  webhooks: { allowPrivate: boolean; endpointConcurrency: number };
   mqtt: MqttConfig;
   protocols: ProtocolsConfig;
   /**
@@ -190,6 +190,10 @@ export const VARIABLES = {
   FLEET_WEBHOOK_ALLOW_PRIVATE: {
     default: 'false',
     doc: '`true` lets webhooks reach loopback, private and link-local addresses (refused by default, at creation and at each delivery).',
+  },
+  FLEET_WEBHOOK_ENDPOINT_CONCURRENCY: {
+    default: '4',
+    doc: 'Deliveries to one webhook endpoint under way or claimed at once (1 to 64; in cluster mode across the nodes). Endpoints and organizations take turns, so one slow endpoint or long backlog does not hold up the others.',
   },
   FLEET_STREAM_ALLOWED_ORIGINS: {
     default: '',
@@ -333,6 +337,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const tripEvents = read('FLEET_TRIP_EVENTS');
   if (tripEvents !== 'true' && tripEvents !== 'false') errors.push(`FLEET_TRIP_EVENTS: "${tripEvents}" is neither true nor false`);
   const allowPrivate = read('FLEET_WEBHOOK_ALLOW_PRIVATE');
+  const endpointConcurrency = int('FLEET_WEBHOOK_ENDPOINT_CONCURRENCY', 1, 64);
   if (allowPrivate !== 'true' && allowPrivate !== 'false') errors.push(`FLEET_WEBHOOK_ALLOW_PRIVATE: "${allowPrivate}" is neither true nor false`);
   const poolSize = int('FLEET_DATABASE_POOL_SIZE', 1, 1000);
   const tokenTtlSeconds = int('FLEET_OAUTH_TOKEN_TTL_SECONDS', 60, 86_400);
@@ -359,7 +364,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       telemetry: { retentionDays },
       events: { retentionDays: eventRetentionDays },
       rules: { offlineCheckSeconds, tripEvents: tripEvents === 'true' },
-      webhooks: { allowPrivate: allowPrivate === 'true' },
+      webhooks: { allowPrivate: allowPrivate === 'true', endpointConcurrency },
       mqtt,
       protocols,
       streams: { allowedOrigins },

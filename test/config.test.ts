@@ -53,7 +53,7 @@ describe('defaults', () => {
       telemetry: { retentionDays: 30 },
       events: { retentionDays: 30 },
       rules: { offlineCheckSeconds: 15, tripEvents: true },
-      webhooks: { allowPrivate: false },
+      webhooks: { allowPrivate: false, endpointConcurrency: 4 },
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
       protocols: { host: '0.0.0.0', osmandPort: 5055, teltonikaPort: 5027, teltonikaIdleMs: 600_000 },
       streams: { allowedOrigins: ['http://localhost:8080'] },
@@ -73,6 +73,11 @@ describe('defaults', () => {
     rejectsOnly({ FLEET_EVENT_RETENTION_DAYS: '0' }, 'FLEET_EVENT_RETENTION_DAYS');
     assert.equal(ok({ FLEET_QUOTA_GEOFENCES: '5' }).quotas.geofences, 5);
     rejectsOnly({ FLEET_QUOTA_WEBHOOKS: '-1' }, 'FLEET_QUOTA_WEBHOOKS');
+    assert.equal(ok({ FLEET_QUOTA_ALERT_RULES: '5' }).quotas.alertRules, 5);
+    assert.equal(ok({ FLEET_QUOTA_DEVICES: '0' }).quotas.devices, 0);
+    rejectsOnly({ FLEET_QUOTA_ALERT_RULES: '1.5' }, 'FLEET_QUOTA_ALERT_RULES');
+    assert.equal(ok({ FLEET_WEBHOOK_ENDPOINT_CONCURRENCY: '64' }).webhooks.endpointConcurrency, 64);
+    rejectsOnly({ FLEET_WEBHOOK_ENDPOINT_CONCURRENCY: '0' }, 'FLEET_WEBHOOK_ENDPOINT_CONCURRENCY');
   });
 
   test('the offline check interval: whole seconds from 1 to 3600', () => {
