@@ -128,15 +128,22 @@ export function createPostgresWebhookStore(db: Database): WebhookStore {
     },
     async claim(now, leaseUntil, limit, caps = UNCAPPED) {
       if (limit <= 0) return [];
-      // The fair choice is made from what every node has due and leased (fair.ts); the chosen
-      // ones are then locked and leased, those another node took meanwhile skipped.
+      // The fair choice is made from what every node has due and leased (fair.ts): of each
+      // enabled endpoint its longest due deliveries (endpoint_due index), twice as many as a claim
+      // could take of it, so that those leased, nearly always its longest due, are seen with the
+      // rest. The chosen ones are then locked and leased, those another node took meanwhile skipped.
+      const perEndpoint = Math.min(caps.perEndpoint, limit);
       const { rows: due } = await db.query({
         name: 'webhooks.due',
-        text: `SELECT d.seq, d.webhook_id, w.organization_id, coalesce(d.lease_until > $1, false) AS leased
-               FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-               WHERE d.status = 'pending' AND d.next_at <= $1 AND w.enabled
+        text: `SELECT d.seq, w.id AS webhook_id, w.organization_id, coalesce(d.lease_until > $1, false) AS leased
+               FROM webhooks w CROSS JOIN LATERAL (
+                 SELECT x.seq, x.next_at, x.lease_until FROM webhook_deliveries x
+                 WHERE x.webhook_id = w.id AND x.status = 'pending' AND x.next_at <= $1
+                 ORDER BY x.next_at, x.seq LIMIT $2
+               ) d
+               WHERE w.enabled
                ORDER BY d.next_at, d.seq`,
-        values: [now],
+        values: [now, 2 * (Number.isFinite(perEndpoint) ? perEndpoint : limit)],
       });
       const of = (row: Row): DueDelivery => ({ seq: Number(row.seq), webhookId: row.webhook_id as string, organizationId: row.organization_id as string });
       const chosen = fairClaim(due.filter((r) => r.leased !== true).map(of), due.filter((r) => r.leased === true).map(of), limit, caps);

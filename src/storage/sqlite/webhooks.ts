@@ -56,14 +56,14 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   const anyEnabled = db.prepare('SELECT 1 FROM webhooks WHERE enabled = 1 LIMIT 1');
   const stepAfter = db.prepare('SELECT count(*) AS n, max(seq) AS last FROM (SELECT seq FROM events WHERE seq > ? ORDER BY seq LIMIT ?)');
   const enabledOf = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = ? AND enabled = 1`);
-  // The due deliveries of enabled endpoints, oldest due first, but those leased (a JSON array of
-  // seqs: the due index holds them, so a leased row is passed over without being read). Only
-  // what the fair choice needs is read of each; the chosen ones are read whole by seq.
-  const due = db.prepare(
-    `SELECT d.seq, d.webhook_id, w.organization_id
-     FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-     WHERE d.status = 'pending' AND d.next_at <= ? AND w.enabled = 1 AND d.seq NOT IN (SELECT value FROM json_each(?))
-     ORDER BY d.next_at, d.seq`,
+  // Of each enabled endpoint, its longest due deliveries but those leased (a JSON array of seqs),
+  // as many as a claim could take of it (endpoint_due index): a long backlog is not read whole.
+  // The chosen ones are then read whole by seq.
+  const enabledEndpoints = db.prepare('SELECT id, organization_id FROM webhooks WHERE enabled = 1');
+  const dueOf = db.prepare(
+    `SELECT seq, next_at FROM webhook_deliveries INDEXED BY webhook_deliveries_endpoint_due
+     WHERE webhook_id = ? AND status = 'pending' AND next_at <= ? AND seq NOT IN (SELECT value FROM json_each(?))
+     ORDER BY next_at, seq LIMIT ?`,
   );
   const bySeq = db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE seq IN (SELECT value FROM json_each(?))`);
   const endpointOf = db.prepare('SELECT url, secret, previous_secret, previous_secret_until FROM webhooks WHERE id = ?');
@@ -179,9 +179,16 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
         if (lease.until > now) held.push(lease);
         else leases.delete(id);
       }
-      const candidates = due.all(now, JSON.stringify(held.map((l) => l.seq))).map((row): DueDelivery => ({
-        seq: row.seq as number, webhookId: row.webhook_id as string, organizationId: row.organization_id as string,
-      }));
+      const perEndpoint = Math.min(caps.perEndpoint, limit);
+      const leased = JSON.stringify(held.map((l) => l.seq));
+      const found: (DueDelivery & { nextAt: number })[] = [];
+      for (const w of enabledEndpoints.all()) {
+        for (const row of dueOf.all(w.id as string, now, leased, Number.isFinite(perEndpoint) ? perEndpoint : limit)) {
+          found.push({ seq: row.seq as number, nextAt: row.next_at as number, webhookId: w.id as string, organizationId: w.organization_id as string });
+        }
+      }
+      // Oldest due first, as fair.ts takes them.
+      const candidates = found.sort((a, b) => a.nextAt - b.nextAt || a.seq - b.seq);
       const chosen = fairClaim(candidates, held, limit, caps);
       if (chosen.length === 0) return [];
       const organizationOf = new Map(candidates.map((c) => [c.seq, c.organizationId]));
