@@ -230,7 +230,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await telemetry.load();
   const rules = createRulesService({
-    store: deps.stores.rules, clock, maxGeofences: deps.config.quotas.geofences, recorded,
+    store: deps.stores.rules, clock, maxGeofences: deps.config.quotas.geofences, maxRules: deps.config.quotas.alertRules, recorded,
     changed: (organizationId) => dispatcher.emit('rulesChanged', { origin: 'local', organizationId }),
   });
   const offline = startOfflineChecks({
@@ -244,7 +244,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // embedded store, whose work is all on this loop.
   const pacing = deps.stores.webhooks.onEventLoop ? createPacing(DEFAULT_PACING) : undefined;
   const deliveries = createDeliveryWorker({
-    store: deps.stores.webhooks, outbound, clock, log: app.log, settings: { ...DEFAULT_DELIVERY_SETTINGS, ...deps.webhooks },
+    store: deps.stores.webhooks, outbound, clock, log: app.log, settings: { ...DEFAULT_DELIVERY_SETTINGS, endpointConcurrency: deps.config.webhooks.endpointConcurrency, ...deps.webhooks },
     attempted: (result) => counted.attempted(result), pacing,
   });
   const webhooks = createWebhookService({
@@ -360,7 +360,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Device protocols, over the same ingest function again; each listener acknowledges only what
   // this node committed, so in cluster mode a device may send to any node.
   const devices = createDeviceService({
-    store: deps.stores.devices, clock, onFlushError: (error) => app.log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
+    store: deps.stores.devices, clock, maxDevices: deps.config.quotas.devices, onFlushError: (error) => app.log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
   });
   const protocolIngest = createProtocolIngest({ devices, telemetry });
   const { protocols, devicePorts } = deps.config;

@@ -27,6 +27,8 @@ export interface QuotaConfig {
   streams: number;
   webhooks: number;
   geofences: number;
+  alertRules: number;
+  devices: number;
 }
 
 /** An external identity provider whose access tokens are accepted beside Fleet's own. */
@@ -127,7 +129,7 @@ export interface Config {
   events: { retentionDays: number };
   /** How often each node runs the offline alert check, seconds; whether trips are detected live. */
   rules: { offlineCheckSeconds: number; tripEvents: boolean };
-  webhooks: { allowPrivate: boolean };
+  webhooks: { allowPrivate: boolean; endpointConcurrency: number };
   mqtt: MqttConfig;
   protocols: ProtocolsConfig;
   devicePorts: DevicePortsConfig;
@@ -190,6 +192,8 @@ export const VARIABLES = {
   FLEET_QUOTA_STREAMS: { default: '100', doc: 'Open streams per organization.' },
   FLEET_QUOTA_WEBHOOKS: { default: '20', doc: 'Webhook endpoints per organization.' },
   FLEET_QUOTA_GEOFENCES: { default: '10000', doc: 'Geofences per organization.' },
+  FLEET_QUOTA_ALERT_RULES: { default: '1000', doc: 'Alert rules per organization.' },
+  FLEET_QUOTA_DEVICES: { default: '10000', doc: 'Registered devices per organization.' },
   FLEET_EVENT_RETENTION_DAYS: { default: '30', doc: 'Events (the feed) and webhook deliveries older than this many days are deleted in the background.' },
   FLEET_OFFLINE_CHECK_SECONDS: {
     default: '15',
@@ -202,6 +206,10 @@ export const VARIABLES = {
   FLEET_WEBHOOK_ALLOW_PRIVATE: {
     default: 'false',
     doc: '`true` lets webhooks reach loopback, private and link-local addresses (refused by default, at creation and at each delivery).',
+  },
+  FLEET_WEBHOOK_ENDPOINT_CONCURRENCY: {
+    default: '4',
+    doc: 'Deliveries to one webhook endpoint under way or claimed at once (1 to 64; in cluster mode across the nodes). Endpoints and organizations take turns, so one slow endpoint or long backlog does not hold up the others.',
   },
   FLEET_STREAM_ALLOWED_ORIGINS: {
     default: '',
@@ -352,12 +360,15 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     streams: int('FLEET_QUOTA_STREAMS', 0, 1_000_000),
     webhooks: int('FLEET_QUOTA_WEBHOOKS', 0, 10_000),
     geofences: int('FLEET_QUOTA_GEOFENCES', 0, 1_000_000),
+    alertRules: int('FLEET_QUOTA_ALERT_RULES', 0, 1_000_000),
+    devices: int('FLEET_QUOTA_DEVICES', 0, 100_000_000),
   };
   const eventRetentionDays = int('FLEET_EVENT_RETENTION_DAYS', 1, 36_500);
   const offlineCheckSeconds = int('FLEET_OFFLINE_CHECK_SECONDS', 1, 3600);
   const tripEvents = read('FLEET_TRIP_EVENTS');
   if (tripEvents !== 'true' && tripEvents !== 'false') errors.push(`FLEET_TRIP_EVENTS: "${tripEvents}" is neither true nor false`);
   const allowPrivate = read('FLEET_WEBHOOK_ALLOW_PRIVATE');
+  const endpointConcurrency = int('FLEET_WEBHOOK_ENDPOINT_CONCURRENCY', 1, 64);
   if (allowPrivate !== 'true' && allowPrivate !== 'false') errors.push(`FLEET_WEBHOOK_ALLOW_PRIVATE: "${allowPrivate}" is neither true nor false`);
   const poolSize = int('FLEET_DATABASE_POOL_SIZE', 1, 1000);
   const tokenTtlSeconds = int('FLEET_OAUTH_TOKEN_TTL_SECONDS', 60, 86_400);
@@ -392,7 +403,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       telemetry: { retentionDays },
       events: { retentionDays: eventRetentionDays },
       rules: { offlineCheckSeconds, tripEvents: tripEvents === 'true' },
-      webhooks: { allowPrivate: allowPrivate === 'true' },
+      webhooks: { allowPrivate: allowPrivate === 'true', endpointConcurrency },
       mqtt,
       protocols,
       devicePorts,

@@ -48,12 +48,12 @@ describe('defaults', () => {
       publicUrl: 'http://localhost:8080',
       http: { timeouts: { headersMs: 10_000, requestMs: 30_000, idleMs: 120_000 } },
       rateLimit: { requests: 1200, windowSeconds: 60, tokenRequests: 30 },
-      quotas: { vehicles: 10000, apiKeys: 100, oauthClients: 20, streams: 100, webhooks: 20, geofences: 10000 },
+      quotas: { vehicles: 10000, apiKeys: 100, oauthClients: 20, streams: 100, webhooks: 20, geofences: 10000, alertRules: 1000, devices: 10000 },
       oauth: { tokenTtlSeconds: 900, external: undefined },
       telemetry: { retentionDays: 30 },
       events: { retentionDays: 30 },
       rules: { offlineCheckSeconds: 15, tripEvents: true },
-      webhooks: { allowPrivate: false },
+      webhooks: { allowPrivate: false, endpointConcurrency: 4 },
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
       protocols: { host: '0.0.0.0', osmandPort: 5055, teltonikaPort: 5027, teltonikaIdleMs: 600_000 },
       devicePorts: { loginTimeoutMs: 30_000, packetTimeoutMs: 60_000, connections: 10_000, connectionsPerAddress: 1000, unknownIdentifiers: 10, backoffMaxMs: 600_000 },
@@ -74,6 +74,11 @@ describe('defaults', () => {
     rejectsOnly({ FLEET_EVENT_RETENTION_DAYS: '0' }, 'FLEET_EVENT_RETENTION_DAYS');
     assert.equal(ok({ FLEET_QUOTA_GEOFENCES: '5' }).quotas.geofences, 5);
     rejectsOnly({ FLEET_QUOTA_WEBHOOKS: '-1' }, 'FLEET_QUOTA_WEBHOOKS');
+    assert.equal(ok({ FLEET_QUOTA_ALERT_RULES: '5' }).quotas.alertRules, 5);
+    assert.equal(ok({ FLEET_QUOTA_DEVICES: '0' }).quotas.devices, 0);
+    rejectsOnly({ FLEET_QUOTA_ALERT_RULES: '1.5' }, 'FLEET_QUOTA_ALERT_RULES');
+    assert.equal(ok({ FLEET_WEBHOOK_ENDPOINT_CONCURRENCY: '64' }).webhooks.endpointConcurrency, 64);
+    rejectsOnly({ FLEET_WEBHOOK_ENDPOINT_CONCURRENCY: '0' }, 'FLEET_WEBHOOK_ENDPOINT_CONCURRENCY');
   });
 
   test('the offline check interval: whole seconds from 1 to 3600', () => {

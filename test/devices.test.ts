@@ -146,7 +146,7 @@ describe('last seen', () => {
       },
     };
     const errors: unknown[] = [];
-    const service = createDeviceService({ store, clock, flushMs: 3_600_000, onFlushError: (e) => errors.push(e) });
+    const service = createDeviceService({ store, clock, maxDevices: 10_000, flushMs: 3_600_000, onFlushError: (e) => errors.push(e) });
     service.seen('dev_a', 100);
     service.seen('dev_b', 200);
     service.seen('dev_a', 50);

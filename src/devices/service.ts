@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
+import { quotaExceeded } from '../quotas.ts';
 import { IDENTIFIER_RULES, type Protocol, type RegisterDeviceBody } from './schema.ts';
 import type { DeviceFilter, DeviceRecord, DeviceStore } from './store.ts';
 
@@ -12,7 +13,14 @@ export const LAST_SEEN_FLUSH_MS = 30_000;
 
 export type DeviceService = ReturnType<typeof createDeviceService>;
 
-export function createDeviceService(deps: { store: DeviceStore; clock: Clock; flushMs?: number; onFlushError?: (error: unknown) => void }) {
+export function createDeviceService(deps: {
+  store: DeviceStore;
+  clock: Clock;
+  /** Devices per organization. */
+  maxDevices: number;
+  flushMs?: number;
+  onFlushError?: (error: unknown) => void;
+}) {
   const { store, clock } = deps;
   // A write per packet would cost a transaction per packet for a field nobody reads at that rate:
   // the times are kept here and written together every flushMs (and at shutdown).
@@ -55,7 +63,7 @@ export function createDeviceService(deps: { store: DeviceStore; clock: Clock; fl
       createdAt: clock.now(),
       lastSeenAt: null,
     };
-    switch (await store.insert(device)) {
+    switch (await store.insert(device, deps.maxDevices)) {
       case 'created':
         return device;
       case 'exists':
@@ -63,6 +71,8 @@ export function createDeviceService(deps: { store: DeviceStore; clock: Clock; fl
         throw new AppError('device-exists', `The ${body.protocol} identifier "${body.identifier}" is already registered.`);
       case 'no-vehicle':
         throw new AppError('vehicle-not-found', `No vehicle "${body.vehicleId}" in this organization.`);
+      case 'quota':
+        throw quotaExceeded(deps.maxDevices, 'devices');
     }
   }
 

@@ -25,9 +25,10 @@ export interface DeviceFilter {
 export interface DeviceStore {
   /**
    * Stores the device unless its identifier is taken for its protocol (by anyone: `exists`) or
-   * its vehicle does not exist in its organization (`no-vehicle`).
+   * its vehicle does not exist in its organization (`no-vehicle`), or the organization has
+   * `maxPerOrganization` devices already (`quota`).
    */
-  insert(device: DeviceRecord): Promise<'created' | 'exists' | 'no-vehicle'>;
+  insert(device: DeviceRecord, maxPerOrganization?: number): Promise<'created' | 'exists' | 'no-vehicle' | 'quota'>;
   get(organizationId: string, id: string): Promise<DeviceRecord | undefined>;
   /** Oldest first (then by id), so pages are stable. */
   list(organizationId: string, filter: DeviceFilter): Promise<{ devices: DeviceRecord[]; total: number }>;

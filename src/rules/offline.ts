@@ -55,7 +55,15 @@ export function startOfflineChecks(deps: {
     running ??= (async () => {
       try {
         await deps.store.asOfflineChecker(async () => {
-          for (const organizationId of await deps.store.organizationsWithOfflineRules()) await checkOrganization(organizationId);
+          for (const organizationId of await deps.store.organizationsWithOfflineRules()) {
+            // One organization whose check fails (its data, a statement too large) does not keep
+            // the others' alerts from opening.
+            try {
+              await checkOrganization(organizationId);
+            } catch (error) {
+              deps.log.warn({ err: error, organizationId }, 'alerts: the offline check of an organization failed; it runs again shortly');
+            }
+          }
         });
       } catch (error) {
         deps.log.warn({ err: error }, 'alerts: the offline check failed; it runs again shortly');

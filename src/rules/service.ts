@@ -21,6 +21,7 @@ export function createRulesService(deps: {
   store: RulesStore;
   clock: Clock;
   maxGeofences: number;
+  maxRules: number;
   /** The organization's geofences or rules changed. */
   changed(organizationId: string): void;
   /** Events recorded by a manual alert change. */
@@ -105,7 +106,7 @@ export function createRulesService(deps: {
       id: newRuleId(), organizationId: who.organizationId, name: body.name, condition: await checkCondition(who, body.condition as Condition),
       vehicleIds: body.vehicleIds ?? null, enabled: body.enabled ?? true, createdAt: now, updatedAt: now,
     };
-    await store.insertRule(record);
+    if ((await store.insertRule(record, deps.maxRules)) === 'quota') throw quotaExceeded(deps.maxRules, 'alert rules');
     deps.changed(who.organizationId);
     return record;
   }

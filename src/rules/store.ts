@@ -35,7 +35,8 @@ export interface RulesStore {
   replaceGeofence(geofence: GeofenceRecord): Promise<boolean>;
   deleteGeofence(organizationId: string, id: string): Promise<boolean>;
 
-  insertRule(rule: AlertRuleRecord): Promise<void>;
+  /** `quota` (nothing stored) when the organization has `maxPerOrganization` rules already. */
+  insertRule(rule: AlertRuleRecord, maxPerOrganization?: number): Promise<'created' | 'quota'>;
   getRule(organizationId: string, id: string): Promise<AlertRuleRecord | undefined>;
   listRules(organizationId: string, page: Page): Promise<{ rules: AlertRuleRecord[]; total: number }>;
   allRules(organizationId: string): Promise<AlertRuleRecord[]>;
@@ -61,7 +62,10 @@ export interface RulesStore {
    * written): the ids of those opened and changed are returned.
    */
   applyAlerts(changes: AlertChanges): Promise<Applied>;
-  /** Unresolved alerts of rules of these kinds (the offline check reads them). */
+  /**
+   * Unresolved alerts of these rules (the offline check reads them), however many rules: the
+   * list is never spread into one parameter per rule.
+   */
   unresolvedAlerts(organizationId: string, ruleIds: readonly string[]): Promise<AlertRecord[]>;
 
   /** The geofences a vehicle is inside now, and the vehicles inside a geofence now. */

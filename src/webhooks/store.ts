@@ -1,4 +1,5 @@
 import type { LoggedEvent } from '../events/store.ts';
+import type { ClaimCaps } from './fair.ts';
 
 export interface WebhookRecord {
   id: string;
@@ -121,8 +122,12 @@ export interface WebhookStore {
    * and the new position. How many events it read.
    */
   fanOut(match: (events: LoggedEvent[], endpoints: WebhookRecord[]) => NewDelivery[], limit: number, at: number): Promise<number>;
-  /** Claims up to `limit` due deliveries of enabled endpoints, leased until `leaseUntil`. */
-  claim(now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]>;
+  /**
+   * Claims up to `limit` due deliveries of enabled endpoints, leased until `leaseUntil`: fairly,
+   * within `caps` of what each endpoint and organization has leased at once (fair.ts), in the
+   * order to attempt them.
+   */
+  claim(now: number, leaseUntil: number, limit: number, caps?: ClaimCaps): Promise<ClaimedDelivery[]>;
   /** Gives back claimed deliveries not attempted: due again at once, for any node. */
   release(ids: readonly string[]): Promise<void>;
   /**

@@ -6,52 +6,15 @@
 import type { Clock } from '../clock.ts';
 import type { LoggedEvent } from '../events/store.ts';
 import { wants } from '../events/types.ts';
+import type { ClaimCaps } from './fair.ts';
 import type { Outbound } from './outbound.ts';
 import { type Pacing, UNPACED } from './pacing.ts';
 import { newDeliveryId } from './service.ts';
+import type { DeliverySettings } from './settings.ts';
 import { signedHeaders } from './signing.ts';
 import type { AttemptResult, ClaimedDelivery, NewDelivery, WebhookRecord, WebhookStore } from './store.ts';
 
-export interface DeliverySettings {
-  /** Delays before the 2nd, 3rd, ... attempt; the last one repeats. */
-  retryDelaysMs: readonly number[];
-  /** ± this fraction of each delay, at random, so failures do not come back in step. */
-  jitter: number;
-  /** No attempt after this long since the event was recorded: the delivery is then `failed`. */
-  giveUpAfterMs: number;
-  /** An endpoint whose every delivery failed for this long is disabled. */
-  disableAfterMs: number;
-  /**
-   * A claimed delivery is this node's for this long. An attempt starts within a third of it or
-   * not at all (the delivery is then claimed again once the lease has run out), so it must be more
-   * than 1.5 × the longest an attempt can take (10 s).
-   */
-  leaseMs: number;
-  /** Attempts under way at once; as many again are claimed ahead, ready to start. */
-  concurrency: number;
-  /** How often the store is asked for due deliveries when nothing wakes the worker. */
-  pollMs: number;
-  /**
-   * A commit that recorded events wakes the worker within this long, so that one fan-out step
-   * (a write and a disk sync) takes in what every commit of that time recorded, rather than one
-   * step per commit.
-   */
-  wakeDelayMs: number;
-}
-
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-
-export const DEFAULT_DELIVERY_SETTINGS: DeliverySettings = {
-  retryDelaysMs: [5_000, 30_000, 2 * MINUTE, 10 * MINUTE, 30 * MINUTE, HOUR, 2 * HOUR],
-  jitter: 0.2,
-  giveUpAfterMs: 24 * HOUR,
-  disableAfterMs: 5 * 24 * HOUR,
-  leaseMs: 30_000,
-  concurrency: 64,
-  pollMs: 1000,
-  wakeDelayMs: 20,
-};
+export { DEFAULT_DELIVERY_SETTINGS, type DeliverySettings } from './settings.ts';
 
 const FAN_OUT_STEP = 500;
 /** A fan-out step's events while the worker is paced: small steps, so that it keeps to its share. */
@@ -108,6 +71,12 @@ export function createDeliveryWorker(deps: {
    */
   let ready: Array<{ delivery: ClaimedDelivery; claimedAt: number }> = [];
   const lowWater = Math.max(1, Math.floor(settings.concurrency / 2));
+  /** Places kept for endpoints with no attempt under way (none below 4 places). */
+  const reserve = Math.floor(settings.concurrency / 4);
+  /** Endpoint id → its attempts under way. */
+  const underWay = new Map<string, number>();
+  // No organization holds every place in hand: the claims of the others find room.
+  const caps: ClaimCaps = { perEndpoint: settings.endpointConcurrency, perOrganization: Math.max(1, 2 * settings.concurrency - reserve) };
   let results: AttemptResult[] = [];
   let flushing: Promise<void> | undefined;
 
@@ -175,10 +144,11 @@ export function createDeliveryWorker(deps: {
         moreDue = true;
       } else if (!stopped && pacing.allowed()) {
         const now = clock.now();
-        const claimed = await timed(() => store.claim(now, now + settings.leaseMs, room));
+        const claimed = await timed(() => store.claim(now, now + settings.leaseMs, room, caps));
         for (const delivery of claimed) ready.push({ delivery, claimedAt: now });
-        // A full claim may have left more due: look again once the ready ones run low.
-        if (claimed.length === room) moreDue = true;
+        // A full claim, or one held to the caps, may have left more due: look again once the ready
+        // ones run low (an attempt's end frees a place of its endpoint and organization).
+        if (claimed.length > 0) moreDue = true;
       } else {
         // Paced (or stopping): the claim is for a later cycle.
         moreDue = true;
@@ -200,6 +170,30 @@ export function createDeliveryWorker(deps: {
     }
   }
 
+  /**
+   * The next ready delivery that may start, taken out of `ready`; undefined when none may. The
+   * last `reserve` places go only to endpoints with no attempt under way, so that endpoints slow
+   * to answer cannot take every place from the others. One held back too long (attempts slower
+   * than the lease allows for) is dropped: its lease may run out during the attempt and another
+   * node claim it, so it is left to be claimed again.
+   */
+  function nextReady(): ClaimedDelivery | undefined {
+    const reserved = settings.concurrency - inFlight <= reserve;
+    for (let i = 0; i < ready.length;) {
+      const { delivery, claimedAt } = ready[i]!;
+      if (clock.now() - claimedAt > settings.leaseMs / 3) {
+        ready.splice(i, 1);
+        continue;
+      }
+      if (!reserved || !underWay.has(delivery.webhookId)) {
+        ready.splice(i, 1);
+        return delivery;
+      }
+      i++;
+    }
+    return undefined;
+  }
+
   /** Starts attempts from the ready ones while there are places. */
   function pump(): void {
     while (!stopped && inFlight < settings.concurrency && ready.length > 0) {
@@ -208,19 +202,21 @@ export function createDeliveryWorker(deps: {
         within(pacing.renewsIn());
         return;
       }
-      const { delivery, claimedAt } = ready.shift()!;
-      // Held back too long (attempts slower than the lease allows for): its lease may run out
-      // during the attempt and another node claim it, so it is left to be claimed again.
-      if (clock.now() - claimedAt > settings.leaseMs / 3) continue;
+      const delivery = nextReady();
+      if (delivery === undefined) return;
       void attempt(delivery);
     }
   }
 
   async function attempt(delivery: ClaimedDelivery): Promise<void> {
     inFlight++;
+    underWay.set(delivery.webhookId, (underWay.get(delivery.webhookId) ?? 0) + 1);
     const at = clock.now();
     const outcome = await timed(() => outbound.post(delivery.url, signedHeaders(delivery.secrets, delivery.eventId, Math.floor(at / 1000), delivery.payload), delivery.payload));
     inFlight--;
+    const left = underWay.get(delivery.webhookId)! - 1;
+    if (left === 0) underWay.delete(delivery.webhookId);
+    else underWay.set(delivery.webhookId, left);
     const result: AttemptResult = {
       seq: delivery.seq,
       id: delivery.id,

@@ -19,7 +19,7 @@ function deviceOf(row: Row): DeviceRecord {
 
 export function createPostgresDeviceStore(db: Database): DeviceStore {
   return {
-    async insert(d) {
+    async insert(d, max = Infinity) {
       return db.transaction(async (client) => {
         // The vehicle row is key-share locked, so a deletion of it waits for this insert (and then
         // cascades to the device) instead of leaving a device without a vehicle.
@@ -29,6 +29,15 @@ export function createPostgresDeviceStore(db: Database): DeviceStore {
           values: [d.organizationId, d.vehicleId],
         });
         if (vehicle.rowCount === 0) return 'no-vehicle';
+        if (max !== Infinity) {
+          // Counted under a lock per organization: two nodes cannot both take the last place.
+          await client.query({ name: 'advisory-lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', values: [`fleet:devices:${d.organizationId}`] });
+          const { rows } = await client.query<{ n: number }>('SELECT count(*) AS n FROM devices WHERE organization_id = $1', [d.organizationId]);
+          if (rows[0]!.n >= max) {
+            const taken = await client.query('SELECT 1 FROM devices WHERE protocol = $1 AND identifier = $2', [d.protocol, d.identifier]);
+            return taken.rowCount === 0 ? 'quota' : 'exists';
+          }
+        }
         const inserted = await client.query({
           name: 'devices.insert',
           text: `INSERT INTO devices (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,

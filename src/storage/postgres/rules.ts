@@ -162,9 +162,16 @@ export function createPostgresRulesStore(db: Database): RulesStore {
     async deleteGeofence(organizationId, id) {
       return ((await db.query('DELETE FROM geofences WHERE organization_id = $1 AND id = $2', [organizationId, id])).rowCount ?? 0) > 0;
     },
-    async insertRule(r) {
-      await db.query(`INSERT INTO alert_rules (${RULE_COLUMNS}, kind) VALUES ($1, $2, $3, $4::json, $5, $6, $7, $8, $9)`,
-        [r.id, r.organizationId, r.name, JSON.stringify(r.condition), r.vehicleIds, r.enabled, r.createdAt, r.updatedAt, r.condition.kind]);
+    async insertRule(r, max = Infinity) {
+      return db.transaction(async (client) => {
+        // Counted under a lock per organization: two nodes cannot both take the last place.
+        await client.query({ name: 'advisory-lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', values: [`fleet:alert-rules:${r.organizationId}`] });
+        const { rows: count } = await client.query<{ n: number }>('SELECT count(*) AS n FROM alert_rules WHERE organization_id = $1', [r.organizationId]);
+        if (count[0]!.n >= max) return 'quota';
+        await client.query(`INSERT INTO alert_rules (${RULE_COLUMNS}, kind) VALUES ($1, $2, $3, $4::json, $5, $6, $7, $8, $9)`,
+          [r.id, r.organizationId, r.name, JSON.stringify(r.condition), r.vehicleIds, r.enabled, r.createdAt, r.updatedAt, r.condition.kind]);
+        return 'created';
+      });
     },
     async getRule(organizationId, id) {
       const { rows: found } = await db.query(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE organization_id = $1 AND id = $2`, [organizationId, id]);

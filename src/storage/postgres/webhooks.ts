@@ -3,6 +3,7 @@
 // log forward), and deliveries are claimed with FOR UPDATE SKIP LOCKED and leased to one node, so
 // no two nodes make the same attempt; a lease left by a node that died runs out and the delivery
 // is claimed again.
+import { type DueDelivery, UNCAPPED, fairClaim } from '../../webhooks/fair.ts';
 import type { WebhookStore } from '../../webhooks/store.ts';
 import { claimedOf, toDelivery, toWebhook } from '../webhook-rows.ts';
 import type { Database, Row } from './database.ts';
@@ -125,20 +126,41 @@ export function createPostgresWebhookStore(db: Database): WebhookStore {
         return events.length;
       });
     },
-    async claim(now, leaseUntil, limit) {
+    async claim(now, leaseUntil, limit, caps = UNCAPPED) {
       if (limit <= 0) return [];
+      // The fair choice is made from what every node has due and leased (fair.ts): of each
+      // enabled endpoint its longest due deliveries (endpoint_due index), twice as many as a claim
+      // could take of it, so that those leased, nearly always its longest due, are seen with the
+      // rest. The chosen ones are then locked and leased, those another node took meanwhile skipped.
+      const perEndpoint = Math.min(caps.perEndpoint, limit);
+      const { rows: due } = await db.query({
+        name: 'webhooks.due',
+        text: `SELECT d.seq, w.id AS webhook_id, w.organization_id, coalesce(d.lease_until > $1, false) AS leased
+               FROM webhooks w CROSS JOIN LATERAL (
+                 SELECT x.seq, x.next_at, x.lease_until FROM webhook_deliveries x
+                 WHERE x.webhook_id = w.id AND x.status = 'pending' AND x.next_at <= $1
+                 ORDER BY x.next_at, x.seq LIMIT $2
+               ) d
+               WHERE w.enabled
+               ORDER BY d.next_at, d.seq`,
+        values: [now, 2 * (Number.isFinite(perEndpoint) ? perEndpoint : limit)],
+      });
+      const of = (row: Row): DueDelivery => ({ seq: Number(row.seq), webhookId: row.webhook_id as string, organizationId: row.organization_id as string });
+      const chosen = fairClaim(due.filter((r) => r.leased !== true).map(of), due.filter((r) => r.leased === true).map(of), limit, caps);
+      if (chosen.length === 0) return [];
       const { rows } = await db.query(
         `WITH due AS (
-           SELECT d.seq FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-           WHERE d.status = 'pending' AND d.next_at <= $1 AND (d.lease_until IS NULL OR d.lease_until <= $1) AND w.enabled
-           ORDER BY d.next_at LIMIT $3 FOR UPDATE OF d SKIP LOCKED
+           SELECT d.seq FROM webhook_deliveries d
+           WHERE d.seq = ANY($3::bigint[]) AND d.status = 'pending' AND d.next_at <= $1 AND (d.lease_until IS NULL OR d.lease_until <= $1)
+           FOR UPDATE SKIP LOCKED
          )
          UPDATE webhook_deliveries d SET lease_until = $2 FROM due, webhooks w
-         WHERE d.seq = due.seq AND w.id = d.webhook_id
+         WHERE d.seq = due.seq AND w.id = d.webhook_id AND w.enabled
          RETURNING ${DELIVERY_COLUMNS.split(',').map((c) => `d.${c.trim()}`).join(', ')}, w.url, w.secret, w.previous_secret, w.previous_secret_until`,
-        [now, leaseUntil, limit],
+        [now, leaseUntil, chosen],
       );
-      return rows.map((row) => claimedOf(row, row, now));
+      const order = new Map(chosen.map((seq, i) => [seq, i]));
+      return rows.sort((a, b) => order.get(Number(a.seq))! - order.get(Number(b.seq))!).map((row) => claimedOf(row, row, now));
     },
     async release(ids) {
       if (ids.length === 0) return;

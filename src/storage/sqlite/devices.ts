@@ -33,9 +33,10 @@ export function createSqliteDeviceStore(db: DatabaseSync): DeviceStore {
   const touchOne = db.prepare('UPDATE devices SET last_seen_at = ? WHERE id = ? AND (last_seen_at IS NULL OR last_seen_at < ?)');
 
   return {
-    async insert(d) {
+    async insert(d, max = Infinity) {
       return transaction(db, () => {
         if (vehicleExists.get(d.organizationId, d.vehicleId) === undefined) return 'no-vehicle';
+        if (Number(count.get(d.organizationId)!.n) >= max) return selectByIdentifier.get(d.protocol, d.identifier) === undefined ? 'quota' : 'exists';
         const result = insert.run(d.id, d.organizationId, d.vehicleId, d.protocol, d.identifier, d.createdAt, d.lastSeenAt);
         return result.changes === 0 ? 'exists' : 'created';
       });

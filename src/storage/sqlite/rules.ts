@@ -112,6 +112,10 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
   const replaceRule = db.prepare('UPDATE alert_rules SET name = ?, kind = ?, condition = ?, vehicle_ids = ?, enabled = ?, updated_at = ? WHERE organization_id = ? AND id = ?');
   const deleteRule = db.prepare('DELETE FROM alert_rules WHERE organization_id = ? AND id = ?');
   const getAlert = db.prepare(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE organization_id = ? AND id = ?`);
+  // The rules as one JSON array: a parameter per rule would pass SQLite's limit on variables.
+  const unresolvedOf = db.prepare(
+    `SELECT ${ALERT_COLUMNS} FROM alerts WHERE organization_id = ? AND status <> 'resolved' AND rule_id IN (SELECT value FROM json_each(?))`,
+  );
   const insideOf = db.prepare('SELECT inside FROM vehicle_rule_state WHERE organization_id = ? AND vehicle_id = ?');
   const vehiclesInside = db.prepare(
     `SELECT vehicle_id FROM vehicle_rule_state, json_each(vehicle_rule_state.inside) AS g
@@ -158,8 +162,12 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
     async deleteGeofence(organizationId, id) {
       return write(db, () => deleteGeofence.run(organizationId, id).changes > 0);
     },
-    async insertRule(r) {
-      write(db, () => insertRule.run(r.id, r.organizationId, r.name, JSON.stringify(r.condition), json(r.vehicleIds), r.enabled ? 1 : 0, r.createdAt, r.updatedAt, r.condition.kind));
+    async insertRule(r, max = Infinity) {
+      return transaction(db, () => {
+        if (Number(countRules.get(r.organizationId)!.n) >= max) return 'quota';
+        insertRule.run(r.id, r.organizationId, r.name, JSON.stringify(r.condition), json(r.vehicleIds), r.enabled ? 1 : 0, r.createdAt, r.updatedAt, r.condition.kind);
+        return 'created';
+      });
     },
     async getRule(organizationId, id) {
       const row = getRule.get(organizationId, id);
@@ -195,8 +203,7 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
     },
     async unresolvedAlerts(organizationId, ruleIds) {
       if (ruleIds.length === 0) return [];
-      return db.prepare(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE organization_id = ? AND status <> 'resolved' AND rule_id IN (${ruleIds.map(() => '?').join(',')})`)
-        .all(organizationId, ...ruleIds).map(rows.alert);
+      return unresolvedOf.all(organizationId, JSON.stringify(ruleIds)).map(rows.alert);
     },
     async insideOf(organizationId, vehicleId) {
       const row = insideOf.get(organizationId, vehicleId);

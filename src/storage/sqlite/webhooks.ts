@@ -1,6 +1,7 @@
 // Webhook endpoints and deliveries in the embedded store. Writes of the delivery worker go
 // through the WAL sync (wal-sync.ts), so they never hold the event loop for a disk sync.
 import type { DatabaseSync } from 'node:sqlite';
+import { type DueDelivery, UNCAPPED, fairClaim } from '../../webhooks/fair.ts';
 import type { WebhookStore } from '../../webhooks/store.ts';
 import type { Row } from '../rows.ts';
 import { claimedOf, toDelivery, toWebhook } from '../webhook-rows.ts';
@@ -22,8 +23,8 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   // takes its leases with it: its deliveries are claimable at once by the next one. (Leases that
   // earlier versions wrote are cleared.)
   db.exec('UPDATE webhook_deliveries SET lease_until = NULL WHERE lease_until IS NOT NULL');
-  /** Delivery id → its seq, and until when this process holds it. */
-  const leases = new Map<string, { seq: number; until: number }>();
+  /** Delivery id → its seq, its endpoint and organization, and until when this process holds it. */
+  const leases = new Map<string, DueDelivery & { until: number }>();
   const count = db.prepare('SELECT count(*) AS n FROM webhooks WHERE organization_id = ?');
   const insert = db.prepare(`INSERT INTO webhooks (${WEBHOOK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const selectOne = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = ? AND id = ?`);
@@ -55,14 +56,16 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   const anyEnabled = db.prepare('SELECT 1 FROM webhooks WHERE enabled = 1 LIMIT 1');
   const stepAfter = db.prepare('SELECT count(*) AS n, max(seq) AS last FROM (SELECT seq FROM events WHERE seq > ? ORDER BY seq LIMIT ?)');
   const enabledOf = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = ? AND enabled = 1`);
-  // The due deliveries of enabled endpoints, oldest due first, but those leased (a JSON array of
-  // seqs: the due index holds them, so a leased row is passed over without being read).
-  const due = db.prepare(
-    `SELECT ${DELIVERY_COLUMNS.split(/,\s*/).map((c) => `d.${c}`).join(', ')}
-     FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-     WHERE d.status = 'pending' AND d.next_at <= ? AND w.enabled = 1 AND d.seq NOT IN (SELECT value FROM json_each(?))
-     ORDER BY d.next_at, d.seq LIMIT ?`,
+  // Of each enabled endpoint, its longest due deliveries but those leased (a JSON array of seqs),
+  // as many as a claim could take of it (endpoint_due index): a long backlog is not read whole.
+  // The chosen ones are then read whole by seq.
+  const enabledEndpoints = db.prepare('SELECT id, organization_id FROM webhooks WHERE enabled = 1');
+  const dueOf = db.prepare(
+    `SELECT seq, next_at FROM webhook_deliveries INDEXED BY webhook_deliveries_endpoint_due
+     WHERE webhook_id = ? AND status = 'pending' AND next_at <= ? AND seq NOT IN (SELECT value FROM json_each(?))
+     ORDER BY next_at, seq LIMIT ?`,
   );
+  const bySeq = db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE seq IN (SELECT value FROM json_each(?))`);
   const endpointOf = db.prepare('SELECT url, secret, previous_secret, previous_secret_until FROM webhooks WHERE id = ?');
   // By seq, the rowid: no search of the id index.
   const finish = db.prepare(
@@ -169,17 +172,32 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
         return events.length;
       });
     },
-    async claim(now, leaseUntil, limit) {
+    async claim(now, leaseUntil, limit, caps = UNCAPPED) {
       if (limit <= 0) return [];
-      const held: number[] = [];
+      const held: (DueDelivery & { until: number })[] = [];
       for (const [id, lease] of leases) {
-        if (lease.until > now) held.push(lease.seq);
+        if (lease.until > now) held.push(lease);
         else leases.delete(id);
       }
+      const perEndpoint = Math.min(caps.perEndpoint, limit);
+      const leased = JSON.stringify(held.map((l) => l.seq));
+      const found: (DueDelivery & { nextAt: number })[] = [];
+      for (const w of enabledEndpoints.all()) {
+        for (const row of dueOf.all(w.id as string, now, leased, Number.isFinite(perEndpoint) ? perEndpoint : limit)) {
+          found.push({ seq: row.seq as number, nextAt: row.next_at as number, webhookId: w.id as string, organizationId: w.organization_id as string });
+        }
+      }
+      // Oldest due first, as fair.ts takes them.
+      const candidates = found.sort((a, b) => a.nextAt - b.nextAt || a.seq - b.seq);
+      const chosen = fairClaim(candidates, held, limit, caps);
+      if (chosen.length === 0) return [];
+      const organizationOf = new Map(candidates.map((c) => [c.seq, c.organizationId]));
+      const rows = new Map(bySeq.all(JSON.stringify(chosen)).map((row) => [row.seq as number, row]));
       const endpoints = new Map<string, Row>();
-      return due.all(now, JSON.stringify(held), limit).map((row) => {
-        leases.set(row.id as string, { seq: row.seq as number, until: leaseUntil });
+      return chosen.map((seq) => {
+        const row = rows.get(seq)!;
         const webhookId = row.webhook_id as string;
+        leases.set(row.id as string, { seq, webhookId, organizationId: organizationOf.get(seq)!, until: leaseUntil });
         let endpoint = endpoints.get(webhookId);
         if (endpoint === undefined) endpoints.set(webhookId, (endpoint = endpointOf.get(webhookId)!));
         return claimedOf(endpoint, row, now);
