@@ -229,7 +229,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await telemetry.load();
   const rules = createRulesService({
-    store: deps.stores.rules, clock, maxGeofences: deps.config.quotas.geofences, recorded,
+    store: deps.stores.rules, clock, quota: { geofences: deps.config.quotas.geofences, vertices: deps.config.quotas.geofenceVertices }, recorded,
     changed: (organizationId) => dispatcher.emit('rulesChanged', { origin: 'local', organizationId }),
   });
   const offline = startOfflineChecks({

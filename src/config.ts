@@ -27,6 +27,8 @@ export interface QuotaConfig {
   streams: number;
   webhooks: number;
   geofences: number;
+  /** Positions over all of an organization's geofences (a circle counts one). */
+  geofenceVertices: number;
 }
 
 /** An external identity provider whose access tokens are accepted beside Fleet's own. */
@@ -174,6 +176,7 @@ export const VARIABLES = {
   FLEET_QUOTA_STREAMS: { default: '100', doc: 'Open streams per organization.' },
   FLEET_QUOTA_WEBHOOKS: { default: '20', doc: 'Webhook endpoints per organization.' },
   FLEET_QUOTA_GEOFENCES: { default: '10000', doc: 'Geofences per organization.' },
+  FLEET_QUOTA_GEOFENCE_VERTICES: { default: '1000000', doc: 'Positions over all geofences of an organization (a circle counts one).' },
   FLEET_EVENT_RETENTION_DAYS: { default: '30', doc: 'Events (the feed) and webhook deliveries older than this many days are deleted in the background.' },
   FLEET_OFFLINE_CHECK_SECONDS: {
     default: '15',
@@ -321,6 +324,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     streams: int('FLEET_QUOTA_STREAMS', 0, 1_000_000),
     webhooks: int('FLEET_QUOTA_WEBHOOKS', 0, 10_000),
     geofences: int('FLEET_QUOTA_GEOFENCES', 0, 1_000_000),
+    geofenceVertices: int('FLEET_QUOTA_GEOFENCE_VERTICES', 0, 100_000_000),
   };
   const eventRetentionDays = int('FLEET_EVENT_RETENTION_DAYS', 1, 36_500);
   const offlineCheckSeconds = int('FLEET_OFFLINE_CHECK_SECONDS', 1, 3600);
