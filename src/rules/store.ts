@@ -47,8 +47,6 @@ export interface RulesStore {
    * `maxVertices` (the first geofence is always in it): it holds fewer than `limit` while more follow.
    */
   listGeofences(organizationId: string, page: Page, maxVertices: number): Promise<{ geofences: GeofenceRecord[]; total: number }>;
-  /** Every geofence of the organization (the evaluator's index is built from them). */
-  allGeofences(organizationId: string): Promise<GeofenceRecord[]>;
   /**
    * Each geofence's id, revision (0 when created, one more with each replacement) and positions,
    * without its geometry: the engine reads again only those whose revision it does not hold.

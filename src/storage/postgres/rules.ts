@@ -156,9 +156,6 @@ export function createPostgresRulesStore(db: Database): RulesStore {
       const ids = pageWithin(sizes.rows, maxVertices);
       return { geofences: await byIds(organizationId, ids), total: count.rows[0]!.n };
     },
-    async allGeofences(organizationId) {
-      return (await db.query(`SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = $1`, [organizationId])).rows.map(rows.geofence);
-    },
     async geofenceVersions(organizationId) {
       const { rows: found } = await db.query<GeofenceVersion>('SELECT id, revision, vertices FROM geofences WHERE organization_id = $1 ORDER BY id', [organizationId]);
       return found;

@@ -106,7 +106,6 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
   const someGeofences = db.prepare(
     `SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY created_at, id`,
   );
-  const allGeofences = db.prepare(`SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = ?`);
   const versions = db.prepare('SELECT id, revision, vertices FROM geofences WHERE organization_id = ? ORDER BY id');
   const replaceGeofence = db.prepare('UPDATE geofences SET name = ?, geometry = ?, vehicle_ids = ?, updated_at = ?, vertices = ?, revision = revision + 1 WHERE organization_id = ? AND id = ?');
   const deleteGeofence = db.prepare('DELETE FROM geofences WHERE organization_id = ? AND id = ?');
@@ -161,9 +160,6 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
       const ids = pageWithin(pageSizes.all(organizationId, limit, offset), maxVertices);
       const geofences = ids.length === 0 ? [] : someGeofences.all(organizationId, JSON.stringify(ids)).map(rows.geofence);
       return { geofences, total: Number(countGeofences.get(organizationId)!.n) };
-    },
-    async allGeofences(organizationId) {
-      return allGeofences.all(organizationId).map(rows.geofence);
     },
     async geofenceVersions(organizationId) {
       return versions.all(organizationId).map((row) => ({ id: row.id as string, revision: Number(row.revision), vertices: Number(row.vertices) }));
