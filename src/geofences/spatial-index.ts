@@ -16,12 +16,12 @@
 // grows enough to pay for a rebuild (O(n log n) in the boxes, a few milliseconds for 10,000
 // geofences), which the next lookup then does. So loading thousands of geofences costs one
 // rebuild, and creations between lookups one per PENDING_LIMIT of them, never one each. A rebuild
-// reads boxes only: each polygon stays in the Float64Array it was packed into when it was added
+// reads boxes only: each polygon stays in the typed arrays it was packed into when it was added
 // (compact.ts), however many rebuilds follow, so a change costs its own geofence's positions and
 // not the organization's.
 import Flatbush from 'flatbush';
-import { BOUNDARY_EPS_DEG, circleHolds, packedPolygonContains, type BBox } from './geometry.ts';
-import { type CompactGeometry, type CompactShape, compactContains, compactGeometry } from './compact.ts';
+import { BOUNDARY_EPS_DEG, circleHolds, type BBox } from './geometry.ts';
+import { type CompactGeometry, type CompactShape, compactContains, compactGeometry, compactPolygonContains } from './compact.ts';
 import type { GeofenceGeometry } from './schema.ts';
 
 /** New boxes scanned linearly before a rebuild folds them into the tree. */
@@ -73,6 +73,7 @@ interface Item {
 }
 
 const NO_POLYGON = new Float64Array(0);
+const NO_BANDS = new Int32Array(0);
 
 export interface GeofenceIndex {
   /**
@@ -106,8 +107,9 @@ export function createGeofenceIndex(): GeofenceIndex {
   let packed: Float64Array = new Float64Array(0);
   let itemKind: Uint8Array = new Uint8Array(0);
   let itemEntry: Int32Array = new Int32Array(0);
-  /** Per item, its polygon as packed when it was added (NO_POLYGON for a circle). */
+  /** Per item, its polygon's arrays as made when it was added (empty for a circle). */
   let itemPolygon: Float64Array[] = [];
+  let itemBands: Int32Array[] = [];
   // Per entry, by number: whether it is live, the lookup that last reported it (so a geofence
   // with several boxes is reported once), and its id.
   let entryLive: Uint8Array = new Uint8Array(64);
@@ -151,6 +153,7 @@ export function createGeofenceIndex(): GeofenceIndex {
     itemKind = new Uint8Array(items.length);
     itemEntry = new Int32Array(items.length);
     itemPolygon = new Array<Float64Array>(items.length);
+    itemBands = new Array<Int32Array>(items.length);
     items.forEach(({ entry, shape, box }, i) => {
       const p = i * STRIDE;
       packed.set(box, p);
@@ -158,6 +161,7 @@ export function createGeofenceIndex(): GeofenceIndex {
       if (shape.kind === 'circle') {
         itemKind[i] = KIND_CIRCLE;
         itemPolygon[i] = NO_POLYGON;
+        itemBands[i] = NO_BANDS;
         packed[p + 4] = shape.lng;
         packed[p + 5] = shape.latRad;
         packed[p + 6] = shape.cosLat;
@@ -165,6 +169,7 @@ export function createGeofenceIndex(): GeofenceIndex {
       } else {
         itemKind[i] = KIND_POLYGON;
         itemPolygon[i] = shape.data;
+        itemBands[i] = shape.bands;
       }
     });
     tree = undefined;
@@ -252,7 +257,7 @@ export function createGeofenceIndex(): GeofenceIndex {
       } else if (itemKind[i] === KIND_CIRCLE) {
         const p = i * STRIDE;
         if (!circleHolds(packed[p + 4]!, packed[p + 5]!, packed[p + 6]!, packed[p + 7]!, queryLng, queryLat)) return;
-      } else if (!packedPolygonContains(itemPolygon[i]!, 0, queryLng, queryLat)) {
+      } else if (!compactPolygonContains(itemPolygon[i]!, itemBands[i]!, queryLng, queryLat)) {
         return;
       }
     }
