@@ -33,11 +33,12 @@ interface Definitions {
 const REFRESH_MS = 30_000;
 
 /**
- * Positions read and prepared in one turn of the event loop while loading: about 10 ms of work,
- * so that loading an organization's million positions (at start, or after the bus was lost)
- * delays the other organizations' requests by that much at a time, not by seconds.
+ * Positions read and prepared in one turn of the event loop while loading (two of the largest
+ * geofences), so that reading an organization's million positions (at start, or after the bus
+ * was lost) holds up the other organizations' requests for one chunk at a time, not for the
+ * whole read (docs/ARCHITECTURE.md "Geofences in memory").
  */
-const LOAD_CHUNK_POSITIONS = 50_000;
+const LOAD_CHUNK_POSITIONS = 20_000;
 const LOAD_CHUNK_GEOFENCES = 500;
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
