@@ -65,6 +65,11 @@ function suite(backend: 'sqlite' | 'postgres') {
     assert.equal((await small.request('PUT', `/v2/geofences/${id}`, { body: { name: 'smaller', geometry: polygon(8) } })).statusCode, 200);
     assert.equal((await create(4)).statusCode, 201);
     assert.equal((await create(4)).statusCode, 403);
+    // Under a quota lowered below what the organization holds, a geofence may still shrink, not grow.
+    const stored = (await small.stores.rules.getGeofence(small.organizationId, id))!;
+    assert.equal(await small.stores.rules.replaceGeofence({ ...stored, geometry: polygon(6) as typeof stored.geometry }, 10), 'replaced');
+    assert.equal(await small.stores.rules.replaceGeofence({ ...stored, geometry: polygon(7) as typeof stored.geometry }, 10), 'vertices');
+    assert.equal((await small.request('GET', `/v2/geofences/${id}`)).json().geometry.coordinates[0].length, 6);
     // Another organization has its own quota.
     const other = await small.otherOrganization();
     assert.equal((await small.request('POST', '/v2/geofences', { body: { name: 'theirs', geometry: polygon(30) }, key: other.key })).statusCode, 201);

@@ -54,7 +54,7 @@ export interface RulesStore {
   geofenceVersions(organizationId: string): Promise<GeofenceVersion[]>;
   /** The geofences of these ids that exist (any order). */
   geofencesById(organizationId: string, ids: readonly string[]): Promise<GeofenceRecord[]>;
-  /** Changes nothing when the organization's positions would pass `maxVertices`. */
+  /** Changes nothing when the geofence grows and the organization's positions would pass `maxVertices`. */
   replaceGeofence(geofence: GeofenceRecord, maxVertices: number): Promise<'replaced' | 'missing' | 'vertices'>;
   deleteGeofence(organizationId: string, id: string): Promise<boolean>;
 

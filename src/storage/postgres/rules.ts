@@ -171,7 +171,8 @@ export function createPostgresRulesStore(db: Database): RulesStore {
                   coalesce(sum(vertices), 0) AS vertices FROM geofences WHERE organization_id = $1`, [g.organizationId, g.id]);
         const { mine, vertices: total } = held[0]!;
         if (mine === null) return 'missing';
-        if (Number(total) - mine + vertices > maxVertices) return 'vertices';
+        // A change that does not grow the geofence is allowed even over the quota (lowered since): it can only help.
+        if (vertices > mine && Number(total) - mine + vertices > maxVertices) return 'vertices';
         await client.query('UPDATE geofences SET name = $3, geometry = $4::json, vehicle_ids = $5, updated_at = $6, vertices = $7, revision = revision + 1 WHERE organization_id = $1 AND id = $2',
           [g.organizationId, g.id, g.name, JSON.stringify(g.geometry), g.vehicleIds, g.updatedAt, vertices]);
         return 'replaced';
