@@ -13,6 +13,7 @@ import { newGeofenceId, newRuleId } from './ids.ts';
 import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, GeofenceRecord, Geometry } from './model.ts';
 import type { AlertListQuery, GeofenceBody, RuleBody } from './schema.ts';
 import type { GeofenceQuota, RulesStore } from './store.ts';
+import { createWriteGate } from './write-gate.ts';
 
 export type RulesService = ReturnType<typeof createRulesService>;
 
@@ -28,6 +29,7 @@ export function createRulesService(deps: {
   recorded(events: readonly EventRecord[]): void;
 }) {
   const { store, clock } = deps;
+  const oneAtATime = createWriteGate();
 
   function checkGeometry(geometry: unknown): Geometry {
     const result = validateGeometry(geometry);
@@ -47,27 +49,31 @@ export function createRulesService(deps: {
     return found;
   }
 
-  async function createGeofence(who: Principal, body: GeofenceBody): Promise<GeofenceRecord> {
-    const now = clock.now();
-    const record: GeofenceRecord = {
-      id: newGeofenceId(), organizationId: who.organizationId, name: body.name, geometry: checkGeometry(body.geometry),
-      vehicleIds: body.vehicleIds ?? null, createdAt: now, updatedAt: now,
-    };
-    const created = await store.insertGeofence(record, deps.quota);
-    if (created === 'quota') throw quotaExceeded(deps.quota.geofences, 'geofences');
-    if (created === 'vertices') throw verticesExceeded('created');
-    deps.changed(who.organizationId);
-    return record;
+  function createGeofence(who: Principal, body: GeofenceBody): Promise<GeofenceRecord> {
+    return oneAtATime(who.organizationId, async () => {
+      const now = clock.now();
+      const record: GeofenceRecord = {
+        id: newGeofenceId(), organizationId: who.organizationId, name: body.name, geometry: checkGeometry(body.geometry),
+        vehicleIds: body.vehicleIds ?? null, createdAt: now, updatedAt: now,
+      };
+      const created = await store.insertGeofence(record, deps.quota);
+      if (created === 'quota') throw quotaExceeded(deps.quota.geofences, 'geofences');
+      if (created === 'vertices') throw verticesExceeded('created');
+      deps.changed(who.organizationId);
+      return record;
+    });
   }
 
-  async function replaceGeofence(who: Principal, id: string, body: GeofenceBody): Promise<GeofenceRecord> {
-    const current = await geofence(who, id);
-    const record: GeofenceRecord = { ...current, name: body.name, geometry: checkGeometry(body.geometry), vehicleIds: body.vehicleIds ?? null, updatedAt: clock.now() };
-    const replaced = await store.replaceGeofence(record, deps.quota.vertices);
-    if (replaced === 'missing') await geofence(who, id);
-    if (replaced === 'vertices') throw verticesExceeded('changed');
-    deps.changed(who.organizationId);
-    return record;
+  function replaceGeofence(who: Principal, id: string, body: GeofenceBody): Promise<GeofenceRecord> {
+    return oneAtATime(who.organizationId, async () => {
+      const current = await geofence(who, id);
+      const record: GeofenceRecord = { ...current, name: body.name, geometry: checkGeometry(body.geometry), vehicleIds: body.vehicleIds ?? null, updatedAt: clock.now() };
+      const replaced = await store.replaceGeofence(record, deps.quota.vertices);
+      if (replaced === 'missing') await geofence(who, id);
+      if (replaced === 'vertices') throw verticesExceeded('changed');
+      deps.changed(who.organizationId);
+      return record;
+    });
   }
 
   async function deleteGeofence(who: Principal, id: string): Promise<void> {
