@@ -230,7 +230,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await telemetry.load();
   const rules = createRulesService({
-    store: deps.stores.rules, clock, maxGeofences: deps.config.quotas.geofences, maxRules: deps.config.quotas.alertRules, recorded,
+    store: deps.stores.rules, clock, quota: { geofences: deps.config.quotas.geofences, vertices: deps.config.quotas.geofenceVertices }, maxRules: deps.config.quotas.alertRules, recorded,
     changed: (organizationId) => dispatcher.emit('rulesChanged', { origin: 'local', organizationId }),
   });
   const offline = startOfflineChecks({

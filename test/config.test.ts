@@ -48,7 +48,7 @@ describe('defaults', () => {
       publicUrl: 'http://localhost:8080',
       http: { timeouts: { headersMs: 10_000, requestMs: 30_000, idleMs: 120_000 } },
       rateLimit: { requests: 1200, windowSeconds: 60, tokenRequests: 30 },
-      quotas: { vehicles: 10000, apiKeys: 100, oauthClients: 20, streams: 100, webhooks: 20, geofences: 10000, alertRules: 1000, devices: 10000 },
+      quotas: { vehicles: 10000, apiKeys: 100, oauthClients: 20, streams: 100, webhooks: 20, geofences: 10000, alertRules: 1000, devices: 10000, geofenceVertices: 1_000_000 },
       oauth: { tokenTtlSeconds: 900, external: undefined },
       telemetry: { retentionDays: 30 },
       events: { retentionDays: 30 },
@@ -73,6 +73,8 @@ describe('defaults', () => {
     assert.equal(ok({ FLEET_EVENT_RETENTION_DAYS: '7' }).events.retentionDays, 7);
     rejectsOnly({ FLEET_EVENT_RETENTION_DAYS: '0' }, 'FLEET_EVENT_RETENTION_DAYS');
     assert.equal(ok({ FLEET_QUOTA_GEOFENCES: '5' }).quotas.geofences, 5);
+    assert.equal(ok({}).quotas.geofenceVertices, 1_000_000);
+    rejectsOnly({ FLEET_QUOTA_GEOFENCE_VERTICES: '-1' }, 'FLEET_QUOTA_GEOFENCE_VERTICES');
     rejectsOnly({ FLEET_QUOTA_WEBHOOKS: '-1' }, 'FLEET_QUOTA_WEBHOOKS');
     assert.equal(ok({ FLEET_QUOTA_ALERT_RULES: '5' }).quotas.alertRules, 5);
     assert.equal(ok({ FLEET_QUOTA_DEVICES: '0' }).quotas.devices, 0);

@@ -154,3 +154,17 @@ test('a ring of 10,000 positions is checked quickly, whether it crosses itself o
   }
   expectError(polygon(crossed), '/coordinates/0/5001', /crosses or touches itself: the edge from \/coordinates\/0\/4999 meets the edge from \/coordinates\/0\/5001/);
 });
+
+test('a star of 10,000 positions with one spike laid across its neighbours is refused', () => {
+  const star = Array.from({ length: 9999 }, (_, i) => {
+    const angle = (2 * Math.PI * i) / 9999, r = i % 2 === 0 ? 0.5 : 0.001;
+    return [13.4 + r * Math.cos(angle), 52.52 + r * Math.sin(angle)];
+  });
+  // The tip of spike 2,000 turned by a few spikes' width: its edges cross the spikes beside it.
+  const turned = (2 * Math.PI * 4010) / 9999;
+  star[4000] = [13.4 + 0.5 * Math.cos(turned), 52.52 + 0.5 * Math.sin(turned)];
+  star.push(star[0]!);
+  const errors = errorsOf(polygon(star));
+  assert.equal(errors.length, 1);
+  assert.match(errors[0]!.message, /the ring crosses or touches itself/);
+});

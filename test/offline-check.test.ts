@@ -13,6 +13,7 @@ import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import type { Stores } from '../src/storage/stores.ts';
 import { T0, addOrganization, addVehicle } from './contract/fixtures.ts';
 import { adminQuery, openPostgresTestStores, skipUnlessPostgres } from './helpers/postgres.ts';
+import { manualClock } from './helpers/clock.ts';
 
 /** More than SQLite's default limit of 32,766 variables in one statement. */
 const MANY = 33_000;
@@ -98,7 +99,7 @@ function suite(open: () => Backend | Promise<Backend>) {
 
       const warnings: { organizationId?: string }[] = [];
       const checks = startOfflineChecks({
-        store: stores.rules, vehicles: stores.vehicles, clock: { now: () => T0 + 120_000 }, recorded: () => {},
+        store: stores.rules, vehicles: stores.vehicles, clock: manualClock(T0 + 120_000), recorded: () => {},
         log: { warn: (obj) => warnings.push(obj) },
         lastTelemetry: () => T0, intervalMs: 3_600_000,
       });

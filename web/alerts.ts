@@ -243,16 +243,27 @@ export function renderAlerts(root: HTMLElement): () => void {
     }
   }
 
+  /** Every geofence, page by page: a page of large geofences ends before its limit. */
+  async function allGeofences(): Promise<Geofence[]> {
+    const all: Geofence[] = [];
+    for (let offset: number | null = 0; offset !== null;) {
+      const page: { geofences: Geofence[]; nextOffset: number | null } = await api('GET', '/v2/geofences', { query: { limit: 1000, offset }, signal });
+      all.push(...page.geofences);
+      offset = page.nextOffset;
+    }
+    return all;
+  }
+
   async function loadRules() {
     try {
       const [rules, geofences] = await Promise.all([
         api<{ alertRules: Rule[]; total: number }>('GET', '/v2/alert-rules', { query: { limit: 1000 }, signal }),
-        api<{ geofences: Geofence[] }>('GET', '/v2/geofences', { query: { limit: 1000 }, signal }).catch(() => ({ geofences: [] })),
+        allGeofences().catch((): Geofence[] => []),
       ]);
       geofenceNames.clear();
       ruleConditions.clear();
       for (const r of rules.alertRules) ruleConditions.set(r.id, r.condition);
-      for (const g of geofences.geofences) geofenceNames.set(g.id, g.name);
+      for (const g of geofences) geofenceNames.set(g.id, g.name);
       ruleForm.dispatchEvent(new CustomEvent('geofences'));
       replace(listState);
       replace(rulesBody, ...rules.alertRules.map(ruleRow));

@@ -19,6 +19,7 @@ interface GeofenceList {
   total: number;
   limit: number;
   offset: number;
+  nextOffset: number | null;
 }
 
 type Shape = L.Polygon | L.Circle;
@@ -232,10 +233,11 @@ export function renderGeofences(root: HTMLElement, ctx: { tileUrl: string }): ()
   async function loadList() {
     replace(listStatus, h('p', { class: 'loading', role: 'status' }, 'Loading geofences…'));
     try {
-      for (let offset = 0; ; offset += PAGE) {
-        const page = await api<GeofenceList>('GET', '/v2/geofences', { query: { limit: PAGE, offset }, signal });
+      // A page of large geofences holds fewer than PAGE: the next starts where this one ended.
+      for (let offset: number | null = 0; offset !== null;) {
+        const page: GeofenceList = await api<GeofenceList>('GET', '/v2/geofences', { query: { limit: PAGE, offset }, signal });
         for (const record of page.geofences) add(record);
-        if (offset + page.geofences.length >= page.total || page.geofences.length === 0) break;
+        offset = page.nextOffset;
       }
       showEmpty();
       const all = [...entries.values()];

@@ -2010,6 +2010,8 @@ export interface components {
         GeofenceList: {
             geofences: components["schemas"]["Geofence"][];
             limit: number;
+            /** @description The `offset` of the next page, or null on the last. A page also ends early, with fewer than `limit` geofences, once their positions would pass 100,000 (its first geofence is always in it): continue from `nextOffset`, not from `offset + limit`. */
+            nextOffset: number | null;
             offset: number;
             total: number;
         };

@@ -11,7 +11,7 @@
 // outer ring's or a hole's edge is inside, with an explicit tolerance); and the tests check it
 // against an independent winding-number reference.
 import {
-  BOUNDARY_EPS_DEG, flatRing, packRing, packedRingSide, packedRingSize, prepareRing, preparedRingSide, type PreparedRing,
+  BOUNDARY_EPS_DEG, flatRing, prepareRing, preparedRingSide, type PreparedRing,
 } from './ring.ts';
 import type { CircleGeometry, GeofenceGeometry } from './schema.ts';
 
@@ -145,50 +145,6 @@ export function circleHolds(centerLng: number, centerLatRad: number, cosCenterLa
 
 function circleContains(shape: CircleShape, lng: number, lat: number): boolean {
   return circleHolds(shape.lng, shape.latRad, shape.cosLat, shape.maxHav, lng, lat);
-}
-
-// A polygon packed into a shared Float64Array (see packRing): at `at` its ring count R, then per
-// ring its box (minX, minY, maxX, maxY) and the position of its packed ring, then the rings.
-
-/** Numbers a packed polygon takes. */
-export function packedPolygonSize(shape: PolygonShape): number {
-  return 1 + 5 * shape.rings.length + shape.rings.reduce((sum, ring) => sum + packedRingSize(ring), 0);
-}
-
-/** Copies `shape` into `into` at `at`; returns the position after it. */
-export function packPolygon(shape: PolygonShape, into: Float64Array, at: number): number {
-  const rings = shape.rings.length;
-  into[at] = rings;
-  let next = at + 1 + 5 * rings;
-  for (let r = 0; r < rings; r++) {
-    into.set(shape.ringBoxes.subarray(r * 4, r * 4 + 4), at + 1 + 5 * r);
-    into[at + 5 + 5 * r] = next;
-    next = packRing(shape.rings[r]!, into, next);
-  }
-  return next;
-}
-
-function packedPolygonHolds(data: Float64Array, at: number, x: number, y: number): boolean {
-  const rings = data[at]!;
-  for (let r = 0; r < rings; r++) {
-    const b = at + 1 + 5 * r;
-    if (x < data[b]! || y < data[b + 1]! || x > data[b + 2]! || y > data[b + 3]!) {
-      if (r === 0) return false;
-      continue;
-    }
-    const side = packedRingSide(data, data[b + 4]!, x, y);
-    // Outside the outer ring is outside; on any ring's edge (a hole's too) is on the boundary: inside.
-    if (r === 0 ? side !== 1 : side !== -1) return side === 0;
-  }
-  return true;
-}
-
-/** shapeContains for a polygon packed at `at`. */
-export function packedPolygonContains(data: Float64Array, at: number, lng: number, lat: number): boolean {
-  if (packedPolygonHolds(data, at, lng, lat)) return true;
-  if (lng >= 180 - BOUNDARY_EPS_DEG) return packedPolygonHolds(data, at, lng - 360, lat);
-  if (lng <= -180 + BOUNDARY_EPS_DEG) return packedPolygonHolds(data, at, lng + 360, lat);
-  return false;
 }
 
 /** Whether one prepared shape holds the point (boundary inclusive). */

@@ -24,7 +24,7 @@ export function flatRing(ring: readonly (readonly number[])[]): Float64Array {
  * One edge's part in the test: 0 the point is on it, 1 a ray from the point towards +x crosses
  * it, 2 neither. Half-open in y, so a ray through a vertex counts once.
  */
-function edge(xi: number, yi: number, xj: number, yj: number, x: number, y: number): 0 | 1 | 2 {
+export function edge(xi: number, yi: number, xj: number, yj: number, x: number, y: number): 0 | 1 | 2 {
   const lowY = yi < yj ? yi : yj;
   const highY = yi < yj ? yj : yi;
   if (y < lowY - BOUNDARY_EPS_DEG || y > highY + BOUNDARY_EPS_DEG) return 2;
@@ -110,48 +110,6 @@ export function preparedRingSide(ring: PreparedRing, x: number, y: number): -1 |
   for (let k = bandStart[band]!; k < bandStart[band + 1]!; k++) {
     const e = bandEdges[k]!;
     const r = edge(flat[e]!, flat[e + 1]!, flat[e + 2]!, flat[e + 3]!, x, y);
-    if (r === 0) return 0;
-    if (r === 1) inside = !inside;
-  }
-  return inside ? 1 : -1;
-}
-
-// A prepared ring can also be copied into a shared Float64Array (the spatial index packs every
-// polygon of its tree and grid into one), so that a test reads a few cache lines of one array
-// instead of chasing four objects and their buffers. At `at`: minY, bandHeight, bands, then
-// bands + 1 band starts and the band's edges, both as absolute positions in the array, then the
-// ring's x,y pairs.
-
-/** Numbers a packed ring takes. */
-export function packedRingSize(ring: PreparedRing): number {
-  return 3 + ring.bandStart.length + ring.bandEdges.length + ring.flat.length;
-}
-
-/** Copies `ring` into `into` at `at`; returns the position after it. */
-export function packRing(ring: PreparedRing, into: Float64Array, at: number): number {
-  const starts = at + 3;
-  const edges = starts + ring.bandStart.length;
-  const flat = edges + ring.bandEdges.length;
-  into[at] = ring.minY;
-  into[at + 1] = ring.bandHeight;
-  into[at + 2] = ring.bands;
-  for (let b = 0; b < ring.bandStart.length; b++) into[starts + b] = edges + ring.bandStart[b]!;
-  for (let k = 0; k < ring.bandEdges.length; k++) into[edges + k] = flat + ring.bandEdges[k]!;
-  into.set(ring.flat, flat);
-  return flat + ring.flat.length;
-}
-
-/** preparedRingSide on a ring packed at `at`. */
-export function packedRingSide(data: Float64Array, at: number, x: number, y: number): -1 | 0 | 1 {
-  const bands = data[at + 2]!;
-  let band = Math.floor((y - data[at]!) / data[at + 1]!);
-  if (band < 0) band = 0;
-  else if (band >= bands) band = bands - 1;
-  const starts = at + 3;
-  let inside = false;
-  for (let k = data[starts + band]!, end = data[starts + band + 1]!; k < end; k++) {
-    const e = data[k]!;
-    const r = edge(data[e]!, data[e + 1]!, data[e + 2]!, data[e + 3]!, x, y);
     if (r === 0) return 0;
     if (r === 1) inside = !inside;
   }

@@ -6,6 +6,12 @@ import { Type, type Static } from 'typebox';
 import { named } from '../schema/named.ts';
 
 export const MAX_POSITIONS = 10_000;
+/**
+ * Positions a page of `GET /v2/geofences` may hold (docs/API.md "Geofences"): about 4 MB of JSON,
+ * so that concurrent pages of the largest geofences cannot exhaust the heap. A page ends before
+ * the geofence that would pass it; its first geofence is always in it.
+ */
+export const PAGE_POSITIONS = 100_000;
 export const MIN_RADIUS_M = 1;
 export const MAX_RADIUS_M = 100_000;
 
@@ -54,3 +60,18 @@ export const GeofenceGeometry = named('GeofenceGeometry', Type.Union([PolygonGeo
     'crossing the antimeridian is a MultiPolygon split at ±180.',
 }));
 export type GeofenceGeometry = Static<typeof GeofenceGeometry>;
+
+/**
+ * What a geometry costs in memory and in a list page: its positions, a circle counting as one
+ * (the per-organization FLEET_QUOTA_GEOFENCE_VERTICES and the list's page budget count these).
+ */
+export function positionCount(geometry: GeofenceGeometry): number {
+  switch (geometry.type) {
+    case 'Circle':
+      return 1;
+    case 'Polygon':
+      return geometry.coordinates.reduce((sum, ring) => sum + ring.length, 0);
+    case 'MultiPolygon':
+      return geometry.coordinates.reduce((sum, polygon) => sum + polygon.reduce((s, ring) => s + ring.length, 0), 0);
+  }
+}

@@ -13,14 +13,15 @@
 //
 // Both are static, so they are rebuilt on change, but not on every change: new boxes wait in a
 // short list that lookups scan directly, and removed ones are skipped by a flag, until either
-// grows enough to pay for a rebuild (O(n log n), a few milliseconds for 10,000 geofences), which
-// the next lookup then does. So loading thousands of geofences costs one rebuild, and creations
-// between lookups one per PENDING_LIMIT of them, never one each.
+// grows enough to pay for a rebuild (O(n log n) in the boxes, a few milliseconds for 10,000
+// geofences), which the next lookup then does. So loading thousands of geofences costs one
+// rebuild, and creations between lookups one per PENDING_LIMIT of them, never one each. A rebuild
+// reads boxes only: each polygon stays in the typed arrays it was packed into when it was added
+// (compact.ts), however many rebuilds follow, so a change costs its own geofence's positions and
+// not the organization's.
 import Flatbush from 'flatbush';
-import {
-  BOUNDARY_EPS_DEG, circleHolds, compileGeometry, packPolygon, packedPolygonContains, packedPolygonSize, shapeContains,
-  type BBox, type CompiledGeometry, type Shape,
-} from './geometry.ts';
+import { BOUNDARY_EPS_DEG, circleHolds, type BBox } from './geometry.ts';
+import { type CompactGeometry, type CompactShape, compactContains, compactGeometry, compactPolygonContains } from './compact.ts';
 import type { GeofenceGeometry } from './schema.ts';
 
 /** New boxes scanned linearly before a rebuild folds them into the tree. */
@@ -52,8 +53,7 @@ const hashCell = (cx: number, cy: number): number => {
 
 interface Entry {
   id: string;
-  geometry: GeofenceGeometry;
-  compiled: CompiledGeometry;
+  compiled: CompactGeometry;
   /** False once removed or replaced: its boxes still in the tree are skipped. */
   live: boolean;
   /** Its number in the per-entry arrays (entryLive, entrySeen, entryIds); renumbered on rebuild. */
@@ -68,17 +68,22 @@ const KIND_CIRCLE = 1;
 /** One box of one shape of one geofence. */
 interface Item {
   entry: Entry;
-  shape: Shape;
+  shape: CompactShape;
   box: BBox;
 }
 
+const NO_POLYGON = new Float64Array(0);
+const NO_BANDS = new Int32Array(0);
+
 export interface GeofenceIndex {
-  /** Adds a geofence, or replaces the geometry of one with the same id. The geometry must be valid. */
-  set(id: string, geometry: GeofenceGeometry): void;
+  /**
+   * Adds a geofence, or replaces the geometry of one with the same id. The geometry must be valid;
+   * it may come prepared (compactGeometry), so that the caller can spread that work out.
+   */
+  set(id: string, geometry: GeofenceGeometry | CompactGeometry): void;
   /** Removes a geofence; false if there was none with that id. */
   remove(id: string): boolean;
   has(id: string): boolean;
-  get(id: string): GeofenceGeometry | undefined;
   readonly size: number;
   /** Ids of the geofences whose box holds the point (a superset of those that hold it). */
   candidates(lng: number, lat: number): string[];
@@ -98,13 +103,13 @@ export function createGeofenceIndex(): GeofenceIndex {
   let grid: Grid | undefined;
   // What a lookup reads of an item of the grid or the tree, packed so that a box check and a
   // circle test read one cache line and chase no pointer: STRIDE numbers per item (its box, then
-  // for a circle its center and radius as CircleShape has them, for a polygon where it is packed
-  // in `polygons`), its kind and its entry's number.
+  // for a circle its center and radius as CircleShape has them), its kind and its entry's number.
   let packed: Float64Array = new Float64Array(0);
   let itemKind: Uint8Array = new Uint8Array(0);
   let itemEntry: Int32Array = new Int32Array(0);
-  /** The polygons of the grid and the tree, packed (packPolygon); an item's is at packed[i * STRIDE + 4]. */
-  let polygons: Float64Array = new Float64Array(0);
+  /** Per item, its polygon's arrays as made when it was added (empty for a circle). */
+  let itemPolygon: Float64Array[] = [];
+  let itemBands: Int32Array[] = [];
   // Per entry, by number: whether it is live, the lookup that last reported it (so a geofence
   // with several boxes is reported once), and its id.
   let entryLive: Uint8Array = new Uint8Array(64);
@@ -147,22 +152,24 @@ export function createGeofenceIndex(): GeofenceIndex {
     packed = new Float64Array(items.length * STRIDE);
     itemKind = new Uint8Array(items.length);
     itemEntry = new Int32Array(items.length);
-    polygons = new Float64Array(items.reduce((sum, { shape }) => sum + (shape.kind === 'polygon' ? packedPolygonSize(shape) : 0), 0));
-    let polygonAt = 0;
+    itemPolygon = new Array<Float64Array>(items.length);
+    itemBands = new Array<Int32Array>(items.length);
     items.forEach(({ entry, shape, box }, i) => {
       const p = i * STRIDE;
       packed.set(box, p);
       itemEntry[i] = entry.no;
       if (shape.kind === 'circle') {
         itemKind[i] = KIND_CIRCLE;
+        itemPolygon[i] = NO_POLYGON;
+        itemBands[i] = NO_BANDS;
         packed[p + 4] = shape.lng;
         packed[p + 5] = shape.latRad;
         packed[p + 6] = shape.cosLat;
         packed[p + 7] = shape.maxHav;
       } else {
         itemKind[i] = KIND_POLYGON;
-        packed[p + 4] = polygonAt;
-        polygonAt = packPolygon(shape, polygons, polygonAt);
+        itemPolygon[i] = shape.data;
+        itemBands[i] = shape.bands;
       }
     });
     tree = undefined;
@@ -237,7 +244,7 @@ export function createGeofenceIndex(): GeofenceIndex {
   let found: string[] = [];
 
   /** Entry `e`'s item, by its packed number `i` (grid and tree) or, pending, by its shape (i = -1). */
-  function consider(e: number, i: number, shape: Shape | undefined): void {
+  function consider(e: number, i: number, shape: CompactShape | undefined): void {
     if (entryLive[e] === 0 || entrySeen[e] === lookup) return;
     if (accept !== undefined && !accept(entryIds[e]!)) {
       entrySeen[e] = lookup;
@@ -246,11 +253,11 @@ export function createGeofenceIndex(): GeofenceIndex {
     if (exact) {
       // Only a hit marks the entry: another part of the same MultiPolygon may still hold the point.
       if (i < 0) {
-        if (!shapeContains(shape!, queryLng, queryLat)) return;
+        if (!compactContains(shape!, queryLng, queryLat)) return;
       } else if (itemKind[i] === KIND_CIRCLE) {
         const p = i * STRIDE;
         if (!circleHolds(packed[p + 4]!, packed[p + 5]!, packed[p + 6]!, packed[p + 7]!, queryLng, queryLat)) return;
-      } else if (!packedPolygonContains(polygons, packed[i * STRIDE + 4]!, queryLng, queryLat)) {
+      } else if (!compactPolygonContains(itemPolygon[i]!, itemBands[i]!, queryLng, queryLat)) {
         return;
       }
     }
@@ -310,7 +317,8 @@ export function createGeofenceIndex(): GeofenceIndex {
     set(id, geometry) {
       const previous = entries.get(id);
       if (previous !== undefined) retire(previous);
-      const entry: Entry = { id, geometry, compiled: compileGeometry(geometry), live: true, no: 0 };
+      const compiled = 'compact' in geometry ? geometry : compactGeometry(geometry);
+      const entry: Entry = { id, compiled, live: true, no: 0 };
       number(entry);
       entries.set(id, entry);
       for (const shape of entry.compiled.shapes) for (const box of shape.boxes) pending.push({ entry, shape, box });
@@ -323,7 +331,6 @@ export function createGeofenceIndex(): GeofenceIndex {
       return true;
     },
     has: (id) => entries.has(id),
-    get: (id) => entries.get(id)?.geometry,
     get size() {
       return entries.size;
     },

@@ -1,8 +1,9 @@
 // The rule engine: judges each vehicle's newly stored records, in time order, against the
 // geofences and alert rules of its organization, and feeds them to the live trip detection,
 // inside the telemetry commit's transaction (the store calls `judge`). Definitions are kept in
-// memory per organization, loaded before a commit needs them (`prepare`) and dropped when they
-// change here or on another node.
+// memory per organization, loaded before a commit needs them (`prepare`) and read again when they
+// change here or on another node: only the geofences whose revision changed are read and
+// prepared again (in chunks, a turn of the event loop each), and the index is updated in place.
 import { iso } from '../clock.ts';
 import { type EventRecord, newEvent } from '../events/types.ts';
 import { DEFAULT_TRIP_SETTINGS, type TripEvent, advanceInPlace, copyTripState, initialTripState, tripView } from '../history/trips.ts';
@@ -10,10 +11,14 @@ import { newAlertId } from './ids.ts';
 import { type AlertRecord, type AlertRuleRecord, type Condition, type GeofenceRecord, type RuleState, type TriggerValue, appliesTo } from './model.ts';
 import { type GeofenceIndex, createGeofenceIndex } from '../geofences/spatial-index.ts';
 import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
-import type { AlertChanges, CommitRules, Judged, RulesStore } from './store.ts';
+import { type CompactGeometry, compactGeometry } from '../geofences/compact.ts';
+import type { AlertChanges, CommitRules, GeofenceVersion, Judged, RulesStore } from './store.ts';
+
+/** What judging needs of a geofence besides its shape (which only the index keeps). */
+type GeofenceInfo = Pick<GeofenceRecord, 'name' | 'vehicleIds'> & { revision: number };
 
 interface Definitions {
-  geofences: Map<string, GeofenceRecord>;
+  geofences: Map<string, GeofenceInfo>;
   index: GeofenceIndex;
   /** Whether some geofence applies to listed vehicles only. */
   limitedGeofences: boolean;
@@ -27,6 +32,35 @@ interface Definitions {
 
 /** Definitions older than this are checked against the store (`definitionsStamp`) even without news of a change (a lost bus message). */
 const REFRESH_MS = 30_000;
+
+/**
+ * Positions read and prepared in one turn of the event loop while loading (two of the largest
+ * geofences), so that reading an organization's million positions (at start, or after the bus
+ * was lost) holds up the other organizations' requests for one chunk at a time, not for the
+ * whole read (docs/ARCHITECTURE.md "Geofences in memory").
+ */
+const LOAD_CHUNK_POSITIONS = 20_000;
+const LOAD_CHUNK_GEOFENCES = 500;
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** The versions in chunks of at most LOAD_CHUNK_POSITIONS positions (or one geofence) and LOAD_CHUNK_GEOFENCES geofences. */
+function chunks(versions: readonly GeofenceVersion[]): string[][] {
+  const out: string[][] = [];
+  let chunk: string[] = [];
+  let positions = 0;
+  for (const v of versions) {
+    if (chunk.length > 0 && (positions + v.vertices > LOAD_CHUNK_POSITIONS || chunk.length >= LOAD_CHUNK_GEOFENCES)) {
+      out.push(chunk);
+      chunk = [];
+      positions = 0;
+    }
+    chunk.push(v.id);
+    positions += v.vertices;
+  }
+  if (chunk.length > 0) out.push(chunk);
+  return out;
+}
 
 /** An organization whose definitions are not in memory: only the trips are judged. */
 const NONE: Definitions = { geofences: new Map(), index: createGeofenceIndex(), limitedGeofences: false, rules: [], loadedAt: -Infinity, version: -1, stamp: '' };
@@ -48,19 +82,48 @@ export function createRuleEngine(deps: { store: RulesStore; now?: () => number; 
   const changes = new Map<string, number>();
   const version = (organizationId: string) => everyone + (changes.get(organizationId) ?? 0);
 
-  /** Reads the organization's definitions, again if they changed while being read. */
+  /**
+   * Reads the organization's definitions, again if they changed while being read. Geofences whose
+   * revision the copy in memory holds are kept; the others are read and prepared a chunk per turn
+   * of the event loop, and only then is the index changed, in one step, so that no commit judges
+   * against half of a change.
+   */
   async function load(organizationId: string): Promise<void> {
-    for (;;) {
+    reading: for (;;) {
       const began = version(organizationId);
+      const known = cache.get(organizationId);
       const stamp = await deps.store.definitionsStamp(organizationId);
-      const [geofences, rules] = await Promise.all([deps.store.allGeofences(organizationId), deps.store.allRules(organizationId)]);
+      const [versions, rules] = await Promise.all([deps.store.geofenceVersions(organizationId), deps.store.allRules(organizationId)]);
+      const stale = versions.filter((v) => known?.geofences.get(v.id)?.revision !== v.revision);
+      const revisions = new Map(stale.map((v) => [v.id, v.revision]));
+      const fresh = new Map<string, { info: GeofenceInfo; shape: CompactGeometry }>();
+      for (const ids of chunks(stale)) {
+        const records = await deps.store.geofencesById(organizationId, ids);
+        if (began !== version(organizationId)) continue reading;
+        for (const g of records) {
+          // A revision read with the versions: a replacement since then is news on its way (a later load).
+          fresh.set(g.id, { info: { name: g.name, vehicleIds: g.vehicleIds, revision: revisions.get(g.id)! }, shape: compactGeometry(g.geometry) });
+        }
+        await nextTurn();
+      }
       if (began !== version(organizationId)) continue;
-      const index = createGeofenceIndex();
-      for (const g of geofences) index.set(g.id, g.geometry);
+      const index = known?.index ?? createGeofenceIndex();
+      const geofences = new Map<string, GeofenceInfo>();
+      const current = new Set(versions.map((v) => v.id));
+      for (const [id, info] of known?.geofences ?? []) {
+        if (current.has(id)) geofences.set(id, info);
+        else index.remove(id);
+      }
+      for (const [id, { info, shape }] of fresh) {
+        geofences.set(id, info);
+        index.set(id, shape);
+      }
+      // One deleted between the versions and its chunk: gone from the index as from the store.
+      for (const { id } of stale) if (!fresh.has(id) && geofences.delete(id)) index.remove(id);
       cache.set(organizationId, {
-        geofences: new Map(geofences.map((g) => [g.id, g])),
+        geofences,
         index,
-        limitedGeofences: geofences.some((g) => g.vehicleIds !== null),
+        limitedGeofences: [...geofences.values()].some((g) => g.vehicleIds !== null),
         rules: rules.filter((r) => r.enabled),
         loadedAt: now(),
         version: began,

@@ -41,7 +41,8 @@ export async function rulesRoutes(instance: FastifyInstance, opts: { service: Ru
   }, async (request) => {
     const page = pageOf(request.query);
     const { geofences: list, total } = await service.listGeofences(request.principal, page);
-    return { geofences: list.map(geofenceView), total, ...page };
+    const next = page.offset + list.length;
+    return { geofences: list.map(geofenceView), total, ...page, nextOffset: list.length > 0 && next < total ? next : null };
   });
   app.get('/v2/geofences/:id', {
     config: read,

@@ -2,7 +2,7 @@
 // the OpenAPI document. The geometry's meaning (closed rings, no self-intersection) is checked by
 // geofences/validation.ts after this structural check.
 import { Type, type Static } from 'typebox';
-import { GeofenceGeometry } from '../geofences/schema.ts';
+import { GeofenceGeometry, PAGE_POSITIONS } from '../geofences/schema.ts';
 import { IsoTimestamp, Paging, PlainText, commaListPattern } from '../schema/common.ts';
 import { Location, VehicleId } from '../vehicles/schema.ts';
 import { THRESHOLD_FIELDS } from './model.ts';
@@ -34,7 +34,13 @@ export const Geofence = named('Geofence', Type.Object(
   { additionalProperties: false },
 ), 'A geofence.');
 export const GeofenceList = named('GeofenceList', Type.Object(
-  { geofences: Type.Array(Geofence), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() },
+  {
+    geofences: Type.Array(Geofence), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer(),
+    nextOffset: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The `offset` of the next page, or null on the last. A page also ends early, with fewer than `limit` geofences, '
+        + `once their positions would pass ${PAGE_POSITIONS.toLocaleString('en')} (its first geofence is always in it): continue from \`nextOffset\`, not from \`offset + limit\`.`,
+    }),
+  },
   { additionalProperties: false },
 ), 'A page of geofences.');
 export const PageQuery = Type.Object(Paging, { additionalProperties: false });

@@ -5,13 +5,15 @@ import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError, type FieldError } from '../errors.ts';
 import type { EventRecord } from '../events/types.ts';
+import { PAGE_POSITIONS } from '../geofences/schema.ts';
 import { validateGeometry } from '../geofences/validation.ts';
 import { quotaExceeded } from '../quotas.ts';
 import { alertEvent } from './engine.ts';
 import { newGeofenceId, newRuleId } from './ids.ts';
 import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, GeofenceRecord, Geometry } from './model.ts';
 import type { AlertListQuery, GeofenceBody, RuleBody } from './schema.ts';
-import type { RulesStore } from './store.ts';
+import type { GeofenceQuota, RulesStore } from './store.ts';
+import { createWriteGate } from './write-gate.ts';
 
 export type RulesService = ReturnType<typeof createRulesService>;
 
@@ -20,7 +22,7 @@ const invalid = (message: string, errors: FieldError[]) => new AppError('validat
 export function createRulesService(deps: {
   store: RulesStore;
   clock: Clock;
-  maxGeofences: number;
+  quota: GeofenceQuota;
   maxRules: number;
   /** The organization's geofences or rules changed. */
   changed(organizationId: string): void;
@@ -28,6 +30,7 @@ export function createRulesService(deps: {
   recorded(events: readonly EventRecord[]): void;
 }) {
   const { store, clock } = deps;
+  const oneAtATime = createWriteGate();
 
   function checkGeometry(geometry: unknown): Geometry {
     const result = validateGeometry(geometry);
@@ -38,29 +41,40 @@ export function createRulesService(deps: {
     return geometry as Geometry;
   }
 
+  const verticesExceeded = (done: 'created' | 'changed') => new AppError('quota-exceeded',
+    `This organization's geofences may hold ${deps.quota.vertices} positions in all; this geometry would pass that quota, so nothing was ${done}.`);
+
   async function geofence(who: Principal, id: string): Promise<GeofenceRecord> {
     const found = await store.getGeofence(who.organizationId, id);
     if (found === undefined) throw new AppError('geofence-not-found', `No geofence "${id}" in this organization.`);
     return found;
   }
 
-  async function createGeofence(who: Principal, body: GeofenceBody): Promise<GeofenceRecord> {
-    const now = clock.now();
-    const record: GeofenceRecord = {
-      id: newGeofenceId(), organizationId: who.organizationId, name: body.name, geometry: checkGeometry(body.geometry),
-      vehicleIds: body.vehicleIds ?? null, createdAt: now, updatedAt: now,
-    };
-    if ((await store.insertGeofence(record, deps.maxGeofences)) === 'quota') throw quotaExceeded(deps.maxGeofences, 'geofences');
-    deps.changed(who.organizationId);
-    return record;
+  function createGeofence(who: Principal, body: GeofenceBody): Promise<GeofenceRecord> {
+    return oneAtATime(who.organizationId, async () => {
+      const now = clock.now();
+      const record: GeofenceRecord = {
+        id: newGeofenceId(), organizationId: who.organizationId, name: body.name, geometry: checkGeometry(body.geometry),
+        vehicleIds: body.vehicleIds ?? null, createdAt: now, updatedAt: now,
+      };
+      const created = await store.insertGeofence(record, deps.quota);
+      if (created === 'quota') throw quotaExceeded(deps.quota.geofences, 'geofences');
+      if (created === 'vertices') throw verticesExceeded('created');
+      deps.changed(who.organizationId);
+      return record;
+    });
   }
 
-  async function replaceGeofence(who: Principal, id: string, body: GeofenceBody): Promise<GeofenceRecord> {
-    const current = await geofence(who, id);
-    const record: GeofenceRecord = { ...current, name: body.name, geometry: checkGeometry(body.geometry), vehicleIds: body.vehicleIds ?? null, updatedAt: clock.now() };
-    if (!(await store.replaceGeofence(record))) await geofence(who, id);
-    deps.changed(who.organizationId);
-    return record;
+  function replaceGeofence(who: Principal, id: string, body: GeofenceBody): Promise<GeofenceRecord> {
+    return oneAtATime(who.organizationId, async () => {
+      const current = await geofence(who, id);
+      const record: GeofenceRecord = { ...current, name: body.name, geometry: checkGeometry(body.geometry), vehicleIds: body.vehicleIds ?? null, updatedAt: clock.now() };
+      const replaced = await store.replaceGeofence(record, deps.quota.vertices);
+      if (replaced === 'missing') await geofence(who, id);
+      if (replaced === 'vertices') throw verticesExceeded('changed');
+      deps.changed(who.organizationId);
+      return record;
+    });
   }
 
   async function deleteGeofence(who: Principal, id: string): Promise<void> {
@@ -180,7 +194,7 @@ export function createRulesService(deps: {
   }
 
   return {
-    createGeofence, geofence, listGeofences: (who: Principal, page: { limit: number; offset: number }) => store.listGeofences(who.organizationId, page),
+    createGeofence, geofence, listGeofences: (who: Principal, page: { limit: number; offset: number }) => store.listGeofences(who.organizationId, page, PAGE_POSITIONS),
     replaceGeofence, deleteGeofence, vehiclesInside, insideOf,
     createRule, rule, listRules: (who: Principal, page: { limit: number; offset: number }) => store.listRules(who.organizationId, page),
     replaceRule, deleteRule,

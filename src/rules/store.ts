@@ -6,6 +6,18 @@ export interface Page {
   offset: number;
 }
 
+export interface GeofenceVersion {
+  id: string;
+  revision: number;
+  vertices: number;
+}
+
+/** What an organization may hold: geofences, and positions over all of them (positionCount). */
+export interface GeofenceQuota {
+  geofences: number;
+  vertices: number;
+}
+
 /** A change to alerts, with its events, written in one transaction. */
 export interface AlertChanges {
   opened: AlertRecord[];
@@ -27,12 +39,23 @@ export interface Judged extends AlertChanges {
  * the "inside now" queries.
  */
 export interface RulesStore {
-  insertGeofence(geofence: GeofenceRecord, maxPerOrganization: number): Promise<'created' | 'quota'>;
+  /** Creates nothing when either quota would be passed: 'quota' for the count, 'vertices' for the positions. */
+  insertGeofence(geofence: GeofenceRecord, quota: GeofenceQuota): Promise<'created' | 'quota' | 'vertices'>;
   getGeofence(organizationId: string, id: string): Promise<GeofenceRecord | undefined>;
-  listGeofences(organizationId: string, page: Page): Promise<{ geofences: GeofenceRecord[]; total: number }>;
-  /** Every geofence of the organization (the evaluator's index is built from them). */
-  allGeofences(organizationId: string): Promise<GeofenceRecord[]>;
-  replaceGeofence(geofence: GeofenceRecord): Promise<boolean>;
+  /**
+   * A page in (created_at, id) order, ending early once its geofences' positions would pass
+   * `maxVertices` (the first geofence is always in it): it holds fewer than `limit` while more follow.
+   */
+  listGeofences(organizationId: string, page: Page, maxVertices: number): Promise<{ geofences: GeofenceRecord[]; total: number }>;
+  /**
+   * Each geofence's id, revision (0 when created, one more with each replacement) and positions,
+   * without its geometry: the engine reads again only those whose revision it does not hold.
+   */
+  geofenceVersions(organizationId: string): Promise<GeofenceVersion[]>;
+  /** The geofences of these ids that exist (any order). */
+  geofencesById(organizationId: string, ids: readonly string[]): Promise<GeofenceRecord[]>;
+  /** Changes nothing when the geofence grows and the organization's positions would pass `maxVertices`. */
+  replaceGeofence(geofence: GeofenceRecord, maxVertices: number): Promise<'replaced' | 'missing' | 'vertices'>;
   deleteGeofence(organizationId: string, id: string): Promise<boolean>;
 
   /** `quota` (nothing stored) when the organization has `maxPerOrganization` rules already. */

@@ -19,6 +19,21 @@ export const definitionsStampSql = (org: string) =>
   `SELECT (SELECT count(*) || ':' || coalesce(sum(updated_at), 0) FROM geofences WHERE organization_id = ${org}) || '/' ||
           (SELECT count(*) || ':' || coalesce(sum(updated_at), 0) FROM alert_rules WHERE organization_id = ${org}) AS stamp`;
 
+/**
+ * The ids of a page of geofences (id and vertices, in order) that fit in `maxVertices` positions;
+ * the first always does, so a page is never empty while geofences remain.
+ */
+export function pageWithin(sizes: readonly Row[], maxVertices: number): string[] {
+  const ids: string[] = [];
+  let used = 0;
+  for (const row of sizes) {
+    used += Number(row.vertices);
+    if (ids.length > 0 && used > maxVertices) break;
+    ids.push(row.id as string);
+  }
+  return ids;
+}
+
 const orNull = <T>(value: unknown): T | null => (value as T | null | undefined) ?? null;
 
 export function ruleRows(d: RuleDecoders) {

@@ -5,9 +5,10 @@
 import type { EventRecord } from '../../events/types.ts';
 import type { AlertRecord, RuleState } from '../../rules/model.ts';
 import { limitBatchEvents } from '../../telemetry/store.ts';
-import { type AlertChanges, type Applied, type CommitRules, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
-import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, postgresRuleRows as rows } from '../rule-rows.ts';
-import type { Database, Queryable } from './database.ts';
+import { type AlertChanges, type Applied, type CommitRules, type GeofenceVersion, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
+import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, pageWithin, postgresRuleRows as rows } from '../rule-rows.ts';
+import { positionCount } from '../../geofences/schema.ts';
+import { type Database, type Queryable, advisoryLock } from './database.ts';
 import { appendEvents } from './events.ts';
 
 const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
@@ -129,14 +130,24 @@ export async function judgeInCommit(
 }
 
 export function createPostgresRulesStore(db: Database): RulesStore {
+  async function byIds(organizationId: string, ids: readonly string[]) {
+    if (ids.length === 0) return [];
+    const { rows: found } = await db.query(
+      `SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = $1 AND id = ANY($2::text[]) ORDER BY created_at, id`, [organizationId, ids]);
+    return found.map(rows.geofence);
+  }
+
   return {
-    async insertGeofence(g, max) {
+    async insertGeofence(g, quota) {
+      const vertices = positionCount(g.geometry);
       return db.transaction(async (client) => {
-        await client.query({ name: 'advisory-lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', values: [`fleet:geofences:${g.organizationId}`] });
-        const { rows: count } = await client.query<{ n: number }>('SELECT count(*) AS n FROM geofences WHERE organization_id = $1', [g.organizationId]);
-        if (count[0]!.n >= max) return 'quota';
-        await client.query(`INSERT INTO geofences (${GEOFENCE_COLUMNS}) VALUES ($1, $2, $3, $4::json, $5, $6, $7)`,
-          [g.id, g.organizationId, g.name, JSON.stringify(g.geometry), g.vehicleIds, g.createdAt, g.updatedAt]);
+        await advisoryLock(client, `fleet:geofences:${g.organizationId}`);
+        const { rows: held } = await client.query<{ n: number; vertices: string }>(
+          'SELECT count(*)::int AS n, coalesce(sum(vertices), 0) AS vertices FROM geofences WHERE organization_id = $1', [g.organizationId]);
+        if (held[0]!.n >= quota.geofences) return 'quota';
+        if (Number(held[0]!.vertices) + vertices > quota.vertices) return 'vertices';
+        await client.query(`INSERT INTO geofences (${GEOFENCE_COLUMNS}, vertices) VALUES ($1, $2, $3, $4::json, $5, $6, $7, $8)`,
+          [g.id, g.organizationId, g.name, JSON.stringify(g.geometry), g.vehicleIds, g.createdAt, g.updatedAt, vertices]);
         return 'created';
       });
     },
@@ -144,20 +155,36 @@ export function createPostgresRulesStore(db: Database): RulesStore {
       const { rows: found } = await db.query(`SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = $1 AND id = $2`, [organizationId, id]);
       return found[0] === undefined ? undefined : rows.geofence(found[0]);
     },
-    async listGeofences(organizationId, { limit, offset }) {
-      const [page, count] = await Promise.all([
-        db.query(`SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [organizationId, limit, offset]),
+    async listGeofences(organizationId, { limit, offset }, maxVertices) {
+      // The sizes first, so that no geometry past the budget is read.
+      const [sizes, count] = await Promise.all([
+        db.query('SELECT id, vertices FROM geofences WHERE organization_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3', [organizationId, limit, offset]),
         db.query<{ n: number }>('SELECT count(*) AS n FROM geofences WHERE organization_id = $1', [organizationId]),
       ]);
-      return { geofences: page.rows.map(rows.geofence), total: count.rows[0]!.n };
+      const ids = pageWithin(sizes.rows, maxVertices);
+      return { geofences: await byIds(organizationId, ids), total: count.rows[0]!.n };
     },
-    async allGeofences(organizationId) {
-      return (await db.query(`SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = $1`, [organizationId])).rows.map(rows.geofence);
+    async geofenceVersions(organizationId) {
+      const { rows: found } = await db.query<GeofenceVersion>('SELECT id, revision, vertices FROM geofences WHERE organization_id = $1 ORDER BY id', [organizationId]);
+      return found;
     },
-    async replaceGeofence(g) {
-      const { rowCount } = await db.query('UPDATE geofences SET name = $3, geometry = $4::json, vehicle_ids = $5, updated_at = $6 WHERE organization_id = $1 AND id = $2',
-        [g.organizationId, g.id, g.name, JSON.stringify(g.geometry), g.vehicleIds, g.updatedAt]);
-      return (rowCount ?? 0) > 0;
+    geofencesById: byIds,
+    async replaceGeofence(g, maxVertices) {
+      const vertices = positionCount(g.geometry);
+      return db.transaction(async (client) => {
+        // The insert's lock: two changes of one organization cannot both pass its quota.
+        await advisoryLock(client, `fleet:geofences:${g.organizationId}`);
+        const { rows: held } = await client.query<{ mine: number | null; vertices: string }>(
+          `SELECT (SELECT vertices FROM geofences WHERE organization_id = $1 AND id = $2) AS mine,
+                  coalesce(sum(vertices), 0) AS vertices FROM geofences WHERE organization_id = $1`, [g.organizationId, g.id]);
+        const { mine, vertices: total } = held[0]!;
+        if (mine === null) return 'missing';
+        // A change that does not grow the geofence is allowed even over the quota (lowered since): it can only help.
+        if (vertices > mine && Number(total) - mine + vertices > maxVertices) return 'vertices';
+        await client.query('UPDATE geofences SET name = $3, geometry = $4::json, vehicle_ids = $5, updated_at = $6, vertices = $7, revision = revision + 1 WHERE organization_id = $1 AND id = $2',
+          [g.organizationId, g.id, g.name, JSON.stringify(g.geometry), g.vehicleIds, g.updatedAt, vertices]);
+        return 'replaced';
+      });
     },
     async deleteGeofence(organizationId, id) {
       return ((await db.query('DELETE FROM geofences WHERE organization_id = $1 AND id = $2', [organizationId, id])).rowCount ?? 0) > 0;

@@ -3,7 +3,8 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { AlertRecord, RuleState } from '../../rules/model.ts';
 import type { EventRecord } from '../../events/types.ts';
 import { type Applied, type AlertChanges, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
-import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, sqliteRuleRows as rows } from '../rule-rows.ts';
+import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, pageWithin, sqliteRuleRows as rows } from '../rule-rows.ts';
+import { positionCount } from '../../geofences/schema.ts';
 import { transaction, write } from './database.ts';
 import type { AppendEvents } from './events.ts';
 
@@ -97,11 +98,16 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
 
 export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<typeof createSqliteRuleWrites>): RulesStore {
   const countGeofences = db.prepare('SELECT count(*) AS n FROM geofences WHERE organization_id = ?');
-  const insertGeofence = db.prepare(`INSERT INTO geofences (${GEOFENCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`);
+  const totals = db.prepare('SELECT count(*) AS n, coalesce(sum(vertices), 0) AS vertices FROM geofences WHERE organization_id = ?');
+  const verticesOf = db.prepare('SELECT vertices FROM geofences WHERE organization_id = ? AND id = ?');
+  const insertGeofence = db.prepare(`INSERT INTO geofences (${GEOFENCE_COLUMNS}, vertices) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
   const getGeofence = db.prepare(`SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = ? AND id = ?`);
-  const pageGeofences = db.prepare(`SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`);
-  const allGeofences = db.prepare(`SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = ?`);
-  const replaceGeofence = db.prepare('UPDATE geofences SET name = ?, geometry = ?, vehicle_ids = ?, updated_at = ? WHERE organization_id = ? AND id = ?');
+  const pageSizes = db.prepare('SELECT id, vertices FROM geofences WHERE organization_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?');
+  const someGeofences = db.prepare(
+    `SELECT ${GEOFENCE_COLUMNS} FROM geofences WHERE organization_id = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY created_at, id`,
+  );
+  const versions = db.prepare('SELECT id, revision, vertices FROM geofences WHERE organization_id = ? ORDER BY id');
+  const replaceGeofence = db.prepare('UPDATE geofences SET name = ?, geometry = ?, vehicle_ids = ?, updated_at = ?, vertices = ?, revision = revision + 1 WHERE organization_id = ? AND id = ?');
   const deleteGeofence = db.prepare('DELETE FROM geofences WHERE organization_id = ? AND id = ?');
   const insertRule = db.prepare(`INSERT INTO alert_rules (${RULE_COLUMNS}, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const getRule = db.prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE organization_id = ? AND id = ?`);
@@ -139,10 +145,13 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
   }
 
   return {
-    async insertGeofence(g, max) {
+    async insertGeofence(g, quota) {
+      const vertices = positionCount(g.geometry);
       return transaction(db, () => {
-        if (Number(countGeofences.get(g.organizationId)!.n) >= max) return 'quota';
-        insertGeofence.run(g.id, g.organizationId, g.name, JSON.stringify(g.geometry), json(g.vehicleIds), g.createdAt, g.updatedAt);
+        const held = totals.get(g.organizationId)!;
+        if (Number(held.n) >= quota.geofences) return 'quota';
+        if (Number(held.vertices) + vertices > quota.vertices) return 'vertices';
+        insertGeofence.run(g.id, g.organizationId, g.name, JSON.stringify(g.geometry), json(g.vehicleIds), g.createdAt, g.updatedAt, vertices);
         return 'created';
       });
     },
@@ -150,14 +159,29 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
       const row = getGeofence.get(organizationId, id);
       return row === undefined ? undefined : rows.geofence(row);
     },
-    async listGeofences(organizationId, { limit, offset }) {
-      return { geofences: pageGeofences.all(organizationId, limit, offset).map(rows.geofence), total: Number(countGeofences.get(organizationId)!.n) };
+    async listGeofences(organizationId, { limit, offset }, maxVertices) {
+      // The sizes first, so that no geometry past the budget is read.
+      const ids = pageWithin(pageSizes.all(organizationId, limit, offset), maxVertices);
+      const geofences = ids.length === 0 ? [] : someGeofences.all(organizationId, JSON.stringify(ids)).map(rows.geofence);
+      return { geofences, total: Number(countGeofences.get(organizationId)!.n) };
     },
-    async allGeofences(organizationId) {
-      return allGeofences.all(organizationId).map(rows.geofence);
+    async geofenceVersions(organizationId) {
+      return versions.all(organizationId).map((row) => ({ id: row.id as string, revision: Number(row.revision), vertices: Number(row.vertices) }));
     },
-    async replaceGeofence(g) {
-      return write(db, () => replaceGeofence.run(g.name, JSON.stringify(g.geometry), json(g.vehicleIds), g.updatedAt, g.organizationId, g.id).changes > 0);
+    async geofencesById(organizationId, ids) {
+      return ids.length === 0 ? [] : someGeofences.all(organizationId, JSON.stringify(ids)).map(rows.geofence);
+    },
+    async replaceGeofence(g, maxVertices) {
+      const vertices = positionCount(g.geometry);
+      return transaction(db, () => {
+        const current = verticesOf.get(g.organizationId, g.id);
+        if (current === undefined) return 'missing';
+        const mine = Number(current.vertices);
+        // A change that does not grow the geofence is allowed even over the quota (lowered since): it can only help.
+        if (vertices > mine && Number(totals.get(g.organizationId)!.vertices) - mine + vertices > maxVertices) return 'vertices';
+        replaceGeofence.run(g.name, JSON.stringify(g.geometry), json(g.vehicleIds), g.updatedAt, vertices, g.organizationId, g.id);
+        return 'replaced';
+      });
     },
     async deleteGeofence(organizationId, id) {
       return write(db, () => deleteGeofence.run(organizationId, id).changes > 0);
