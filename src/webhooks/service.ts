@@ -31,6 +31,8 @@ export function createWebhookService(deps: {
   /** 400 for a URL that is not http(s), carries credentials, or names a refused address. */
   async function checkUrl(text: string): Promise<void> {
     const bad = (message: string) => new AppError('validation-failed', `url: ${message}.`, { errors: [{ in: 'body', path: '/url', message }] });
+    // The URL parser would quietly drop or encode these, and the text is stored and shown as given.
+    if ([...text].some((c) => c <= ' ' || c === '\u007f')) throw bad('must not contain spaces or control characters (percent-encode them)');
     let url: URL;
     try {
       url = new URL(text);
@@ -40,8 +42,9 @@ export function createWebhookService(deps: {
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw bad('must be https:// or http://');
     if (url.username !== '' || url.password !== '') throw bad('must not carry credentials');
     if (deps.allowPrivate) return;
+    const refused = (why: string) => bad(`refused: ${why} (FLEET_WEBHOOK_ALLOW_PRIVATE=true allows such targets, for development)`);
     const literal = forbiddenLiteral(url);
-    if (literal !== undefined) throw bad(`refused: ${literal}`);
+    if (literal !== undefined) throw refused(literal);
     // A name is resolved now to refuse what is plainly private; one that does not resolve yet is
     // accepted (DNS may be late), and every delivery checks again anyway.
     const addresses = await Promise.race([
@@ -50,7 +53,7 @@ export function createWebhookService(deps: {
     ]);
     for (const { address } of addresses) {
       const why = forbiddenAddress(address);
-      if (why !== undefined) throw bad(`refused: ${url.hostname} resolves to ${why}`);
+      if (why !== undefined) throw refused(`${url.hostname} resolves to ${why}`);
     }
   }
 
