@@ -13,6 +13,7 @@ import { addOrganization } from './contract/fixtures.ts';
 import { oauthStoreContract } from './contract/oauth-store.ts';
 import { telemetryStoreContract } from './contract/telemetry-store.ts';
 import { vehicleStoreContract } from './contract/vehicle-store.ts';
+import { webhookAttemptsContract } from './contract/webhook-attempts.ts';
 import { openAnotherNode, openPostgresTestStores, skipUnlessPostgres } from './helpers/postgres.ts';
 
 async function sqlite(): Promise<Stores> {
@@ -37,6 +38,7 @@ const contracts = (name: string, makeStores: () => Promise<Stores>, anotherNode?
   telemetryStoreContract(name, makeStores);
   eventStoreContract(name, makeStores);
   deviceStoreContract(name, makeStores);
+  webhookAttemptsContract(name, makeStores);
 };
 
 // No second node on SQLite: one process owns the file (test/sqlite-owner.test.ts).

@@ -187,12 +187,12 @@ describe('outbound safety (private targets refused)', () => {
     assert.equal((await ctx.request('GET', '/v2/webhooks')).json().total, 0);
   });
 
-  test('every address check: IPv4, IPv6, mapped, NAT64, 6to4; public ones pass', () => {
+  test('every address check: IPv4, IPv6, mapped (all of them), NAT64, 6to4; public ones pass', () => {
     for (const a of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.0.1', '169.254.169.254', '100.64.0.1', '224.0.0.1', '0.0.0.0',
-      '::1', '::', 'fc00::1', 'fd12::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::a00:1', '2002:7f00:1::1', '::127.0.0.1']) {
+      '::1', '::', 'fc00::1', 'fd12::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::a00:1', '2002:7f00:1::1', '::127.0.0.1', '::ffff:8.8.8.8']) {
       assert.ok(forbiddenAddress(a) !== undefined, a);
     }
-    for (const a of ['93.184.216.34', '8.8.8.8', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:8.8.8.8']) assert.equal(forbiddenAddress(a), undefined, a);
+    for (const a of ['93.184.216.34', '8.8.8.8', '2606:2800:220:1:248:1893:25c8:1946']) assert.equal(forbiddenAddress(a), undefined, a);
   });
 
   test('at delivery: a name resolving to loopback and a literal private address are refused before connecting', async () => {

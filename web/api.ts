@@ -32,6 +32,7 @@ export type Device = Schemas['Device'];
 export type ApiKey = Schemas['ApiKey'];
 export type Webhook = Schemas['Webhook'];
 export type WebhookDelivery = Schemas['WebhookDelivery'];
+export type WebhookAttempt = Schemas['WebhookAttempt'];
 
 /** One problem in a request, as the service names it: a JSON Pointer (`/configuration/capacity`) and a message. */
 export interface FieldError {

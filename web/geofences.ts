@@ -8,7 +8,7 @@ import '@geoman-io/leaflet-geoman-free';
 import { api, encode, explain, type Geofence, type GeofenceGeometry } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { known } from './fleet.ts';
-import L, { addBaseLayers } from './leaflet.ts';
+import L, { addBaseLayers, asText } from './leaflet.ts';
 
 type Position = number[];
 export type Geometry = GeofenceGeometry;
@@ -120,7 +120,7 @@ export function renderGeofences(root: HTMLElement, ctx: { tileUrl: string }): ()
   const renderer = L.canvas();
   for (const [id, v] of known) {
     if (v.lat === undefined || v.lng === undefined) continue;
-    L.circleMarker([v.lat, v.lng], { renderer, radius: 4, color: '#1a7f37', weight: 1, fillOpacity: 0.8 }).bindTooltip(id).addTo(dots);
+    L.circleMarker([v.lat, v.lng], { renderer, radius: 4, color: '#1a7f37', weight: 1, fillOpacity: 0.8 }).bindTooltip(asText(id)).addTo(dots);
   }
 
   const entries = new Map<string, Entry>();
@@ -170,7 +170,7 @@ export function renderGeofences(root: HTMLElement, ctx: { tileUrl: string }): ()
 
   function attach(entry: Entry, layer: Shape) {
     entry.layer = layer;
-    layer.bindTooltip(entry.record.name);
+    layer.bindTooltip(asText(entry.record.name));
     layer.on('click', () => select(entry, false));
     layer.addTo(map);
   }
@@ -222,7 +222,7 @@ export function renderGeofences(root: HTMLElement, ctx: { tileUrl: string }): ()
     button.textContent = record.name;
     const kindText = entry.item.querySelector('span.muted:not(.geofence-count)');
     if (kindText !== null) kindText.textContent = kind(record.geometry);
-    entry.layer.unbindTooltip().bindTooltip(record.name);
+    entry.layer.unbindTooltip().bindTooltip(asText(record.name));
   }
 
   function showEmpty() {

@@ -6,6 +6,16 @@ import L from 'leaflet';
 
 export default L;
 
+/**
+ * A tooltip's or popup's content as text: Leaflet puts a string given to bindTooltip or
+ * bindPopup in as HTML, and names (geofences, vehicles, rules) are whatever their owners typed.
+ */
+export function asText(text: string): HTMLElement {
+  const span = document.createElement('span');
+  span.textContent = text;
+  return span;
+}
+
 /** OpenStreetMap's attribution, shown while map tiles are on screen. */
 export const OSM_ATTRIBUTION = '© <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors';
 

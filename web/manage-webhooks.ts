@@ -1,10 +1,11 @@
 // Webhook endpoints: create one for some event types (its `whsec_` signing secret shown once),
 // send it a test event, watch its deliveries and retry one, rotate the secret, enable or disable
-// it, delete it. Needs a key with `webhooks`. docs/API.md "Webhooks".
+// it, open a delivery's attempts, delete it. Needs a key with `webhooks`. docs/API.md "Webhooks".
 import { api, encode, type Webhook, type WebhookDelivery } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { EVENT_TYPES } from './lists.ts';
 import { act, checkboxGroup, confirmButton, field, onSubmit, panelHeader, problemBox, secretBox, uid } from './forms.ts';
+import { deliveryAttempts } from './webhook-attempts.ts';
 
 type Delivery = WebhookDelivery;
 
@@ -214,23 +215,26 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
     const tbody = h('tbody');
     const refresh = h('button', { type: 'button' }, 'Refresh');
     const moreButton = h('button', { type: 'button', hidden: true }, 'Older deliveries');
+    const COLUMNS = ['Event', 'Attempts', 'Status', 'Response', 'Last attempt', 'Error', 'Actions'];
+    const attemptsOf = deliveryAttempts(webhook.id, COLUMNS.length, signal);
     replace(deliveriesBox,
       h('div', { class: 'card-head' }, h('h4', {}, 'Deliveries'), refresh),
       deliveryFeedback,
       h('div', { class: 'table-wrap' }, h('table', { class: 'manage-table', 'aria-label': `Deliveries to ${webhook.url}` },
-        h('thead', {}, h('tr', {}, ...['Event', 'Attempts', 'Status', 'Response', 'Last attempt', 'Error', 'Actions']
-          .map((text) => h('th', { scope: 'col' }, text)))),
+        h('thead', {}, h('tr', {}, ...COLUMNS.map((text) => h('th', { scope: 'col' }, text)))),
         tbody)),
       moreButton);
 
-    const deliveryRow = (d: Delivery) => {
+    /** The delivery's row, and the row of its attempts under it. */
+    const deliveryRows = (d: Delivery): HTMLTableRowElement[] => {
+      const attempts = attemptsOf(d.id, `${d.eventType} ${d.eventId}`);
       const retry = h('button', { type: 'button' }, 'Retry');
       retry.addEventListener('click', () => void act(retry, deliveryFeedback, async () => {
         await api<Delivery>('POST', `/v2/webhooks/${encode(webhook.id)}/deliveries/${encode(d.id)}/retry`);
         void loadDeliveries(false);
         return 'Sent again.';
       }));
-      return h('tr', { 'data-delivery-id': d.id, 'data-status': d.status },
+      return [h('tr', { 'data-delivery-id': d.id, 'data-status': d.status },
         h('th', { scope: 'row' }, d.eventType, h('br'), h('code', { class: 'muted small' }, d.eventId)),
         h('td', { class: 'num' }, d.attempt),
         h('td', {}, h('span', { class: `badge delivery-${d.status}` }, d.status)),
@@ -238,7 +242,7 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
         h('td', {}, formatTime(d.at), d.status === 'pending' && d.nextAttemptAt !== null ? h('br') : null,
           d.status === 'pending' && d.nextAttemptAt !== null ? h('span', { class: 'muted' }, `next ${formatTime(d.nextAttemptAt)}`) : null),
         h('td', { class: 'error-text' }, d.error ?? ''),
-        h('td', { class: 'actions' }, retry));
+        h('td', { class: 'actions' }, attempts.button, retry)), attempts.row];
     };
 
     async function loadDeliveries(append: boolean) {
@@ -250,8 +254,8 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
           query: { limit: DELIVERY_PAGE, after }, signal,
         });
         replace(deliveryFeedback);
-        if (append) tbody.append(...page.deliveries.map(deliveryRow));
-        else replace(tbody, ...page.deliveries.map(deliveryRow));
+        if (append) tbody.append(...page.deliveries.flatMap(deliveryRows));
+        else replace(tbody, ...page.deliveries.flatMap(deliveryRows));
         cursor = page.nextCursor;
         moreButton.hidden = cursor === null;
         if (tbody.childElementCount === 0) replace(deliveryFeedback, h('p', { class: 'empty' }, 'No deliveries yet. Send a test event to make one.'));

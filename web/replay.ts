@@ -5,7 +5,7 @@
 // saved as a Blob, never opened as a URL that would need the key in it.
 import { ApiError, api, encode, explain, type History, storedKey, type Stop, type Trip } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
-import L, { addBaseLayers } from './leaflet.ts';
+import L, { addBaseLayers, asText } from './leaflet.ts';
 
 export type { Stop, Trip };
 
@@ -244,7 +244,7 @@ export function renderReplay(root: HTMLElement, vehicleId: string, ctx: { tileUr
     }
     const rows = trips.map((trip, i) => {
       const line = L.polyline(segment(trip.startedAt, trip.endedAt), { color: '#bc4c00', weight: 5, opacity: 0.8 }).addTo(overlay);
-      line.bindTooltip(`Trip ${i + 1}`);
+      line.bindTooltip(asText(`Trip ${i + 1}`));
       const button = h('button', { type: 'button', class: 'link' }, `Trip ${i + 1}`);
       button.addEventListener('click', () => jumpTo(trip.startedAt, line.getBounds()));
       return h('tr', { 'data-trip': i + 1 },
@@ -269,7 +269,7 @@ export function renderReplay(root: HTMLElement, vehicleId: string, ctx: { tileUr
       let bounds: L.LatLngBounds | undefined;
       if (stop.location !== null) {
         const dot = L.circleMarker([stop.location.lat, stop.location.lng], { radius: 8, color: '#cf222e', fillOpacity: 0.6 }).addTo(overlay);
-        dot.bindTooltip(`Stop ${i + 1}: ${duration(stop.durationSeconds)}`);
+        dot.bindTooltip(asText(`Stop ${i + 1}: ${duration(stop.durationSeconds)}`));
         bounds = L.latLngBounds([dot.getLatLng()]);
       }
       const button = h('button', { type: 'button', class: 'link' }, `Stop ${i + 1}`);

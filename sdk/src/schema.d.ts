@@ -1207,6 +1207,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/webhooks/{id}/deliveries/{deliveryId}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every attempt of a delivery, newest first
+         * @description Attempts are kept as long as their delivery.
+         *
+         *     Needs scope `webhooks`.
+         */
+        get: operations["listWebhookDeliveryAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/webhooks/{id}/deliveries/{deliveryId}/retry": {
         parameters: {
             query?: never;
@@ -2862,6 +2884,30 @@ export interface components {
              */
             updatedAt: string;
             url: string;
+        };
+        /** @description One attempt of a delivery. */
+        WebhookAttempt: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            at: string;
+            /** @description Its number: 1 for the first attempt. */
+            attempt: number;
+            durationMs: number;
+            /** @description Why it failed, in words for people. */
+            error: string | null;
+            /** @description The status the receiver answered; null when none came. */
+            responseStatus: number | null;
+            /** @enum {unknown} */
+            status: "succeeded" | "failed";
+        };
+        /** @description A page of a delivery's attempts. */
+        WebhookAttemptList: {
+            /** @description Newest first. */
+            attempts: components["schemas"]["WebhookAttempt"][];
+            nextCursor: string | null;
         };
         /**
          * @description A webhook endpoint to create.
@@ -6308,6 +6354,45 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhookDeliveryAttempts: {
+        parameters: {
+            query?: {
+                /** @description The `nextCursor` of the previous page. */
+                after?: string;
+                /** @description Page size. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @example dlv_8xY2mQ4kT9bW3cZ7nLp1 */
+                deliveryId: string;
+                /** @example wh_3kTq9ZbW8xYc2LmN4pRs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of a delivery's attempts. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookAttemptList"];
                 };
             };
             400: components["responses"]["BadRequest"];

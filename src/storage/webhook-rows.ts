@@ -1,5 +1,5 @@
 // Webhook rows to records, for both backends (they differ only in how a list and a boolean arrive).
-import type { ClaimedDelivery, DeliveryRecord, WebhookRecord } from '../webhooks/store.ts';
+import type { AttemptRecord, ClaimedDelivery, DeliveryRecord, WebhookRecord } from '../webhooks/store.ts';
 import type { Row } from './rows.ts';
 
 export function toWebhook(row: Row, eventTypes: (value: unknown) => string[], bool: (value: unknown) => boolean): WebhookRecord {
@@ -36,6 +36,19 @@ export function toDelivery(row: Row): DeliveryRecord {
     durationMs: (row.duration_ms as number | null) ?? null,
     error: (row.error as string | null) ?? null,
     at: (row.at as number | null) ?? null,
+  };
+}
+
+export const ATTEMPT_COLUMNS = 'attempt, at, response_status, duration_ms, error, ok';
+
+export function toAttempt(row: Row): AttemptRecord {
+  return {
+    attempt: Number(row.attempt),
+    at: Number(row.at),
+    responseStatus: (row.response_status as number | null) ?? null,
+    durationMs: Number(row.duration_ms),
+    error: (row.error as string | null) ?? null,
+    ok: row.ok === true || row.ok === 1,
   };
 }
 

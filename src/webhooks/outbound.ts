@@ -3,6 +3,7 @@
 // (the lookup is undici's own, so a name that resolves elsewhere a moment later gains nothing).
 // Redirects are never followed, and at most 64 KiB of a response is read.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { STATUS_CODES } from 'node:http';
 import { isIP } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { Agent, request } from 'undici';
@@ -125,7 +126,7 @@ export function createOutbound(options: OutboundOptions): Outbound {
       await response.body.dump({ limit: RESPONSE_READ_LIMIT, signal });
       const status = response.statusCode;
       if (status >= 200 && status < 300) return done(true, status, null);
-      return done(false, status, status >= 300 && status < 400 ? `redirect (${status}) not followed` : `answered ${status}`);
+      return done(false, status, unexpectedStatus(status));
     } catch (error) {
       return done(false, null, describe(error));
     } finally {
@@ -247,10 +248,29 @@ export function createThreadedOutbound(options: OutboundOptions, threadModule = 
   };
 }
 
+/** What a delivery's log says of an answer other than a 2xx. */
+export function unexpectedStatus(status: number): string {
+  const answered = `The receiver answered ${status}${STATUS_CODES[status] === undefined ? '' : ` ${STATUS_CODES[status]}`}`;
+  if (status >= 300 && status < 400) return `${answered}, a redirect, which is not followed; a 2xx was expected`;
+  return `${answered}; a 2xx was expected`;
+}
+
+// What undici throws at an answer that does not fit a plain POST: its own assertion (a 101
+// without an Upgrade header) or a socket error (an unasked 100 Continue, an upgrade, bytes before
+// any request). The log is read by people: it says what the receiver did.
+const PROTOCOL_FAULTS: readonly [RegExp, string][] = [
+  [/bad upgrade|assert\(upgrade\)/, unexpectedStatus(101)],
+  [/^bad response$/, 'The receiver sent an answer to no request (an unasked 100 Continue, or bytes before the request); a 2xx was expected'],
+];
+
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const cause = error.cause instanceof Error ? error.cause : undefined;
   if (error instanceof ForbiddenTarget || cause instanceof ForbiddenTarget) return `refused: ${(cause ?? error).message}`;
+  const text = (cause ?? error).message;
+  for (const [pattern, words] of PROTOCOL_FAULTS) if (pattern.test(text)) return words;
+  if ((error as { code?: string }).code === 'ERR_ASSERTION') return 'The receiver\'s answer broke the HTTP/1.1 protocol; a 2xx was expected';
+  if (error.name === 'HTTPParserError') return `The receiver's answer is not HTTP/1.1 (${text}); a 2xx was expected`.slice(0, 300);
   if (error.name === 'TimeoutError' || error.name === 'AbortError' || /timeout/i.test(error.name)) return 'timed out';
   const code = (error as { code?: string }).code ?? (cause as { code?: string } | undefined)?.code;
   return code === undefined ? error.message : `${code}: ${(cause ?? error).message}`.slice(0, 300);

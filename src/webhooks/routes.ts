@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { NoContent, pageOf, responses } from '../schema/common.ts';
 import {
-  CreateWebhookBody, Delivery, DeliveryList, DeliveryListQuery, DeliveryParams, PatchWebhookBody, Secret, Webhook, WebhookIdParams,
+  AttemptList, AttemptListQuery, CreateWebhookBody, Delivery, DeliveryList, DeliveryListQuery, DeliveryParams, PatchWebhookBody, Secret, Webhook, WebhookIdParams,
   WebhookList, WebhookListQuery, WebhookWithSecret,
 } from './schema.ts';
-import { type WebhookService, toDeliveryView, toWebhookView } from './service.ts';
+import { type WebhookService, toAttemptView, toDeliveryView, toWebhookView } from './service.ts';
 import { typed } from '../http/typed.ts';
 
 const base = '/v2/webhooks';
@@ -90,6 +90,19 @@ export async function webhookRoutes(instance: FastifyInstance, opts: { service: 
     const query = request.query;
     const page = await service.deliveries(request.principal, request.params.id, query.after, query.limit ?? 50);
     return { deliveries: page.deliveries.map(toDeliveryView), nextCursor: page.nextCursor };
+  });
+
+  app.get(`${base}/:id/deliveries/:deliveryId/attempts`, {
+    config,
+    schema: {
+      operationId: 'listWebhookDeliveryAttempts', tags, summary: 'Every attempt of a delivery, newest first',
+      description: 'Attempts are kept as long as their delivery.',
+      params: DeliveryParams, querystring: AttemptListQuery, response: responses({ 200: AttemptList }, { errors: [404] }),
+    },
+  }, async (request) => {
+    const { id, deliveryId } = request.params;
+    const page = await service.attempts(request.principal, id, deliveryId, request.query.after, request.query.limit ?? 50);
+    return { attempts: page.attempts.map(toAttemptView), nextCursor: page.nextCursor };
   });
 
   app.post(`${base}/:id/deliveries/:deliveryId/retry`, {

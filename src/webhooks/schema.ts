@@ -100,3 +100,21 @@ export const DeliveryList = named('WebhookDeliveryList', Type.Object(
   { deliveries: Type.Array(Delivery, { description: 'Newest first.' }), nextCursor: Type.Union([Type.String(), Type.Null()]) },
   { additionalProperties: false },
 ), 'A page of deliveries.');
+
+export const Attempt = named('WebhookAttempt', Type.Object(
+  {
+    attempt: Type.Integer({ minimum: 1, description: 'Its number: 1 for the first attempt.' }),
+    at: IsoTimestamp,
+    responseStatus: Type.Union([Type.Integer(), Type.Null()], { description: 'The status the receiver answered; null when none came.' }),
+    durationMs: Type.Integer(),
+    error: Type.Union([Type.String(), Type.Null()], { description: 'Why it failed, in words for people.' }),
+    status: Type.Enum(['succeeded', 'failed']),
+  },
+  { additionalProperties: false },
+), 'One attempt of a delivery.');
+export const AttemptListQuery = DeliveryListQuery;
+export type AttemptListQuery = Static<typeof AttemptListQuery>;
+export const AttemptList = named('WebhookAttemptList', Type.Object(
+  { attempts: Type.Array(Attempt, { description: 'Newest first.' }), nextCursor: Type.Union([Type.String(), Type.Null()]) },
+  { additionalProperties: false },
+), 'A page of a delivery\'s attempts.');

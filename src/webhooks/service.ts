@@ -11,7 +11,7 @@ import { forbiddenAddress } from './addresses.ts';
 import { forbiddenLiteral } from './outbound.ts';
 import type { CreateWebhookBody, PatchWebhookBody } from './schema.ts';
 import { newSecret } from './signing.ts';
-import type { DeliveryRecord, WebhookRecord, WebhookStore } from './store.ts';
+import type { AttemptRecord, DeliveryRecord, WebhookRecord, WebhookStore } from './store.ts';
 
 /** How long deliveries are signed with the old secret too, after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 3600_000;
@@ -31,6 +31,8 @@ export function createWebhookService(deps: {
   /** 400 for a URL that is not http(s), carries credentials, or names a refused address. */
   async function checkUrl(text: string): Promise<void> {
     const bad = (message: string) => new AppError('validation-failed', `url: ${message}.`, { errors: [{ in: 'body', path: '/url', message }] });
+    // The URL parser would quietly drop or encode these, and the text is stored and shown as given.
+    if ([...text].some((c) => c <= ' ' || c === '\u007f')) throw bad('must not contain spaces or control characters (percent-encode them)');
     let url: URL;
     try {
       url = new URL(text);
@@ -40,8 +42,9 @@ export function createWebhookService(deps: {
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw bad('must be https:// or http://');
     if (url.username !== '' || url.password !== '') throw bad('must not carry credentials');
     if (deps.allowPrivate) return;
+    const refused = (why: string) => bad(`refused: ${why} (FLEET_WEBHOOK_ALLOW_PRIVATE=true allows such targets, for development)`);
     const literal = forbiddenLiteral(url);
-    if (literal !== undefined) throw bad(`refused: ${literal}`);
+    if (literal !== undefined) throw refused(literal);
     // A name is resolved now to refuse what is plainly private; one that does not resolve yet is
     // accepted (DNS may be late), and every delivery checks again anyway.
     const addresses = await Promise.race([
@@ -50,7 +53,7 @@ export function createWebhookService(deps: {
     ]);
     for (const { address } of addresses) {
       const why = forbiddenAddress(address);
-      if (why !== undefined) throw bad(`refused: ${url.hostname} resolves to ${why}`);
+      if (why !== undefined) throw refused(`${url.hostname} resolves to ${why}`);
     }
   }
 
@@ -116,17 +119,28 @@ export function createWebhookService(deps: {
 
   async function deliveries(who: Principal, id: string, after: string | undefined, limit: number) {
     const webhook = await get(who, id);
-    const before = after === undefined ? undefined : decodeCursor(after);
+    const before = after === undefined ? undefined : decodeCursor('d', after);
     const page = await store.deliveries(webhook.id, before, limit + 1);
     const more = page.length > limit;
     const items = more ? page.slice(0, limit) : page;
-    return { deliveries: items, nextCursor: more ? encodeCursor(items.at(-1)!.seq) : null };
+    return { deliveries: items, nextCursor: more ? encodeCursor('d', items.at(-1)!.seq) : null };
+  }
+
+  async function attempts(who: Principal, id: string, deliveryId: string, after: string | undefined, limit: number) {
+    const webhook = await get(who, id);
+    const delivery = await store.getDelivery(webhook.id, deliveryId);
+    if (delivery === undefined) throw deliveryNotFound(deliveryId);
+    const before = after === undefined ? undefined : decodeCursor('a', after);
+    const page = await store.attempts(delivery.seq, before, limit + 1);
+    const more = page.length > limit;
+    const items = more ? page.slice(0, limit) : page;
+    return { attempts: items, nextCursor: more ? encodeCursor('a', items.at(-1)!.attempt) : null };
   }
 
   async function retry(who: Principal, id: string, deliveryId: string): Promise<DeliveryRecord> {
     const webhook = await get(who, id);
     const delivery = await store.retryNow(webhook.id, deliveryId, clock.now());
-    if (delivery === undefined) throw new AppError('delivery-not-found', `No delivery "${deliveryId}" of this webhook.`);
+    if (delivery === undefined) throw deliveryNotFound(deliveryId);
     deps.wake();
     return delivery;
   }
@@ -135,8 +149,10 @@ export function createWebhookService(deps: {
     return store.list(who.organizationId, page);
   }
 
-  return { create, get, list, update, rotateSecret, remove, test, deliveries, retry };
+  return { create, get, list, update, rotateSecret, remove, test, deliveries, attempts, retry };
 }
+
+const deliveryNotFound = (id: string) => new AppError('delivery-not-found', `No delivery "${id}" of this webhook.`);
 
 export function newDeliveryId(): string {
   return `dlv_${timeOrderedId(20)}`;
@@ -157,12 +173,20 @@ export function toDeliveryView(d: DeliveryRecord) {
   };
 }
 
-function encodeCursor(seq: number): string {
-  return Buffer.from(`d:${seq}`).toString('base64url');
+export function toAttemptView(a: AttemptRecord) {
+  return {
+    attempt: a.attempt, at: iso(a.at), responseStatus: a.responseStatus, durationMs: a.durationMs, error: a.error,
+    status: a.ok ? 'succeeded' as const : 'failed' as const,
+  };
 }
 
-function decodeCursor(cursor: string): number {
-  const match = /^d:(\d{1,16})$/.exec(Buffer.from(cursor, 'base64url').toString());
+/** A cursor of deliveries (`d`, after a delivery's seq) or of attempts (`a`, after an attempt's number). */
+function encodeCursor(kind: 'd' | 'a', position: number): string {
+  return Buffer.from(`${kind}:${position}`).toString('base64url');
+}
+
+function decodeCursor(kind: 'd' | 'a', cursor: string): number {
+  const match = new RegExp(`^${kind}:(\\d{1,16})$`).exec(Buffer.from(cursor, 'base64url').toString());
   if (match === null) {
     throw new AppError('validation-failed', 'The cursor is not one this service issued.', {
       errors: [{ in: 'query', path: '/after', message: 'is not a valid cursor' }],

@@ -70,6 +70,17 @@ export interface AttemptResult {
   local?: boolean;
 }
 
+/** One attempt of a delivery, as recorded with its result. */
+export interface AttemptRecord {
+  /** 1 for the first attempt. */
+  attempt: number;
+  at: number;
+  responseStatus: number | null;
+  durationMs: number;
+  error: string | null;
+  ok: boolean;
+}
+
 export interface WebhookPatch {
   url?: string;
   eventTypes?: string[];
@@ -110,6 +121,8 @@ export interface WebhookStore {
   /** Newest first, before the delivery with sequence `before` when given. */
   deliveries(webhookId: string, before: number | undefined, limit: number): Promise<DeliveryRecord[]>;
   getDelivery(webhookId: string, id: string): Promise<DeliveryRecord | undefined>;
+  /** The attempts of the delivery with sequence `deliverySeq`, newest first, numbered below `before` when given. */
+  attempts(deliverySeq: number, before: number | undefined, limit: number): Promise<AttemptRecord[]>;
   /** Makes a delivery pending again, due at `at` (a manual retry); the delivery after it. */
   retryNow(webhookId: string, id: string, at: number): Promise<DeliveryRecord | undefined>;
   /** A delivery outside the event log (`webhook.test`), due at once. */
@@ -131,10 +144,11 @@ export interface WebhookStore {
   /** Gives back claimed deliveries not attempted: due again at once, for any node. */
   release(ids: readonly string[]): Promise<void>;
   /**
-   * Records attempts' results in one transaction: each delivery's status and next attempt, and each
-   * endpoint's run of failures; an endpoint failing since `disableAfter` ms or longer is disabled.
+   * Records attempts' results in one transaction: each attempt, each delivery's status and next
+   * attempt, and each endpoint's run of failures; an endpoint failing since `disableAfter` ms or
+   * longer is disabled.
    */
   complete(results: readonly AttemptResult[], disableAfter: number): Promise<void>;
-  /** Deletes finished deliveries recorded before `before`. */
+  /** Deletes finished deliveries recorded before `before`, and their attempts. */
   prune(before: number, max: number): Promise<number>;
 }

@@ -5,7 +5,7 @@
 // is claimed again.
 import { type DueDelivery, UNCAPPED, fairClaim } from '../../webhooks/fair.ts';
 import type { WebhookStore } from '../../webhooks/store.ts';
-import { claimedOf, toDelivery, toWebhook } from '../webhook-rows.ts';
+import { ATTEMPT_COLUMNS, claimedOf, toAttempt, toDelivery, toWebhook } from '../webhook-rows.ts';
 import type { Database, Row } from './database.ts';
 import { SETTLED, toLoggedEvent } from './events.ts';
 
@@ -80,6 +80,13 @@ export function createPostgresWebhookStore(db: Database): WebhookStore {
     async getDelivery(webhookId, id) {
       const { rows } = await db.query(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`, [webhookId, id]);
       return rows[0] === undefined ? undefined : toDelivery(rows[0]);
+    },
+    async attempts(deliverySeq, before, limit) {
+      const { rows } = await db.query(
+        `SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts WHERE delivery_seq = $1 AND attempt < $2::bigint ORDER BY attempt DESC LIMIT $3`,
+        [deliverySeq, before ?? 2_147_483_647, limit],
+      );
+      return rows.map(toAttempt);
     },
     async retryNow(webhookId, id, at) {
       const { rows } = await db.query(
@@ -169,12 +176,19 @@ export function createPostgresWebhookStore(db: Database): WebhookStore {
     async complete(results, disableAfter) {
       if (results.length === 0) return;
       await db.transaction(async (client) => {
+        // Each attempt is recorded from what the update returns: no second round trip.
         await client.query(
-          `UPDATE webhook_deliveries d SET status = r.status, attempt = d.attempt + 1, next_at = r.next_at, lease_until = NULL,
-             response_status = r.response_status, duration_ms = r.duration_ms, error = r.error, at = r.at
-           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[], $5::int[], $6::text[], $7::bigint[])
-             AS r(id, status, next_at, response_status, duration_ms, error, at)
-           WHERE d.id = r.id`,
+          `WITH done AS (
+             UPDATE webhook_deliveries d SET status = r.status, attempt = d.attempt + 1, next_at = r.next_at, lease_until = NULL,
+               response_status = r.response_status, duration_ms = r.duration_ms, error = r.error, at = r.at
+             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[], $5::int[], $6::text[], $7::bigint[])
+               AS r(id, status, next_at, response_status, duration_ms, error, at)
+             WHERE d.id = r.id
+             RETURNING d.seq, d.attempt, d.at, d.response_status, d.duration_ms, d.error, d.status
+           )
+           INSERT INTO webhook_attempts (delivery_seq, ${ATTEMPT_COLUMNS})
+           SELECT seq, attempt, at, response_status, duration_ms, error, status = 'succeeded' FROM done
+           ON CONFLICT DO NOTHING`,
           [results.map((r) => r.id), results.map((r) => (r.ok ? 'succeeded' : r.nextAt === null ? 'failed' : 'pending')),
             results.map((r) => r.nextAt), results.map((r) => r.responseStatus), results.map((r) => Math.round(r.durationMs)),
             results.map((r) => r.error), results.map((r) => r.at)],

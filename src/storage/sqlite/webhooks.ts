@@ -4,7 +4,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import { type DueDelivery, UNCAPPED, fairClaim } from '../../webhooks/fair.ts';
 import type { WebhookStore } from '../../webhooks/store.ts';
 import type { Row } from '../rows.ts';
-import { claimedOf, toDelivery, toWebhook } from '../webhook-rows.ts';
+import { ATTEMPT_COLUMNS, claimedOf, toAttempt, toDelivery, toWebhook } from '../webhook-rows.ts';
 import { transaction, write } from './database.ts';
 import { toLoggedEvent } from './events.ts';
 import type { WalSync } from './wal-sync.ts';
@@ -42,6 +42,9 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
     `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
   );
   const deliveryOne = db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND id = ?`);
+  const attemptsPage = db.prepare(
+    `SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts WHERE delivery_seq = ? AND attempt < ? ORDER BY attempt DESC LIMIT ?`,
+  );
   const retry = db.prepare(
     `UPDATE webhook_deliveries SET status = 'pending', next_at = ? WHERE webhook_id = ? AND id = ?
      RETURNING ${DELIVERY_COLUMNS}`,
@@ -67,10 +70,13 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   );
   const bySeq = db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE seq IN (SELECT value FROM json_each(?))`);
   const endpointOf = db.prepare('SELECT url, secret, previous_secret, previous_secret_until FROM webhooks WHERE id = ?');
-  // By seq, the rowid: no search of the id index.
+  // By seq, the rowid: no search of the id index. The attempt's number comes back for its record.
   const finish = db.prepare(
     `UPDATE webhook_deliveries SET status = ?, attempt = attempt + 1, next_at = ?, response_status = ?,
-       duration_ms = ?, error = ?, at = ? WHERE seq = ?`,
+       duration_ms = ?, error = ?, at = ? WHERE seq = ? RETURNING attempt`,
+  );
+  const recordAttempt = db.prepare(
+    `INSERT OR IGNORE INTO webhook_attempts (delivery_seq, ${ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
   );
   const succeeded = db.prepare('UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL');
   const failed = db.prepare('UPDATE webhooks SET failing_since = coalesce(failing_since, ?) WHERE id = ? RETURNING failing_since');
@@ -140,6 +146,9 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
     async getDelivery(webhookId, id) {
       const row = deliveryOne.get(webhookId, id);
       return row === undefined ? undefined : toDelivery(row);
+    },
+    async attempts(deliverySeq, before, limit) {
+      return attemptsPage.all(deliverySeq, before ?? Number.MAX_SAFE_INTEGER, limit).map(toAttempt);
     },
     async retryNow(webhookId, id, at) {
       const row = write(db, () => retry.get(at, webhookId, id));
@@ -212,7 +221,9 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
         /** Endpoints whose last result so far in this batch was a success: failing_since is NULL already. */
         const fine = new Set<string>();
         for (const r of results) {
-          finish.run(r.ok ? 'succeeded' : r.nextAt === null ? 'failed' : 'pending', r.nextAt, r.responseStatus, r.durationMs, r.error, r.at, r.seq);
+          const done = finish.get(r.ok ? 'succeeded' : r.nextAt === null ? 'failed' : 'pending', r.nextAt, r.responseStatus, r.durationMs, r.error, r.at, r.seq);
+          // A delivery deleted meanwhile (with its endpoint) has nothing to record against.
+          if (done !== undefined) recordAttempt.run(r.seq, Number(done.attempt), r.at, r.responseStatus, Math.round(r.durationMs), r.error, r.ok ? 1 : 0);
           // Failed here, not at the endpoint: says nothing of it.
           if (r.local === true) continue;
           if (r.ok) {
