@@ -11,6 +11,7 @@ import { eventStoreContract } from './contract/event-store.ts';
 import { deviceStoreContract } from './contract/device-store.ts';
 import { addOrganization } from './contract/fixtures.ts';
 import { oauthStoreContract } from './contract/oauth-store.ts';
+import { rulesStoreContract } from './contract/rules-store.ts';
 import { telemetryStoreContract } from './contract/telemetry-store.ts';
 import { vehicleStoreContract } from './contract/vehicle-store.ts';
 import { openAnotherNode, openPostgresTestStores, skipUnlessPostgres } from './helpers/postgres.ts';
@@ -37,6 +38,7 @@ const contracts = (name: string, makeStores: () => Promise<Stores>, anotherNode?
   telemetryStoreContract(name, makeStores);
   eventStoreContract(name, makeStores);
   deviceStoreContract(name, makeStores);
+  rulesStoreContract(name, makeStores, anotherNode === undefined ? {} : { anotherNode });
 };
 
 // No second node on SQLite: one process owns the file (test/sqlite-owner.test.ts).
