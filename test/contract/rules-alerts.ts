@@ -109,6 +109,14 @@ export function rulesAlertsContract(fresh: () => Promise<Stores>, options: Rules
     });
   });
 
+  test('an alert whose trigger has no value is stored with null', async () => {
+    const stores = await fresh();
+    const a = await addOrganization(stores);
+    const bare = alert(a, 'r_1', 'v-1', { triggerValue: undefined });
+    assert.deepEqual((await stores.rules.applyAlerts(opening(bare))).opened, [bare.id]);
+    assert.deepEqual(record(await stores.rules.getAlert(a, bare.id)), { ...bare, triggerValue: null });
+  });
+
   test('getAlert and listAlerts: newest first, filtered, paged by the cursor, in the organization only', async () => {
     const stores = await fresh();
     const { a, b, ids, theirs } = await someAlerts(stores);

@@ -51,7 +51,8 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
     const opened: string[] = [];
     const changed: string[] = [];
     for (const a of changes.opened) {
-      if (open.run(a.id, a.organizationId, a.ruleId, a.ruleName, a.vehicleId, a.openedAt, a.triggerTimestamp, json(a.triggerValue)).changes > 0) opened.push(a.id);
+      // A trigger without a value is stored as null (JSON.stringify(undefined) is no text to bind), as on PostgreSQL.
+      if (open.run(a.id, a.organizationId, a.ruleId, a.ruleName, a.vehicleId, a.openedAt, a.triggerTimestamp, json(a.triggerValue ?? null)).changes > 0) opened.push(a.id);
     }
     for (const c of changes.changed) {
       const statement = c.status === 'resolved' ? resolve : acknowledge;
