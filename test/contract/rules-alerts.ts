@@ -109,6 +109,25 @@ export function rulesAlertsContract(fresh: () => Promise<Stores>, options: Rules
     });
   });
 
+  test('applyAlerts changes an alert only while its status is one of the change\'s `from`', async () => {
+    const stores = await fresh();
+    const a = await addOrganization(stores);
+    const x = alert(a, 'r_1', 'v-1');
+    await stores.rules.applyAlerts(opening(x));
+    const only = (change: AlertChanges, from: AlertStatus[]): AlertChanges => ({ ...change, changed: change.changed.map((c) => ({ ...c, from })) });
+    const nothing = { opened: [], changed: [], events: [] };
+    assert.deepEqual(await stores.rules.applyAlerts(only(changing(x, 'resolved', T0 + 1), ['acknowledged'])), nothing, 'open is not acknowledged');
+    assert.equal((await stores.rules.getAlert(a, x.id))?.status, 'open');
+    assert.deepEqual((await stores.rules.applyAlerts(changing(x, 'acknowledged', T0 + 2))).changed, [x.id]);
+    assert.deepEqual(await stores.rules.applyAlerts(only(changing(x, 'resolved', T0 + 3), ['open'])), nothing, 'acknowledged is not open');
+    assert.deepEqual(await stores.rules.applyAlerts(only(changing(x, 'acknowledged', T0 + 3, 'key_2'), ['resolved'])), nothing);
+    assert.deepEqual((await stores.rules.applyAlerts(only(changing(x, 'acknowledged', T0 + 4, 'key_2'), ['open', 'acknowledged']))).changed, [x.id],
+      'acknowledged again when the caller allows it');
+    assert.deepEqual((await stores.rules.applyAlerts(only(changing(x, 'resolved', T0 + 5), ['acknowledged']))).changed, [x.id]);
+    assert.deepEqual(record(await stores.rules.getAlert(a, x.id)),
+      { ...x, status: 'resolved', acknowledgedAt: T0 + 4, acknowledgedBy: 'key_2', resolvedAt: T0 + 5, resolvedBy: 'key_1' });
+  });
+
   test('an alert whose trigger has no value is stored with null', async () => {
     const stores = await fresh();
     const a = await addOrganization(stores);

@@ -26,9 +26,9 @@ async function writeAlerts(client: Queryable, changes: AlertChanges): Promise<{ 
   for (const c of changes.changed) {
     const { rowCount } = await client.query(
       c.status === 'resolved'
-        ? `UPDATE alerts SET status = 'resolved', resolved_at = $2, resolved_by = $3 WHERE id = $1 AND status <> 'resolved'`
-        : `UPDATE alerts SET status = 'acknowledged', acknowledged_at = $2, acknowledged_by = $3 WHERE id = $1 AND status = 'open'`,
-      [c.id, c.at, c.by],
+        ? `UPDATE alerts SET status = 'resolved', resolved_at = $2, resolved_by = $3 WHERE id = $1 AND status = ANY($4::text[])`
+        : `UPDATE alerts SET status = 'acknowledged', acknowledged_at = $2, acknowledged_by = $3 WHERE id = $1 AND status = ANY($4::text[])`,
+      [c.id, c.at, c.by, c.from],
     );
     if ((rowCount ?? 0) > 0) changed.push(c.id);
   }

@@ -39,11 +39,12 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
     `INSERT INTO alerts (id, organization_id, rule_id, rule_name, vehicle_id, status, opened_at, trigger_ts, trigger_value)
      VALUES (?, ?, ?, ?, ?, 'open', ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
+  // A change's `from` arrives as a JSON list: one statement for any number of statuses.
   const acknowledge = db.prepare(
-    `UPDATE alerts SET status = 'acknowledged', acknowledged_at = ?, acknowledged_by = ? WHERE id = ? AND status = 'open'`,
+    `UPDATE alerts SET status = 'acknowledged', acknowledged_at = ?, acknowledged_by = ? WHERE id = ? AND status IN (SELECT value FROM json_each(?))`,
   );
   const resolve = db.prepare(
-    `UPDATE alerts SET status = 'resolved', resolved_at = ?, resolved_by = ? WHERE id = ? AND status <> 'resolved'`,
+    `UPDATE alerts SET status = 'resolved', resolved_at = ?, resolved_by = ? WHERE id = ? AND status IN (SELECT value FROM json_each(?))`,
   );
 
   /** Alert changes and the events of those that happened; inside the caller's transaction. */
@@ -56,7 +57,7 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
     }
     for (const c of changes.changed) {
       const statement = c.status === 'resolved' ? resolve : acknowledge;
-      if (statement.run(c.at, c.by, c.id).changes > 0) changed.push(c.id);
+      if (statement.run(c.at, c.by, c.id, JSON.stringify(c.from)).changes > 0) changed.push(c.id);
     }
     const events = happenedEvents(changes.events, new Set([...opened, ...changed]));
     appendEvents(events, at);
