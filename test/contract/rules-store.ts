@@ -197,6 +197,30 @@ export function rulesStoreContract(name: string, makeStores: MakeStores, options
       assert.deepEqual(await stores.rules.vehiclesInside(a, 'gf_wide'), ['v-1', 'v-2']);
     });
 
+    test('alerts a telemetry commit with rules opened and resolved are the ones the store reads', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      await addVehicle(stores, a, 'v-1');
+      await stores.rules.insertRule(rule(a, 'r_fast'));
+      const engine = createRuleEngine({ store: stores.rules, trips: false });
+      const commit = async (timestamp: number, speed: number) => {
+        await engine.prepare(a);
+        const [outcome] = await stores.telemetry.commit([{ organizationId: a, at: T0, records: [{ vehicleId: 'v-1', timestamp, data: { speed } }] }],
+          mergeLatest, engine.commitRules);
+        assert.ok(outcome?.ok);
+        return outcome.events.map((e) => e.type);
+      };
+      assert.deepEqual(await commit(T0 + 1, 95), ['alert.opened']);
+      const [opened] = (await stores.rules.listAlerts(a, { limit: 10 })).alerts;
+      assert.deepEqual([opened?.ruleId, opened?.vehicleId, opened?.status, opened?.triggerTimestamp, opened?.triggerValue], ['r_fast', 'v-1', 'open', T0 + 1, 95]);
+      assert.deepEqual((await stores.rules.unresolvedAlerts(a, ['r_fast'])).map((x) => x.id), [opened!.id]);
+      assert.deepEqual(await commit(T0 + 2, 99), [], 'still over: nothing new opens');
+      assert.deepEqual(await commit(T0 + 3, 10), ['alert.resolved']);
+      const resolved = await stores.rules.getAlert(a, opened!.id);
+      assert.deepEqual([resolved?.status, resolved?.resolvedAt, resolved?.resolvedBy], ['resolved', T0 + 3, 'system']);
+      assert.deepEqual(await stores.rules.unresolvedAlerts(a, ['r_fast']), []);
+    });
+
     rulesAlertsContract(fresh, options);
   });
 }
