@@ -29,13 +29,15 @@ const record = (found: (AlertRecord & { seq?: number }) | undefined): AlertRecor
   return rest;
 };
 
-const opening = (...alerts: AlertRecord[]): AlertChanges => ({ opened: alerts, changed: [], events: alerts.map((a) => alertEvent('alert.opened', a, a.openedAt)) });
+const opening = (...alerts: AlertRecord[]): AlertChanges => ({
+  organizationId: alerts[0]!.organizationId, opened: alerts, changed: [], events: alerts.map((a) => alertEvent('alert.opened', a, a.openedAt)),
+});
 
 /** The service's own changes: acknowledging an open alert, resolving an unresolved one. */
 function changing(a: AlertRecord, status: 'acknowledged' | 'resolved', at: number, by = 'key_1'): AlertChanges {
   const next: AlertRecord = status === 'resolved' ? { ...a, status, resolvedAt: at, resolvedBy: by } : { ...a, status, acknowledgedAt: at, acknowledgedBy: by };
   const from: AlertStatus[] = status === 'resolved' ? ['open', 'acknowledged'] : ['open'];
-  return { opened: [], changed: [{ id: a.id, from, status, at, by }], events: [alertEvent(status === 'resolved' ? 'alert.resolved' : 'alert.acknowledged', next, at)] };
+  return { organizationId: a.organizationId, opened: [], changed: [{ id: a.id, from, status, at, by }], events: [alertEvent(status === 'resolved' ? 'alert.resolved' : 'alert.acknowledged', next, at)] };
 }
 
 /**
@@ -126,6 +128,21 @@ export function rulesAlertsContract(fresh: () => Promise<Stores>, options: Rules
     assert.deepEqual((await stores.rules.applyAlerts(only(changing(x, 'resolved', T0 + 5), ['acknowledged']))).changed, [x.id]);
     assert.deepEqual(record(await stores.rules.getAlert(a, x.id)),
       { ...x, status: 'resolved', acknowledgedAt: T0 + 4, acknowledgedBy: 'key_2', resolvedAt: T0 + 5, resolvedBy: 'key_1' });
+  });
+
+  test('applyAlerts neither opens nor changes an alert of another organization than the one it names', async () => {
+    const stores = await fresh();
+    const [a, b] = [await addOrganization(stores), await addOrganization(stores)];
+    const ours = alert(a, 'r_1', 'v-1');
+    await stores.rules.applyAlerts(opening(ours));
+    const nothing = { opened: [], changed: [], events: [] };
+    for (const status of ['acknowledged', 'resolved'] as const) {
+      assert.deepEqual(await stores.rules.applyAlerts({ ...changing(ours, status, T0 + 1), organizationId: b }), nothing, status);
+    }
+    assert.deepEqual(record(await stores.rules.getAlert(a, ours.id)), ours);
+    const smuggled = alert(a, 'r_2', 'v-1');
+    assert.deepEqual(await stores.rules.applyAlerts({ ...opening(smuggled), organizationId: b }), nothing);
+    assert.equal(await stores.rules.getAlert(a, smuggled.id), undefined);
   });
 
   test('an alert whose trigger has no value is stored with null', async () => {
