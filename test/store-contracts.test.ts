@@ -11,6 +11,7 @@ import { eventStoreContract } from './contract/event-store.ts';
 import { deviceStoreContract } from './contract/device-store.ts';
 import { addOrganization } from './contract/fixtures.ts';
 import { oauthStoreContract } from './contract/oauth-store.ts';
+import { rulesStoreContract } from './contract/rules-store.ts';
 import { telemetryStoreContract } from './contract/telemetry-store.ts';
 import { vehicleStoreContract } from './contract/vehicle-store.ts';
 import { webhookAttemptsContract } from './contract/webhook-attempts.ts';
@@ -39,6 +40,7 @@ const contracts = (name: string, makeStores: () => Promise<Stores>, anotherNode?
   eventStoreContract(name, makeStores);
   deviceStoreContract(name, makeStores);
   webhookAttemptsContract(name, makeStores);
+  rulesStoreContract(name, makeStores, anotherNode === undefined ? {} : { anotherNode });
 };
 
 // No second node on SQLite: one process owns the file (test/sqlite-owner.test.ts).

@@ -47,7 +47,7 @@ export function startOfflineChecks(deps: {
       if (vehicles.length < PAGE) break;
     }
     if (opened.length === 0) return;
-    const applied = await deps.store.applyAlerts({ opened, changed: [], events });
+    const applied = await deps.store.applyAlerts({ organizationId, opened, changed: [], events });
     deps.recorded(applied.events);
   }
 

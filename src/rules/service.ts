@@ -173,7 +173,7 @@ export function createRulesService(deps: {
     const event = alertEvent(to === 'resolved' ? 'alert.resolved' : 'alert.acknowledged', next, at);
     if (note !== undefined) event.data.note = note;
     const applied = await store.applyAlerts({
-      opened: [], events: [event],
+      organizationId: who.organizationId, opened: [], events: [event],
       changed: [{ id, from: to === 'resolved' ? ['open', 'acknowledged'] : ['open'], status: to, at, by: who.credentialId }],
     });
     if (applied.changed.length === 0) return act(who, id, to, note); // changed meanwhile: judge again

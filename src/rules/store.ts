@@ -20,6 +20,8 @@ export interface GeofenceQuota {
 
 /** A change to alerts, with its events, written in one transaction. */
 export interface AlertChanges {
+  /** The organization whose alerts these are: an alert of another one is neither opened nor changed. */
+  organizationId: string;
   opened: AlertRecord[];
   /** Alerts to set to `status` (acknowledged or resolved), each only while still `from`. */
   changed: { id: string; from: AlertStatus[]; status: AlertStatus; at: number; by: string }[];
@@ -28,7 +30,6 @@ export interface AlertChanges {
 
 /** A vehicle's rule state after a commit judged its records, with what that opened or resolved. */
 export interface Judged extends AlertChanges {
-  organizationId: string;
   vehicleId: string;
   state: RuleState;
 }

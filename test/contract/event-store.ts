@@ -58,7 +58,7 @@ async function feedAll(stores: Stores, organizationId: string, limit: number, qu
  * every transaction older than its own has ended, in any schema of the server (other test files'
  * too), so a read right after a commit may not show it yet; it must, eventually.
  */
-async function eventually<T>(check: () => Promise<T>): Promise<T> {
+export async function eventually<T>(check: () => Promise<T>): Promise<T> {
   const until = Date.now() + 10_000;
   for (;;) {
     try {

@@ -18,6 +18,7 @@ async function writeAlerts(client: Queryable, changes: AlertChanges): Promise<{ 
   const opened: string[] = [];
   const changed: string[] = [];
   for (const a of changes.opened) {
+    if (a.organizationId !== changes.organizationId) continue;
     const { rowCount } = await client.query(
       `INSERT INTO alerts (id, organization_id, rule_id, rule_name, vehicle_id, status, opened_at, trigger_ts, trigger_value)
        VALUES ($1, $2, $3, $4, $5, 'open', $6, $7, $8::json) ON CONFLICT DO NOTHING`,
@@ -28,9 +29,9 @@ async function writeAlerts(client: Queryable, changes: AlertChanges): Promise<{ 
   for (const c of changes.changed) {
     const { rowCount } = await client.query(
       c.status === 'resolved'
-        ? `UPDATE alerts SET status = 'resolved', resolved_at = $2, resolved_by = $3 WHERE id = $1 AND status <> 'resolved'`
-        : `UPDATE alerts SET status = 'acknowledged', acknowledged_at = $2, acknowledged_by = $3 WHERE id = $1 AND status = 'open'`,
-      [c.id, c.at, c.by],
+        ? `UPDATE alerts SET status = 'resolved', resolved_at = $2, resolved_by = $3 WHERE id = $1 AND organization_id = $5 AND status = ANY($4::text[])`
+        : `UPDATE alerts SET status = 'acknowledged', acknowledged_at = $2, acknowledged_by = $3 WHERE id = $1 AND organization_id = $5 AND status = ANY($4::text[])`,
+      [c.id, c.at, c.by, c.from, changes.organizationId],
     );
     if ((rowCount ?? 0) > 0) changed.push(c.id);
   }

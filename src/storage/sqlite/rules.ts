@@ -40,11 +40,12 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
     `INSERT INTO alerts (id, organization_id, rule_id, rule_name, vehicle_id, status, opened_at, trigger_ts, trigger_value)
      VALUES (?, ?, ?, ?, ?, 'open', ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
+  // A change's `from` arrives as a JSON list: one statement for any number of statuses.
   const acknowledge = db.prepare(
-    `UPDATE alerts SET status = 'acknowledged', acknowledged_at = ?, acknowledged_by = ? WHERE id = ? AND status = 'open'`,
+    `UPDATE alerts SET status = 'acknowledged', acknowledged_at = ?, acknowledged_by = ? WHERE id = ? AND organization_id = ? AND status IN (SELECT value FROM json_each(?))`,
   );
   const resolve = db.prepare(
-    `UPDATE alerts SET status = 'resolved', resolved_at = ?, resolved_by = ? WHERE id = ? AND status <> 'resolved'`,
+    `UPDATE alerts SET status = 'resolved', resolved_at = ?, resolved_by = ? WHERE id = ? AND organization_id = ? AND status IN (SELECT value FROM json_each(?))`,
   );
 
   /** Alert changes and the events of those that happened; inside the caller's transaction. */
@@ -52,11 +53,13 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
     const opened: string[] = [];
     const changed: string[] = [];
     for (const a of changes.opened) {
-      if (open.run(a.id, a.organizationId, a.ruleId, a.ruleName, a.vehicleId, a.openedAt, a.triggerTimestamp, json(a.triggerValue)).changes > 0) opened.push(a.id);
+      if (a.organizationId !== changes.organizationId) continue;
+      // A trigger without a value is stored as null (JSON.stringify(undefined) is no text to bind), as on PostgreSQL.
+      if (open.run(a.id, a.organizationId, a.ruleId, a.ruleName, a.vehicleId, a.openedAt, a.triggerTimestamp, json(a.triggerValue ?? null)).changes > 0) opened.push(a.id);
     }
     for (const c of changes.changed) {
       const statement = c.status === 'resolved' ? resolve : acknowledge;
-      if (statement.run(c.at, c.by, c.id).changes > 0) changed.push(c.id);
+      if (statement.run(c.at, c.by, c.id, changes.organizationId, JSON.stringify(c.from)).changes > 0) changed.push(c.id);
     }
     const events = happenedEvents(changes.events, new Set([...opened, ...changed]));
     appendEvents(events, at);
