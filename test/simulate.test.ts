@@ -243,4 +243,28 @@ describe('npm run simulate', () => {
     await runFor(again, 500, 5);
     assert.equal((await json(request(fleet, 'GET', '/v2/devices?limit=1000', { key }))).total, 6);
   });
+
+  test('setup waits out the rate limit, however often a registration is refused, and registers every vehicle', { timeout: TEST_TIMEOUT }, async (t) => {
+    const key = adminKey();
+    // Two requests a second against eight registrations at a time: most are refused (429) several times over.
+    const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: key, FLEET_MQTT_PORT: '0', FLEET_RATE_LIMIT_REQUESTS: '2', FLEET_RATE_LIMIT_WINDOW_SECONDS: '1' } });
+    const sim = simulate(t, ['--url', fleet.url, '--vehicles', '12', '--rate', '1', '--prefix', 'rl'], key);
+    await sim.waitFor(() => sim.stdout().includes('12 vehicles (12 newly registered)'), 'every vehicle registered', 30_000);
+    sim.child.kill('SIGTERM');
+    assert.deepEqual(await withTimeout(sim.closed, 10_000, 'the simulator to stop'), { code: 0, signal: null }, sim.stderr());
+
+    // The test's own reads draw on the same budget: each waits its turn as told.
+    const read = async (pathname: string): Promise<Response> => {
+      for (;;) {
+        const res = await request(fleet, 'GET', pathname, { key });
+        if (res.status !== 429) return res;
+        await sleep(Number(res.headers.get('retry-after')) * 1000);
+      }
+    };
+    const metrics = await (await read('/metrics')).text();
+    const refusals = /fleet_http_requests_total\{[^}]*route="\/v2\/fleet\/vehicles"[^}]*status_code="429"[^}]*\} (\d+)/.exec(metrics);
+    assert.ok(refusals !== null && Number(refusals[1]) >= 8, `registrations refused: ${refusals?.[1] ?? 0}`);
+    const list = await json(read('/v2/fleet/vehicles?limit=1000'));
+    assert.deepEqual(list.vehicles.map((v: any) => v.id), Array.from({ length: 12 }, (_, i) => `rl-${String(i + 1).padStart(4, '0')}`));
+  });
 });

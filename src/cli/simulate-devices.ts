@@ -1,9 +1,11 @@
 // The simulator's device protocols: each simulated vehicle gets a device (registered through
-// /v2/devices), and its records go out as that device would send them: an OsmAnd GET per record,
-// or a Teltonika TCP connection per vehicle sending Codec 8 Extended packets.
+// /v2/devices through the SDK), and its records go out as that device would send them: an OsmAnd
+// GET per record, or a Teltonika TCP connection per vehicle sending Codec 8 Extended packets. Those
+// are the devices' own protocols, with no API key: plain fetch and TCP, not the SDK.
 import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type FleetClient, FleetApiError } from '@fleet/sdk';
 import { CODEC_8E } from '../protocols/teltonika/decode.ts';
 import { type EncodableRecord, encodePacket, imeiLogin } from '../protocols/teltonika/encode.ts';
 import type { TelemetryData } from '../telemetry/schema.ts';
@@ -28,9 +30,10 @@ interface Record {
   data: TelemetryData;
 }
 
-type Call = (method: string, pathname: string, body?: unknown) => Promise<{ status: number; body: { [key: string]: unknown } }>;
-
-const codeOf = (body: { [key: string]: unknown }) => (typeof body.code === 'string' ? body.code : '');
+function codeOf(body: unknown): string {
+  const code = typeof body === 'object' && body !== null ? (body as { code?: unknown }).code : undefined;
+  return typeof code === 'string' ? code : '';
+}
 
 /** A stable identifier per vehicle: the vehicle id for OsmAnd, a 15-digit IMEI made from it for Teltonika. */
 export function identifierFor(protocol: DeviceProtocol, vehicleId: string): string {
@@ -43,21 +46,20 @@ export function identifierFor(protocol: DeviceProtocol, vehicleId: string): stri
  * Each vehicle's device identifier, registering the devices that are missing. Throws (a message
  * for the user) when an identifier is taken by a device this key cannot see.
  */
-export async function prepareDevices(call: Call, protocol: DeviceProtocol, vehicleIds: readonly string[]): Promise<Map<string, string>> {
+export async function prepareDevices(fleet: FleetClient, protocol: DeviceProtocol, vehicleIds: readonly string[]): Promise<Map<string, string>> {
   const ours = new Map<string, string>();
-  for (let offset = 0; ; offset += 1000) {
-    const page = await call('GET', `/v2/devices?limit=1000&offset=${offset}`);
-    if (page.status !== 200) throw new Error(`listing devices failed (${page.status} ${codeOf(page.body)}); the key needs fleet:read`);
-    const devices = page.body.devices as Array<{ protocol: string; identifier: string; vehicleId: string }>;
-    for (const d of devices) if (d.protocol === protocol) ours.set(d.vehicleId, d.identifier);
-    if (devices.length < 1000) break;
+  try {
+    for await (const d of fleet.paginate.devices({ limit: 1000 })) if (d.protocol === protocol) ours.set(d.vehicleId, d.identifier);
+  } catch (error) {
+    if (!(error instanceof FleetApiError)) throw error;
+    throw new Error(`listing devices failed (${error.status} ${codeOf(error.problem)}); the key needs fleet:read`, { cause: error });
   }
   for (const vehicleId of vehicleIds) {
     if (ours.has(vehicleId)) continue;
     const identifier = identifierFor(protocol, vehicleId);
-    const answer = await call('POST', '/v2/devices', { protocol, identifier, vehicleId });
-    if (answer.status !== 201) {
-      throw new Error(`registering a ${protocol} device for ${vehicleId} failed (${answer.status} ${codeOf(answer.body)}); another --prefix may help`);
+    const { error, response } = await fleet.POST('/v2/devices', { body: { protocol, identifier, vehicleId } });
+    if (response.status !== 201) {
+      throw new Error(`registering a ${protocol} device for ${vehicleId} failed (${response.status} ${codeOf(error)}); another --prefix may help`);
     }
     ours.set(vehicleId, identifier);
   }

@@ -1,7 +1,8 @@
 // Fleet simulator: registers N vehicles and drives believable telemetry at R records per second in
 // total against a running service, over HTTP (a batch per tick, POST /v2/telemetry), MQTT (QoS 1
 // publishes to fleet/{id}/telemetry), or as devices speaking OsmAnd or Teltonika (each vehicle
-// gets a registered device; see simulate-devices.ts). The motion model is src/cli/simulation.ts.
+// gets a registered device; see simulate-devices.ts). The motion model is src/cli/simulation.ts;
+// every call to the Fleet API goes through the SDK (simulate-api.ts).
 //
 //   FLEET_KEY=fleet_... npm run simulate -- --vehicles 20 --rate 50
 //
@@ -10,19 +11,11 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { type Counters, type DeviceProtocol, osmandTransport, prepareDevices, teltonikaTransport } from './simulate-devices.ts';
 import {
-  PROFILES,
-  type Resume,
-  type SimType,
-  type VehicleState,
-  advance,
-  createScheduler,
-  createVehicle,
-  geofencesOnRoutes,
-  sample,
-  typeFor,
-} from './simulation.ts';
+  Fatal, type OutRecord, type Transport, checkReachable, connect, httpTransport, prepareGeofences, prepareVehicles, shown,
+} from './simulate-api.ts';
+import { type Counters, type DeviceProtocol, osmandTransport, prepareDevices, teltonikaTransport } from './simulate-devices.ts';
+import { advance, createScheduler, sample } from './simulation.ts';
 
 const USAGE = `Usage: npm run simulate -- [options]
 
@@ -50,12 +43,7 @@ The key needs fleet:write to register vehicles (already registered ones are reus
 telemetry:write to send; with fleet:read and telemetry:read a re-run resumes each vehicle
 where the service last saw it. --geofences needs fleet:read and rules.`;
 
-const MAX_BATCH = 1000;
-const MAX_IN_FLIGHT = 8;
-const REQUEST_TIMEOUT_MS = 10_000;
 const GIVE_UP_AFTER_MS = 30_000;
-
-class Fatal extends Error {}
 
 function write(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -155,280 +143,7 @@ function parseOptions(argv: string[]): Options {
   };
 }
 
-// --- HTTP --------------------------------------------------------------------------------------
-
-interface Answer {
-  status: number;
-  body: Record<string, unknown>;
-  retryAfterMs: number;
-}
-
-function problemText(answer: Answer): string {
-  const { code, detail } = answer.body;
-  return [answer.status, typeof code === 'string' ? code : undefined, typeof detail === 'string' ? `- ${detail}` : undefined]
-    .filter((part) => part !== undefined)
-    .join(' ');
-}
-
-/** A URL as printed: without any credentials in it. */
-function shown(url: string): string {
-  const parsed = new URL(url);
-  parsed.username = '';
-  parsed.password = '';
-  return parsed.toString().replace(/\/$/, '');
-}
-
-function causeOf(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  return cause?.code ?? cause?.message ?? (error as Error).message;
-}
-
-function createHttp(options: Options) {
-  const authorization = `Bearer ${options.key}`;
-
-  async function call(method: string, pathname: string, body?: unknown): Promise<Answer> {
-    const headers: Record<string, string> = { authorization };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(options.url + pathname, {
-      method,
-      headers,
-      body: body === undefined ? null : JSON.stringify(body),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? {} : JSON.parse(text);
-    } catch {
-      parsed = { detail: text.slice(0, 200) };
-    }
-    const retryAfter = Number(res.headers.get('retry-after'));
-    return {
-      status: res.status,
-      body: typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {},
-      retryAfterMs: Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 60) * 1000 : 1000,
-    };
-  }
-
-  /** For setup: waits out rate limits, and turns a refused key into a clear fatal error. */
-  async function setupCall(method: string, pathname: string, body?: unknown): Promise<Answer> {
-    for (let attempt = 0; ; attempt++) {
-      const answer = await call(method, pathname, body);
-      if (answer.status === 401) {
-        throw new Fatal(`the service refused the key (${problemText(answer)}). Set FLEET_KEY or --key to a valid API key.`);
-      }
-      if (answer.status !== 429 || attempt >= 20) return answer;
-      await sleep(answer.retryAfterMs);
-    }
-  }
-
-  return { call, setupCall };
-}
-
-async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) await work(items[next++]!);
-    }),
-  );
-}
-
-async function checkReachable(options: Options): Promise<void> {
-  let res: Response;
-  try {
-    res = await fetch(`${options.url}/healthz`, { signal: AbortSignal.timeout(5000) });
-    await res.arrayBuffer();
-  } catch (error) {
-    throw new Fatal(`cannot reach Fleet at ${shown(options.url)} (${causeOf(error)}). Is the service running (npm start)? Or pass --url.`);
-  }
-  if (res.status !== 200) throw new Fatal(`${options.url}/healthz answered ${res.status}: is that a Fleet service?`);
-}
-
-interface Sim {
-  state: VehicleState;
-  /** Wall-clock ms of the state: the timestamp of its last record. */
-  at: number;
-  /** Deleted or retired meanwhile: skipped. */
-  dropped: boolean;
-}
-
-/**
- * Lists the vehicles already there (when the key may read the fleet), registers the rest, and
- * reads each existing vehicle's latest telemetry to resume from it (when the key may).
- */
-async function prepareVehicles(options: Options, http: ReturnType<typeof createHttp>): Promise<{ sims: Sim[]; created: number }> {
-  const ids = Array.from({ length: options.vehicles }, (_, i) => `${options.prefix}-${String(i + 1).padStart(4, '0')}`);
-  const wanted = new Set(ids);
-  let existing: Set<string> | undefined = new Set();
-  const withTelemetry = new Set<string>();
-  const retired = new Set<string>();
-  /** Existing vehicles keep their registered type, when the model knows it. */
-  const types = new Map<string, SimType>();
-  for (let offset = 0; existing !== undefined; offset += 1000) {
-    const page = await http.setupCall('GET', `/v2/fleet/vehicles?limit=1000&offset=${offset}`);
-    if (page.status === 403) {
-      existing = undefined; // cannot read the fleet: try registering every one
-      break;
-    }
-    if (page.status !== 200) throw new Fatal(`listing vehicles failed: ${problemText(page)}`);
-    const items = page.body.vehicles as { id: string; type: string; status: string; lastUpdate: string | null }[] | undefined;
-    if (!Array.isArray(items)) break;
-    for (const item of items) {
-      if (!wanted.has(item.id)) continue;
-      existing.add(item.id);
-      if (item.status === 'retired') retired.add(item.id);
-      if (Object.hasOwn(PROFILES, item.type)) types.set(item.id, item.type as SimType);
-      if (item.lastUpdate !== null) withTelemetry.add(item.id);
-    }
-    if (items.length < 1000) break;
-  }
-
-  let created = 0;
-  const missing = ids.filter((id) => existing === undefined || !existing.has(id));
-  await pool(missing, 8, async (id) => {
-    const vehicleIndex = ids.indexOf(id);
-    const answer = await http.setupCall('POST', '/v2/fleet/vehicles', {
-      vehicleId: id,
-      type: typeFor(vehicleIndex),
-      configuration: { sensors: ['gps', 'imu'] },
-    });
-    if (answer.status === 201) created++;
-    else if (answer.status === 409 && answer.body.code === 'vehicle-exists') withTelemetry.add(id);
-    else if (answer.status === 403 && answer.body.code === 'insufficient-scope') {
-      throw new Fatal(`the key may not register vehicles (it needs the fleet:write scope): ${problemText(answer)}`);
-    } else throw new Fatal(`registering ${id} failed: ${problemText(answer)}`);
-  });
-
-  const resume = new Map<string, Resume>();
-  let mayRead = true;
-  await pool([...withTelemetry], 8, async (id) => {
-    if (!mayRead) return;
-    const answer = await http.setupCall('GET', `/v2/telemetry/${encodeURIComponent(id)}?fields=location,battery,temperature,odometer`);
-    if (answer.status === 403) mayRead = false;
-    if (answer.status !== 200) return;
-    const data = (answer.body.data ?? {}) as Resume;
-    resume.set(id, { location: data.location, battery: data.battery, odometer: data.odometer, temperature: data.temperature });
-  });
-
-  const now = Date.now();
-  const sims = ids.map((id, i): Sim => ({
-    state: createVehicle(id, types.get(id) ?? typeFor(i), { seed: options.seed, resume: resume.get(id) }),
-    at: now,
-    dropped: retired.has(id),
-  }));
-  if (retired.size > 0) write(`fleet-simulate: skipping retired ${[...retired].join(', ')}`);
-  if (sims.every((sim) => sim.dropped)) throw new Fatal('every vehicle to simulate is retired; pick another --prefix.');
-  return { sims, created };
-}
-
-/**
- * Places `options.geofences` geofences on the routes, just ahead of the vehicles (see
- * geofencesOnRoutes). Those of the same names from an earlier run are reused: their shapes are
- * replaced (same ids), since the vehicles have moved on since.
- */
-async function prepareGeofences(options: Options, http: ReturnType<typeof createHttp>, sims: readonly Sim[]): Promise<{ created: number; reused: number }> {
-  const driving = sims.filter((sim) => !sim.dropped).map((sim) => sim.state);
-  const wanted = geofencesOnRoutes(driving, options.geofences, { prefix: options.prefix, secondsBetweenRecords: driving.length / options.rate });
-  const names = new Set(wanted.map((g) => g.name));
-  const existing = new Map<string, string>();
-  const refused = (answer: Answer) => new Fatal(`the key may not manage geofences (--geofences needs the fleet:read and rules scopes): ${problemText(answer)}`);
-  for (let offset = 0; ; offset += 1000) {
-    const page = await http.setupCall('GET', `/v2/geofences?limit=1000&offset=${offset}`);
-    if (page.status === 403) throw refused(page);
-    if (page.status !== 200) throw new Fatal(`listing geofences failed: ${problemText(page)}`);
-    const items = page.body.geofences as { id: string; name: string }[] | undefined;
-    if (!Array.isArray(items)) break;
-    for (const item of items) if (names.has(item.name) && !existing.has(item.name)) existing.set(item.name, item.id);
-    if (items.length < 1000) break;
-  }
-  let created = 0;
-  let reused = 0;
-  await pool(wanted, 8, async ({ name, geometry }) => {
-    const id = existing.get(name);
-    const answer = id === undefined
-      ? await http.setupCall('POST', '/v2/geofences', { name, geometry })
-      : await http.setupCall('PUT', `/v2/geofences/${encodeURIComponent(id)}`, { name, geometry });
-    if (answer.status === 403) throw refused(answer);
-    if (answer.status !== (id === undefined ? 201 : 200)) throw new Fatal(`${id === undefined ? 'creating' : 'moving'} geofence ${name} failed: ${problemText(answer)}`);
-    if (id === undefined) created++;
-    else reused++;
-  });
-  return { created, reused };
-}
-
-// --- Transports ---------------------------------------------------------------------------------
-
-
-interface OutRecord {
-  vehicleId: string;
-  timestamp: string;
-  data: ReturnType<typeof sample>;
-}
-
-interface Transport {
-  name: string;
-  send(records: OutRecord[]): void;
-  /** Waits (bounded) for what is in flight, then closes. */
-  close(): Promise<void>;
-}
-
-function httpTransport(
-  http: ReturnType<typeof createHttp>,
-  counters: Counters,
-  on: { fatal(error: Fatal): void; refused(vehicleIds: string[], why: string): void },
-): Transport {
-  const inFlight = new Set<Promise<void>>();
-  let pausedUntil = 0;
-
-  async function post(records: OutRecord[]): Promise<void> {
-    try {
-      const answer = await http.call('POST', '/v2/telemetry', { records });
-      counters.failingSince = undefined;
-      if (answer.status === 202) {
-        counters.accepted += Number(answer.body.accepted ?? 0);
-        counters.duplicates += Number(answer.body.duplicates ?? 0);
-        return;
-      }
-      counters.errors += records.length;
-      counters.lastError = problemText(answer);
-      if (answer.status === 401) on.fatal(new Fatal(`the service refused the key (${problemText(answer)}).`));
-      if (answer.body.code === 'vehicle-not-found' || answer.body.code === 'vehicle-retired') {
-        // A batch is all or nothing: a vehicle deleted or retired meanwhile must leave the rotation.
-        const named = [...(typeof answer.body.detail === 'string' ? answer.body.detail : '').matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
-        on.refused(named, answer.body.code);
-      }
-      if (answer.status === 429) {
-        // Back off as told; records made meanwhile are skipped, not queued.
-        pausedUntil = Date.now() + answer.retryAfterMs;
-        counters.lastError = `rate limited; pausing ${answer.retryAfterMs / 1000} s (lower --rate, raise --tick, or raise FLEET_RATE_LIMIT_REQUESTS)`;
-      }
-    } catch (error) {
-      counters.errors += records.length;
-      counters.lastError = `request failed: ${causeOf(error)}`;
-      counters.failingSince ??= Date.now();
-    }
-  }
-
-  return {
-    name: 'HTTP',
-    send(records) {
-      for (let i = 0; i < records.length; i += MAX_BATCH) {
-        const chunk = records.slice(i, i + MAX_BATCH);
-        if (Date.now() < pausedUntil || inFlight.size >= MAX_IN_FLIGHT) {
-          counters.skipped += chunk.length;
-          continue;
-        }
-        counters.sent += chunk.length;
-        const request = post(chunk).finally(() => inFlight.delete(request));
-        inFlight.add(request);
-      }
-    },
-    async close() {
-      await Promise.race([Promise.allSettled([...inFlight]), sleep(5000)]);
-    },
-  };
-}
+// --- MQTT -------------------------------------------------------------------------------------
 
 async function mqttTransport(options: Options, counters: Counters): Promise<Transport> {
   const mqtt = await import('mqtt');
@@ -508,10 +223,10 @@ function clock(): string {
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
-  const http = createHttp(options);
-  await checkReachable(options);
-  const { sims, created } = await prepareVehicles(options, http);
-  const geofences = options.geofences > 0 ? await prepareGeofences(options, http, sims) : undefined;
+  const api = connect(options.url, options.key);
+  await checkReachable(api, options.url);
+  const { sims, created } = await prepareVehicles(api, options);
+  const geofences = options.geofences > 0 ? await prepareGeofences(api, options, sims) : undefined;
 
   const counters: Counters = {
     sent: 0, accepted: 0, duplicates: 0, errors: 0, skipped: 0, lastError: undefined, failingSince: undefined,
@@ -521,7 +236,7 @@ async function main(): Promise<void> {
   let identifiers: Map<string, string> | undefined;
   if (options.protocol !== undefined) {
     try {
-      identifiers = await prepareDevices(http.setupCall, options.protocol, sims.filter((sim) => !sim.dropped).map((sim) => sim.state.id));
+      identifiers = await prepareDevices(api.setup, options.protocol, sims.filter((sim) => !sim.dropped).map((sim) => sim.state.id));
     } catch (error) {
       throw new Fatal((error as Error).message);
     }
@@ -534,7 +249,7 @@ async function main(): Promise<void> {
       })
       : options.mqtt
         ? await mqttTransport(options, counters)
-        : httpTransport(http, counters, {
+        : httpTransport(api, counters, {
         fatal(error) {
           fatal ??= error;
           stop.abort();

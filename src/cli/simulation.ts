@@ -445,11 +445,14 @@ export function advance(v: VehicleState, seconds: number): void {
   }
 }
 
+/** Telemetry data whose diagnostics are flat values, as the API's request type (and the SDK's) has them. */
+export type Sample = TelemetryData & { diagnostics?: Record<string, string | number | boolean> };
+
 /** The vehicle's telemetry now, rounded as a device would send it; takes pending diagnostics. */
-export function sample(v: VehicleState): TelemetryData {
+export function sample(v: VehicleState): Sample {
   const at = locationOf(v);
   const heading = round(headingOf(v), 1);
-  const data: TelemetryData = {
+  const data: Sample = {
     location: { lat: round(at.lat, 6), lng: round(at.lng, 6) },
     speed: round(v.speed * 3.6, 1),
     heading: heading >= 360 ? 0 : heading,
