@@ -2,9 +2,10 @@
 // advisory lock, and the one place pg errors are judged. A database that cannot be reached is a
 // 503 with Retry-After (AppError 'service-unavailable'), never a 500 and never a 2xx for data that
 // was not stored; any other error propagates as it is.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { AppError } from '../../errors.ts';
+import { migrationFiles } from '../migrations.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 
@@ -180,9 +181,7 @@ export async function advisoryLock(client: Queryable, key: string): Promise<void
  * advisory lock per schema; the second finds everything applied.
  */
 export async function migrate(db: Database): Promise<void> {
-  const files = readdirSync(MIGRATIONS_DIR)
-    .filter((name) => /^\d{4}_[a-z0-9_]+\.sql$/.test(name))
-    .sort();
+  const files = migrationFiles(MIGRATIONS_DIR);
   await db.transaction(async (client) => {
     const schema = (await client.query<{ schema: string | null }>('SELECT current_schema() AS schema')).rows[0]?.schema;
     if (schema === null || schema === undefined) throw new Error('PostgreSQL: no schema to create tables in (check search_path)');
@@ -193,8 +192,7 @@ export async function migrate(db: Database): Promise<void> {
     const applied = new Set(
       (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version),
     );
-    for (const name of files) {
-      const version = Number(name.slice(0, 4));
+    for (const { version, name } of files) {
       if (applied.has(version)) continue;
       await client.query(readFileSync(new URL(name, MIGRATIONS_DIR), 'utf8'));
       await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [version, name, Date.now()]);

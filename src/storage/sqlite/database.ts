@@ -1,8 +1,9 @@
 // Opening the embedded store: pragmas set explicitly, numbered migrations applied at start.
-import { chmodSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { diskSpaceOf } from './disk-space.ts';
+import { migrationFiles } from '../migrations.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 
@@ -74,11 +75,7 @@ export function migrate(db: DatabaseSync): void {
   const applied = new Set(
     db.prepare('SELECT version FROM schema_migrations').all().map((row) => Number(row.version)),
   );
-  const files = readdirSync(MIGRATIONS_DIR)
-    .filter((name) => /^\d{4}_[a-z0-9_]+\.sql$/.test(name))
-    .sort();
-  for (const name of files) {
-    const version = Number(name.slice(0, 4));
+  for (const { version, name } of migrationFiles(MIGRATIONS_DIR)) {
     if (applied.has(version)) continue;
     const sql = readFileSync(new URL(name, MIGRATIONS_DIR), 'utf8');
     transaction(db, () => {
