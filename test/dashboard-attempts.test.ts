@@ -19,7 +19,7 @@ test('a delivery\'s attempts open under it in the deliveries list', { skip, time
   const origin = `http://127.0.0.1:${port}`;
   const ctx: TestApp = await createTestApp({
     env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: '', FLEET_WEBHOOK_ALLOW_PRIVATE: 'true' },
-    webhooks: { retryDelaysMs: [60_000], jitter: 0, pollMs: 50, leaseMs: 2000 },
+    webhooks: { retryDelaysMs: [60_000], jitter: 0, pollMs: 50 },
   });
   t.after(() => ctx.close());
   await ctx.app.listen({ host: '127.0.0.1', port });

@@ -23,7 +23,7 @@ import { startReceiver } from './helpers/receiver.ts';
 
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard-manage/', import.meta.url));
 const TIMEOUT = 10_000;
-const FAST_WEBHOOKS = { retryDelaysMs: [60_000], jitter: 0, pollMs: 50, leaseMs: 2000 };
+const FAST_WEBHOOKS = { retryDelaysMs: [60_000], jitter: 0, pollMs: 50 };
 
 test('the lists the browser offers are the server\'s', () => {
   assert.deepEqual([...SCOPES], [...SERVER_SCOPES]);

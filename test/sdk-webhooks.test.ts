@@ -112,7 +112,7 @@ describe('against real deliveries of the service', () => {
   before(async () => {
     ctx = await createTestApp({
       env: { FLEET_WEBHOOK_ALLOW_PRIVATE: 'true' },
-      webhooks: { retryDelaysMs: [50, 100], jitter: 0, pollMs: 50, leaseMs: 2000 },
+      webhooks: { retryDelaysMs: [50, 100], jitter: 0, pollMs: 50 },
     });
     const port = await freePort();
     await ctx.app.listen({ host: '127.0.0.1', port });

@@ -10,7 +10,7 @@ import { forbiddenAddress } from '../src/webhooks/addresses.ts';
 import { createOutbound } from '../src/webhooks/outbound.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 
-const FAST = { retryDelaysMs: [60_000], jitter: 0, pollMs: 50, leaseMs: 2000 };
+const FAST = { retryDelaysMs: [60_000], jitter: 0, pollMs: 50 };
 
 /** Address → the range that refuses it. */
 const REFUSED: readonly [string, string][] = [

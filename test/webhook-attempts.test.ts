@@ -7,7 +7,7 @@ import { createTestApp, type TestApp } from './helpers/app.ts';
 import { skipUnlessPostgres } from './helpers/postgres.ts';
 import { startReceiver } from './helpers/receiver.ts';
 
-const FAST = { retryDelaysMs: [50], jitter: 0, pollMs: 50, leaseMs: 2000 };
+const FAST = { retryDelaysMs: [50], jitter: 0, pollMs: 50 };
 const skipPostgres = await skipUnlessPostgres();
 
 for (const backend of ['sqlite', 'postgres'] as const) {

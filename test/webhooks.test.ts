@@ -9,7 +9,7 @@ import { forbiddenAddress } from '../src/webhooks/addresses.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { type Received, startReceiver } from './helpers/receiver.ts';
 
-const FAST = { retryDelaysMs: [50, 100], jitter: 0, pollMs: 50, leaseMs: 2000 };
+const FAST = { retryDelaysMs: [50, 100], jitter: 0, pollMs: 50 };
 
 function verify(secret: string, r: Received) {
   return new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { id: string; type: string };
