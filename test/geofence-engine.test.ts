@@ -10,18 +10,7 @@ import { newGeofenceId } from '../src/rules/ids.ts';
 import type { GeofenceRecord, Geometry } from '../src/rules/model.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { skipUnlessPostgres } from './helpers/postgres.ts';
-
-/** mulberry32: a seeded generator with a full period. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
-const rect = (w: number, s: number, e: number, n: number): number[][] => [[w, s], [e, s], [e, n], [w, n], [w, s]];
+import { rect, rng } from './helpers/random.ts';
 
 function wavy(lng: number, lat: number, radius: number, positions: number): number[][] {
   const ring: number[][] = [];

@@ -5,20 +5,11 @@ import { test } from 'node:test';
 import { circleBoxes, contains, EARTH_RADIUS_M, geometryBoxes, type BBox } from '../src/geofences/geometry.ts';
 import type { GeofenceGeometry } from '../src/geofences/schema.ts';
 import { validateGeometry } from '../src/geofences/validation.ts';
+import { rng } from './helpers/random.ts';
 
 type Ring = number[][];
 const polygon = (...rings: Ring[]): GeofenceGeometry => ({ type: 'Polygon', coordinates: rings });
 const circle = (lng: number, lat: number, radius: number): GeofenceGeometry => ({ type: 'Circle', coordinates: [lng, lat], radius });
-
-/** mulberry32: a seeded generator with a full period. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** Great-circle distance as the angle between unit vectors (chord form): not the haversine. */
 function referenceDistance(lng1: number, lat1: number, lng2: number, lat2: number): number {

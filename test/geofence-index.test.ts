@@ -6,18 +6,7 @@ import { test } from 'node:test';
 import { contains } from '../src/geofences/geometry.ts';
 import type { GeofenceGeometry } from '../src/geofences/schema.ts';
 import { createGeofenceIndex } from '../src/geofences/spatial-index.ts';
-
-/** mulberry32: a seeded generator with a full period. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
-const rect = (w: number, s: number, e: number, n: number): number[][] => [[w, s], [e, s], [e, n], [w, n], [w, s]];
+import { rect, rng } from './helpers/random.ts';
 
 /** Circles, rectangles with holes and two-part MultiPolygons around Berlin. */
 function randomGeometry(random: () => number): GeofenceGeometry {

@@ -4,18 +4,12 @@
 // from, and the per-ring objects of the preparation, are not kept: a position of GeoJSON costs
 // about 70 bytes as JavaScript arrays, here its two coordinates and its places in the latitude
 // bands (docs/ARCHITECTURE.md "Geofences in memory").
-import { BOUNDARY_EPS_DEG, circleHolds, compileGeometry, type BBox, type PolygonShape } from './geometry.ts';
+import { BOUNDARY_EPS_DEG, circleHolds, compileGeometry, type BBox, type CircleShape, type PolygonShape } from './geometry.ts';
 import { edge } from './ring.ts';
 import type { GeofenceGeometry } from './schema.ts';
 
-export interface CompactCircle {
-  kind: 'circle';
-  lng: number;
-  latRad: number;
-  cosLat: number;
-  maxHav: number;
-  boxes: BBox[];
-}
+/** A circle is kept as it is prepared: four numbers and its boxes. */
+export type CompactCircle = CircleShape;
 
 /**
  * One polygon: `data` holds at 0 its ring count R, then per ring RING_HEADER numbers (its box
