@@ -128,6 +128,42 @@ function suite(open: () => Promise<Stores>) {
       await stores.close();
     }
   });
+  test('an attempt that ends frees its endpoint\'s place at once: a backlog held to the caps flows without waiting for the next poll', { timeout: 120_000 }, async () => {
+    const stores = await open();
+    let received = 0;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        received++;
+        res.writeHead(204).end();
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const outbound = createOutbound({ allowPrivate: true, timeoutMs: 30_000 });
+    // One attempt of an endpoint at a time, and a poll that never comes within the test: every
+    // claim after the first must come from an attempt's end.
+    const settings = { ...DEFAULT_DELIVERY_SETTINGS, endpointConcurrency: 1, pollMs: 3_600_000 };
+    const worker = createDeliveryWorker({ store: stores.webhooks, outbound, clock: systemClock, log: quiet, settings });
+    try {
+      const now = Date.now();
+      const organization = await addOrganization(stores);
+      for (let i = 0; i < 3; i++) {
+        await stores.webhooks.insert(endpoint(organization, `wh_c${i}`, `${base}/c/${i}`, now), 100);
+        await addDeliveries(stores, `wh_c${i}`, 5, now);
+      }
+      worker.start();
+      await until(() => received >= 15, 'every delivery of the backlog');
+      assert.equal(received, 15);
+    } finally {
+      await worker.stop();
+      server.closeAllConnections();
+      server.close();
+      await outbound.close();
+      await stores.close();
+    }
+  });
 }
 
 /** Waits for `condition`; a bound only against a test that would hang, never a measure of speed. */

@@ -61,6 +61,12 @@ export function createDeliveryWorker(deps: {
   let recorded = false;
   /** More deliveries may be due than the last claim took. */
   let moreDue = false;
+  /**
+   * The last claim took less than it had room for while deliveries were leased: the caps may have
+   * held due ones back, so recording an attempt's result (which ends its lease, freeing a place of
+   * its endpoint and organization) claims again.
+   */
+  let capped = false;
   let timer: NodeJS.Timeout | undefined;
   /** When `timer` runs the next cycle (performance.now()). */
   let dueAt: number | undefined;
@@ -149,6 +155,7 @@ export function createDeliveryWorker(deps: {
         // A full claim, or one held to the caps, may have left more due: look again once the ready
         // ones run low (an attempt's end frees a place of its endpoint and organization).
         if (claimed.length > 0) moreDue = true;
+        capped = claimed.length < room && (inFlight + ready.length > 0 || results.length > 0 || flushing !== undefined);
       } else {
         // Paced (or stopping): the claim is for a later cycle.
         moreDue = true;
@@ -248,6 +255,7 @@ export function createDeliveryWorker(deps: {
             results = [];
             try {
               await timed(() => store.complete(batch, settings.disableAfterMs));
+              if (capped) within(0);
             } catch (error) {
               // Not recorded: each delivery's lease runs out and it is sent again (at least once).
               log.warn({ err: error, deliveries: batch.length }, 'webhooks: could not record delivery attempts');
