@@ -211,7 +211,7 @@ export const VARIABLES = {
     doc: '`true` lets webhooks reach loopback, private and link-local addresses (refused by default, at creation and at each delivery).',
   },
   FLEET_WEBHOOK_ENDPOINT_CONCURRENCY: {
-    default: '4',
+    default: '32',
     doc: 'Deliveries to one webhook endpoint under way or claimed at once (1 to 64; in cluster mode across the nodes). Endpoints and organizations take turns, so one slow endpoint or long backlog does not hold up the others.',
   },
   FLEET_STREAM_ALLOWED_ORIGINS: {

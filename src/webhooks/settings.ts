@@ -44,7 +44,7 @@ export const DEFAULT_DELIVERY_SETTINGS: DeliverySettings = {
   disableAfterMs: 5 * 24 * HOUR,
   leaseMs: 30_000,
   concurrency: 64,
-  endpointConcurrency: 4,
+  endpointConcurrency: 32,
   pollMs: 1000,
   wakeDelayMs: 20,
 };

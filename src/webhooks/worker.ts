@@ -255,7 +255,7 @@ export function createDeliveryWorker(deps: {
             results = [];
             try {
               await timed(() => store.complete(batch, settings.disableAfterMs));
-              if (capped) within(0);
+              if (capped && ready.length <= lowWater) within(0);
             } catch (error) {
               // Not recorded: each delivery's lease runs out and it is sent again (at least once).
               log.warn({ err: error, deliveries: batch.length }, 'webhooks: could not record delivery attempts');
