@@ -3,7 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { histogramIn } from './metric.ts';
 import pkg from '../package.json' with { type: 'json' };
 import { apiKeyRoutes } from './auth/keys-routes.ts';
 import { createOAuthService } from './auth/oauth/clients.ts';
@@ -300,10 +301,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     help: 'Telemetry records judged against their organization\'s alert rules and geofences, in the commits of this node.',
   }, () => ruleEngine.evaluations());
   if (deps.cluster !== undefined) {
-    const lagName = 'fleet_bus_lag_seconds';
-    const busLag = (metrics.getSingleMetric(lagName) as Histogram | undefined) ?? new Histogram({
-      name: lagName, help: 'Time from another node publishing an event on the cluster bus to this node receiving it (the nodes\' clocks must agree: NTP).',
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [metrics],
+    const busLag = histogramIn(metrics, {
+      name: 'fleet_bus_lag_seconds', help: 'Time from another node publishing an event on the cluster bus to this node receiving it (the nodes\' clocks must agree: NTP).',
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     });
     joinCluster(deps.cluster.bus, {
       dispatcher, log: app.log, lag: (ms) => busLag.observe(ms / 1000),

@@ -10,9 +10,10 @@
 // forgotten a day after its last unknown identifier.
 //
 // Per node and in memory: with N nodes behind one balancer an address gets N times the allowance.
-import { Counter, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.ts';
 import { addressKey } from '../http/rate-limit.ts';
+import { counterIn } from '../metric.ts';
 
 export interface DeviceGuardSettings {
   /** Distinct unknown identifiers an address may present before it is held back. */
@@ -39,12 +40,10 @@ export type DeviceGuard = ReturnType<typeof createDeviceGuard>;
 export function createDeviceGuard(deps: { settings: DeviceGuardSettings; clock: Clock; registry: Registry }) {
   const { settings, clock } = deps;
   const addresses = new Map<string, AddressState>();
-  const name = 'fleet_device_identifiers_refused_total';
-  const refused = (deps.registry.getSingleMetric(name) as Counter<'protocol' | 'reason'> | undefined) ?? new Counter({
-    name,
+  const refused = counterIn(deps.registry, {
+    name: 'fleet_device_identifiers_refused_total',
     help: 'Device identifiers refused on the device ports, by protocol and reason: unknown (looked up, not registered) or held-back (the address is backing off; not looked up).',
     labelNames: ['protocol', 'reason'],
-    registers: [deps.registry],
   });
 
   function current(key: string, now: number): AddressState | undefined {

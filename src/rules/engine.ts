@@ -13,6 +13,7 @@ import { type GeofenceIndex, createGeofenceIndex } from '../geofences/spatial-in
 import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
 import { type CompactGeometry, compactGeometry } from '../geofences/compact.ts';
 import type { AlertChanges, CommitRules, GeofenceVersion, Judged, RulesStore } from './store.ts';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** What judging needs of a geofence besides its shape (which only the index keeps). */
 type GeofenceInfo = Pick<GeofenceRecord, 'name' | 'vehicleIds'> & { revision: number };
@@ -41,8 +42,6 @@ const REFRESH_MS = 30_000;
  */
 const LOAD_CHUNK_POSITIONS = 20_000;
 const LOAD_CHUNK_GEOFENCES = 500;
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** The versions in chunks of at most LOAD_CHUNK_POSITIONS positions (or one geofence) and LOAD_CHUNK_GEOFENCES geofences. */
 function chunks(versions: readonly GeofenceVersion[]): string[][] {

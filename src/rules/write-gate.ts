@@ -6,11 +6,10 @@
 // checked: others' requests wait for one check at most. Past MAX_WAITING waiting writes, another
 // answers 429 with Retry-After at once, holding nothing (its body is not kept waiting).
 import { AppError } from '../errors.ts';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** Writes of one organization that may wait behind the one in progress. */
 export const MAX_WAITING = 4;
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export function createWriteGate() {
   const queues = new Map<string, (() => void)[]>();

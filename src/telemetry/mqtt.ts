@@ -3,7 +3,8 @@
 // `fleet/{vehicleId}/telemetry` goes through the one ingest function HTTP uses, so it is validated
 // and committed exactly as a `POST /v2/telemetry/{vehicleId}` would be.
 import type { FastifyBaseLogger } from 'fastify';
-import { Counter, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { counterIn } from '../metric.ts';
 import type { AuthService } from '../auth/service.ts';
 import type { MqttConfig } from '../config.ts';
 import { isAppError } from '../errors.ts';
@@ -48,13 +49,10 @@ export function createMqttIngest(deps: {
   log: FastifyBaseLogger;
 }) {
   const { telemetry, log } = deps;
-  const name = 'fleet_mqtt_messages_total';
-  // One registry may serve several apps (tests, a restart in place): reuse the counter it holds.
-  const messages = (deps.registry.getSingleMetric(name) as Counter<'outcome'> | undefined) ?? new Counter({
-    name,
+  const messages = counterIn(deps.registry, {
+    name: 'fleet_mqtt_messages_total',
     help: 'MQTT telemetry messages by outcome: stored, invalid (dropped), refused (not authorized), error (not stored, retried).',
     labelNames: ['outcome'],
-    registers: [deps.registry],
   });
   for (const outcome of ['stored', 'invalid', 'refused', 'error'] as const) messages.inc({ outcome }, 0);
 

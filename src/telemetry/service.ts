@@ -1,6 +1,7 @@
 // Telemetry rules: ingest (validate, commit, keep the latest state in step), latest, history.
 // Knows nothing of HTTP or MQTT: every path calls the same functions.
-import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Counter, Histogram, Registry } from 'prom-client';
+import { counterIn, histogramIn } from '../metric.ts';
 import type { Clock } from '../clock.ts';
 import type { EventRecord } from '../events/types.ts';
 import type { CommitRules } from '../rules/store.ts';
@@ -26,13 +27,9 @@ export const TELEMETRY_SOURCES = ['http', 'mqtt', 'osmand', 'teltonika'] as cons
 export type TelemetrySource = (typeof TELEMETRY_SOURCES)[number];
 
 function recordsCounter(registry: Registry): Counter<'source' | 'outcome'> {
-  const name = 'fleet_telemetry_records_total';
-  // One registry may serve several apps (tests, a restart in place): reuse the counter it holds.
-  const existing = registry.getSingleMetric(name) as Counter<'source' | 'outcome'> | undefined;
-  if (existing !== undefined) return existing;
-  const counter = new Counter({
-    name, help: 'Telemetry records committed, by source and outcome (accepted: stored; duplicate: already stored).',
-    labelNames: ['source', 'outcome'], registers: [registry],
+  const counter = counterIn(registry, {
+    name: 'fleet_telemetry_records_total', help: 'Telemetry records committed, by source and outcome (accepted: stored; duplicate: already stored).',
+    labelNames: ['source', 'outcome'],
   });
   for (const source of TELEMETRY_SOURCES) for (const outcome of ['accepted', 'duplicate']) counter.inc({ source, outcome }, 0);
   return counter;
@@ -40,10 +37,10 @@ function recordsCounter(registry: Registry): Counter<'source' | 'outcome'> {
 
 /** How long each group commit took: what every acknowledgement of telemetry waits for. */
 function commitHistogram(registry: Registry): Histogram {
-  const name = 'fleet_telemetry_commit_duration_seconds';
-  return (registry.getSingleMetric(name) as Histogram | undefined) ?? new Histogram({
-    name, help: 'Time one group commit of telemetry took (every request waiting in the group waits for it), failed ones included.',
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers: [registry],
+  return histogramIn(registry, {
+    name: 'fleet_telemetry_commit_duration_seconds',
+    help: 'Time one group commit of telemetry took (every request waiting in the group waits for it), failed ones included.',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
   });
 }
 

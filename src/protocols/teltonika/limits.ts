@@ -2,8 +2,9 @@
 // before the IMEI, so without these a single address could keep sockets open until the process
 // runs out of file descriptors, and the main HTTP port with it.
 import type net from 'node:net';
-import { Counter, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { addressKey } from '../../http/rate-limit.ts';
+import { counterIn } from '../../metric.ts';
 
 export type CutReason = 'too-many' | 'too-many-from-address' | 'login-timeout' | 'packet-timeout';
 
@@ -11,12 +12,10 @@ export function createConnectionLimits(deps: { connections: number; perAddress: 
   const { connections, perAddress } = deps;
   const byAddress = new Map<string, number>();
   let open = 0;
-  const name = 'fleet_teltonika_connections_closed_total';
-  const cuts = (deps.registry.getSingleMetric(name) as Counter<'reason'> | undefined) ?? new Counter({
-    name,
+  const cuts = counterIn(deps.registry, {
+    name: 'fleet_teltonika_connections_closed_total',
     help: 'Teltonika connections closed by the port\'s limits: too-many (all connections), too-many-from-address, login-timeout (no IMEI in time), packet-timeout (a packet begun and not finished in time).',
     labelNames: ['reason'],
-    registers: [deps.registry],
   });
 
   return {
