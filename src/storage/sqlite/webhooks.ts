@@ -25,6 +25,11 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   db.exec('UPDATE webhook_deliveries SET lease_until = NULL WHERE lease_until IS NOT NULL');
   /** Delivery id → its seq, its endpoint and organization, and until when this process holds it. */
   const leases = new Map<string, DueDelivery & { until: number }>();
+  /**
+   * Deliveries retried by hand while an attempt was under way: that attempt's result is recorded
+   * as an attempt, but the delivery stays due as the retry made it.
+   */
+  const retried = new Set<string>();
   const count = db.prepare('SELECT count(*) AS n FROM webhooks WHERE organization_id = ?');
   const insert = db.prepare(`INSERT INTO webhooks (${WEBHOOK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const selectOne = db.prepare(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = ? AND id = ?`);
@@ -74,6 +79,9 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
   const finish = db.prepare(
     `UPDATE webhook_deliveries SET status = ?, attempt = attempt + 1, next_at = ?, response_status = ?,
        duration_ms = ?, error = ?, at = ? WHERE seq = ? RETURNING attempt`,
+  );
+  const finishOvertaken = db.prepare(
+    'UPDATE webhook_deliveries SET attempt = attempt + 1, response_status = ?, duration_ms = ?, error = ?, at = ? WHERE seq = ? RETURNING attempt',
   );
   const recordAttempt = db.prepare(
     `INSERT OR IGNORE INTO webhook_attempts (delivery_seq, ${ATTEMPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -152,7 +160,7 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
     },
     async retryNow(webhookId, id, at) {
       const row = write(db, () => retry.get(at, webhookId, id));
-      if (row !== undefined) leases.delete(id);
+      if (row !== undefined && leases.delete(id)) retried.add(id);
       return row === undefined ? undefined : toDelivery(row);
     },
     async addDelivery(d, at) {
@@ -188,12 +196,20 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
         if (lease.until > now) held.push(lease);
         else leases.delete(id);
       }
-      const perEndpoint = Math.min(caps.perEndpoint, limit);
-      const leased = JSON.stringify(held.map((l) => l.seq));
+      // Of each endpoint only as many as its free places (and its organization's) could take: an
+      // endpoint at its cap is not read at all, and the leased ones it skips are its own.
+      const heldBy = Map.groupBy(held, (l) => l.webhookId);
+      const heldByOrganization = new Map<string, number>();
+      for (const l of held) heldByOrganization.set(l.organizationId, (heldByOrganization.get(l.organizationId) ?? 0) + 1);
       const found: (DueDelivery & { nextAt: number })[] = [];
       for (const w of enabledEndpoints.all()) {
-        for (const row of dueOf.all(w.id as string, now, leased, Number.isFinite(perEndpoint) ? perEndpoint : limit)) {
-          found.push({ seq: row.seq as number, nextAt: row.next_at as number, webhookId: w.id as string, organizationId: w.organization_id as string });
+        const webhookId = w.id as string;
+        const organizationId = w.organization_id as string;
+        const own = heldBy.get(webhookId) ?? [];
+        const room = Math.min(limit, caps.perEndpoint - own.length, caps.perOrganization - (heldByOrganization.get(organizationId) ?? 0));
+        if (room <= 0) continue;
+        for (const row of dueOf.all(webhookId, now, JSON.stringify(own.map((l) => l.seq)), room)) {
+          found.push({ seq: row.seq as number, nextAt: row.next_at as number, webhookId, organizationId });
         }
       }
       // Oldest due first, as fair.ts takes them.
@@ -217,11 +233,14 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
     },
     async complete(results, disableAfter) {
       if (results.length === 0) return;
+      const overtaken = new Set(results.filter((r) => retried.delete(r.id)).map((r) => r.id));
       await wal.transaction(() => {
         /** Endpoints whose last result so far in this batch was a success: failing_since is NULL already. */
         const fine = new Set<string>();
         for (const r of results) {
-          const done = finish.get(r.ok ? 'succeeded' : r.nextAt === null ? 'failed' : 'pending', r.nextAt, r.responseStatus, r.durationMs, r.error, r.at, r.seq);
+          const done = overtaken.has(r.id)
+            ? finishOvertaken.get(r.responseStatus, r.durationMs, r.error, r.at, r.seq)
+            : finish.get(r.ok ? 'succeeded' : r.nextAt === null ? 'failed' : 'pending', r.nextAt, r.responseStatus, r.durationMs, r.error, r.at, r.seq);
           // A delivery deleted meanwhile (with its endpoint) has nothing to record against.
           if (done !== undefined) recordAttempt.run(r.seq, Number(done.attempt), r.at, r.responseStatus, Math.round(r.durationMs), r.error, r.ok ? 1 : 0);
           // Failed here, not at the endpoint: says nothing of it.
@@ -238,8 +257,8 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
           }
         }
       });
-      // Recorded (or about to be, synced): the leases are over.
-      for (const r of results) leases.delete(r.id);
+      // Recorded (or about to be, synced): the leases are over (but those the retries' claims took).
+      for (const r of results) if (!overtaken.has(r.id)) leases.delete(r.id);
     },
     async prune(before, max) {
       return Number(write(db, () => prune.run(before, max).changes));
