@@ -63,6 +63,30 @@ export function webhookAttemptsContract(name: string, makeStores: MakeStores): v
       assert.deepEqual((await stores.webhooks.attempts(other, undefined, 10)).map((x) => [x.attempt, x.ok]), [[2, false], [1, true]]);
     });
 
+    test('a delivery retried by hand while an attempt is under way: that attempt is recorded, and the delivery stays due', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      await stores.webhooks.insert(webhook(a, 'wh_a'), 10);
+      const seq = await addDelivery(stores, 'wh_a', 'dlv_one');
+      const [claimed] = await stores.webhooks.claim(T0 + 1, T0 + 30_001, 10);
+      assert.equal(claimed?.id, 'dlv_one');
+      // The retry comes while the claimed attempt is under way; then that attempt's result.
+      await stores.webhooks.retryNow('wh_a', 'dlv_one', T0 + 5);
+      await stores.webhooks.complete([result(seq, 'dlv_one', 'wh_a', T0 + 1, { ok: true, responseStatus: 204, error: null, nextAt: null })], 86_400_000);
+      const after = await stores.webhooks.getDelivery('wh_a', 'dlv_one');
+      assert.equal(after?.status, 'pending', 'the retry is not lost');
+      assert.equal(after?.nextAt, T0 + 5);
+      assert.equal(after?.attempt, 1);
+      assert.deepEqual((await stores.webhooks.attempts(seq, undefined, 10)).map((x) => [x.attempt, x.ok, x.responseStatus]), [[1, true, 204]]);
+      // The retry's own attempt is claimed and recorded as usual.
+      const again = await stores.webhooks.claim(T0 + 6, T0 + 30_006, 10);
+      assert.deepEqual(again.map((d) => d.id), ['dlv_one']);
+      await stores.webhooks.complete([result(seq, 'dlv_one', 'wh_a', T0 + 6, { ok: true, responseStatus: 200, error: null, nextAt: null })], 86_400_000);
+      assert.equal((await stores.webhooks.getDelivery('wh_a', 'dlv_one'))?.status, 'succeeded');
+      assert.deepEqual((await stores.webhooks.attempts(seq, undefined, 10)).map((x) => x.attempt), [2, 1]);
+      assert.deepEqual(await stores.webhooks.claim(T0 + 7, T0 + 30_007, 10), [], 'nothing left due');
+    });
+
     test('attempts go with their delivery: retention, and the endpoint deleted; a result for a delivery gone records nothing', async () => {
       const stores = await fresh();
       const a = await addOrganization(stores);

@@ -14,6 +14,13 @@ const WEBHOOK_COLUMNS = `id, organization_id, url, event_types, description, ena
 const DELIVERY_COLUMNS = `seq, id, webhook_id, event_id, event_type, payload, recorded_at, status, attempt, next_at,
   response_status, duration_ms, error, at`;
 
+/**
+ * A delivery retried by hand while it was leased (an attempt under way) has its lease set to 0: run
+ * out, so that it is claimed again at once, and marked, so that the attempt under way is recorded
+ * as an attempt while the delivery stays due as the retry made it. A claim sets a lease again.
+ */
+const OVERTAKEN = "d.lease_until = 0 AND d.status = 'pending'";
+
 const webhookOf = (row: Row) => toWebhook(row, (v) => v as string[], (v) => v as boolean);
 
 export function createPostgresWebhookStore(db: Database): WebhookStore {
@@ -90,7 +97,8 @@ export function createPostgresWebhookStore(db: Database): WebhookStore {
     },
     async retryNow(webhookId, id, at) {
       const { rows } = await db.query(
-        `UPDATE webhook_deliveries SET status = 'pending', next_at = $3, lease_until = NULL WHERE webhook_id = $1 AND id = $2
+        `UPDATE webhook_deliveries SET status = 'pending', next_at = $3, lease_until = CASE WHEN lease_until IS NULL THEN NULL ELSE 0 END
+         WHERE webhook_id = $1 AND id = $2
          RETURNING ${DELIVERY_COLUMNS}`,
         [webhookId, id, at],
       );
@@ -179,12 +187,14 @@ export function createPostgresWebhookStore(db: Database): WebhookStore {
         // Each attempt is recorded from what the update returns: no second round trip.
         await client.query(
           `WITH done AS (
-             UPDATE webhook_deliveries d SET status = r.status, attempt = d.attempt + 1, next_at = r.next_at, lease_until = NULL,
+             UPDATE webhook_deliveries d
+               SET status = CASE WHEN ${OVERTAKEN} THEN d.status ELSE r.status END, attempt = d.attempt + 1,
+                 next_at = CASE WHEN ${OVERTAKEN} THEN d.next_at ELSE r.next_at END, lease_until = NULL,
                response_status = r.response_status, duration_ms = r.duration_ms, error = r.error, at = r.at
              FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[], $5::int[], $6::text[], $7::bigint[])
                AS r(id, status, next_at, response_status, duration_ms, error, at)
              WHERE d.id = r.id
-             RETURNING d.seq, d.attempt, d.at, d.response_status, d.duration_ms, d.error, d.status
+             RETURNING d.seq, d.attempt, d.at, d.response_status, d.duration_ms, d.error, r.status
            )
            INSERT INTO webhook_attempts (delivery_seq, ${ATTEMPT_COLUMNS})
            SELECT seq, attempt, at, response_status, duration_ms, error, status = 'succeeded' FROM done
