@@ -6,10 +6,11 @@
 // Ajv's own coercion is not used for them: it converts whatever `Number()` reads, so `Infinity`,
 // `1e309`, `0x10`, `1e3` and ` 5` became numbers, and an infinite one passed `maximum` (it is
 // coerced after the type check) to reach the store as a value SQLite refuses: a 500.
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from '../errors.ts';
 import { MULTILINE_PATTERN, NAME_PATTERN } from './common.ts';
+import { type RawError, escapePointer, messageOf, oneOfWords, resolveUnions } from './error-words.ts';
 import { isDateTime } from './date-time.ts';
 import { namedSchemas } from './named.ts';
 
@@ -21,6 +22,9 @@ const ajv = new Ajv({
   allErrors: true,
   strict: true,
   allowUnionTypes: true,
+  // Errors carry the schema and value they concern: a union's errors are reduced to the branch
+  // meant, and patterns explained in words (error-words.ts). Only failed checks pay for it.
+  verbose: true,
 });
 ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
 
@@ -105,42 +109,52 @@ const PARTS: Record<string, FieldError['in']> = {
   headers: 'header',
 };
 
+/** A named schema a `$ref` points at; any other schema as it is. */
+function resolveRef(schema: unknown): unknown {
+  const ref = (schema as { $ref?: unknown } | null)?.$ref;
+  return typeof ref === 'string' ? (ajv.getSchema(ref)?.schema ?? schema) : schema;
+}
+
+const SIMPLE_CLASS = /^\^([a-z]+_)?\[([^\]]+)\]\{(\d+),(\d+)\}\$$/;
+const COMMA_LIST = /^\^\(([^()]+)\)\(,\(\1\)\)\*\$$/;
+
+/** The characters of a simple character class, as a person reads them: "A-Z a-z 0-9 . _ : -". */
+function classWords(cls: string): string {
+  const parts = cls.match(/.-.(?!$)|\\.|./g) ?? [];
+  return parts.map((p) => (p.startsWith('\\') ? p.slice(1) : p)).join(' ');
+}
+
+/** The patterns the schemas use, in words; undefined for one of another shape (see messageOf). */
+function patternWords(pattern: string): string | undefined {
+  if (pattern === NAME_PATTERN) return 'must not contain control characters';
+  if (pattern === MULTILINE_PATTERN) return 'must not contain control characters other than tab and line breaks';
+  const list = COMMA_LIST.exec(pattern);
+  if (list !== null) return `must be one or more of ${oneOfWords(list[1]!.split('|').map((v) => v.replace(/\\(.)/g, '$1')))}, separated by commas`;
+  if (pattern === '^[a-z]+(,[a-z]+)*$') return 'must be one or more names in lower case, separated by commas';
+  const simple = SIMPLE_CLASS.exec(pattern);
+  if (simple !== null) {
+    const [, prefix, cls, min, max] = simple;
+    const count = min === max ? `${min}` : `${min} to ${max}`;
+    return `must be ${prefix === undefined ? '' : `${prefix} followed by `}${count} characters of ${classWords(cls!)}`;
+  }
+  return undefined;
+}
+
 /** Ajv's errors as `{in, path, message}`, the pointer naming the offending property itself. */
-export function toFieldErrors(errors: readonly Partial<ErrorObject>[], context: string | undefined): FieldError[] {
+export function toFieldErrors(errors: readonly RawError[], context: string | undefined): FieldError[] {
   const where = context === undefined ? undefined : PARTS[context];
   const seen = new Set<string>();
   const out: FieldError[] = [];
-  for (const error of errors) {
+  for (const error of resolveUnions(errors, resolveRef)) {
     let path = error.instancePath ?? '';
-    let message = error.message ?? 'is invalid';
     const params = (error.params ?? {}) as Record<string, unknown>;
-    switch (error.keyword ?? '') {
-      case 'required':
-        path += `/${escapePointer(String(params.missingProperty))}`;
-        message = 'is required';
-        break;
-      case 'additionalProperties':
-        path += `/${escapePointer(String(params.additionalProperty))}`;
-        message = 'is not an allowed field';
-        break;
-      case 'enum':
-        message = `must be one of: ${(params.allowedValues as unknown[]).join(', ')}`;
-        break;
-      case 'pattern':
-        if (params.pattern === NAME_PATTERN) message = 'must not contain control characters';
-        else if (params.pattern === MULTILINE_PATTERN) message = 'must not contain control characters other than tab and line breaks';
-        break;
-      default:
-        break;
-    }
+    if (error.keyword === 'required') path += `/${escapePointer(String(params.missingProperty))}`;
+    else if (error.keyword === 'additionalProperties') path += `/${escapePointer(String(params.additionalProperty))}`;
+    const message = messageOf(error, patternWords);
     const key = `${path}\u0000${message}`;
     if (seen.has(key)) continue;
     seen.add(key);
     out.push(where === undefined ? { path, message } : { in: where, path, message });
   }
   return out;
-}
-
-function escapePointer(segment: string): string {
-  return segment.replace(/~/g, '~0').replace(/\//g, '~1');
 }
