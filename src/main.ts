@@ -36,7 +36,6 @@ if (config.redis !== undefined) {
     process.exit(1);
   }
 }
-const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(config.adminKey);
 const app = await buildApp({
   config, stores,
   ...(cluster === undefined ? {} : { cluster, rateLimitStore: cluster.rateLimitStore }),
@@ -69,14 +68,20 @@ process.on('SIGINT', () => void shutdown('SIGINT'));
 try {
   await app.listen({ host: config.host, port: config.port });
 } catch (error) {
-  // Listening starts the parts that start with the app too (the MQTT listener or broker client).
-  app.log.fatal({ err: error }, 'could not start');
+  // Listening starts the parts that start with the app too (the MQTT listener or broker client,
+  // the device ports). A port in use is one line saying which and how to choose another.
+  const taken = portInUse(error);
+  if (taken === undefined) app.log.fatal({ err: error }, 'could not start');
+  else process.stderr.write(`fleet: cannot start: ${taken}\n`);
+  await app.close().catch(() => undefined);
   await cluster?.close();
   await stores.close();
   process.exit(1);
 }
 const address = app.server.address();
 const port = typeof address === 'object' && address !== null ? address.port : config.port;
+// Only now, serving: a first start that fails makes nothing, so the next one is a first start again.
+const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(config.adminKey);
 
 if (first !== undefined) {
   app.log.info({ organizationId: first.organization.id, keyId: first.key.id }, 'empty store: created the first organization and its admin key');
@@ -89,4 +94,17 @@ if (first !== undefined) {
   }
 } else if (config.adminKey !== undefined) {
   app.log.info('FLEET_ADMIN_KEY is only used on the first start of an empty store; the store already has organizations');
+}
+
+/** What a port already in use means, with the variable that moves it; undefined for another error. */
+function portInUse(error: unknown): string | undefined {
+  const e = error as { code?: unknown; port?: unknown; address?: unknown } | null;
+  if (e?.code !== 'EADDRINUSE') return undefined;
+  const port = typeof e.port === 'number' ? e.port : undefined;
+  const variable = port === config.port ? 'FLEET_PORT'
+    : config.mqtt.mode === 'listener' && port === config.mqtt.port ? 'FLEET_MQTT_PORT'
+      : port === config.protocols.osmandPort ? 'FLEET_OSMAND_PORT'
+        : port === config.protocols.teltonikaPort ? 'FLEET_TELTONIKA_PORT' : undefined;
+  const where = `${typeof e.address === 'string' ? e.address : config.host}:${port ?? '?'}`;
+  return `${where} is already in use by another process${variable === undefined ? '' : ` (${variable} sets another port; 0 picks a free one)`}`;
 }
