@@ -30,11 +30,13 @@ const skip = skipUnlessChromium('the dashboard browser tests');
 
 takeTurnsWithLoadTests();
 
+// The service names itself localhost (FLEET_PUBLIC_URL's default form) while the page is opened at
+// 127.0.0.1: the page's live streams go to the origin it was loaded from.
 test('the dashboard: sign in, list, filter, page, open a vehicle, change its status, watch it move', { skip, timeout: 60_000 }, async (t) => {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const ctx: TestApp = await createTestApp({
-    env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: `${await deadOrigin()}/{z}/{x}/{y}.png` },
+    env: { FLEET_PUBLIC_URL: `http://localhost:${port}`, FLEET_MAP_TILE_URL: `${await deadOrigin()}/{z}/{x}/{y}.png` },
   });
   t.after(() => ctx.close());
   await ctx.app.listen({ host: '127.0.0.1', port });

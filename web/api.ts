@@ -163,3 +163,24 @@ export function explain(error: unknown): { title: string; detail: string } {
   }
   return { title: 'Something went wrong', detail: error instanceof Error ? error.message : String(error) };
 }
+
+/**
+ * A live stream's WebSocket URL on this page's own origin. The service builds stream URLs from
+ * FLEET_PUBLIC_URL, whose default names `localhost`; the dashboard is served by the very service
+ * it talks to, so the page's own host reaches it whatever name it was opened by (127.0.0.1, a LAN
+ * address), and a socket of the page's own origin is always allowed.
+ */
+export function onPageOrigin(url: string): string {
+  const socket = new URL(url);
+  socket.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  socket.host = location.host;
+  return socket.toString();
+}
+
+/** Why a live stream's socket closed, for a person: the service's reason, or what a refusal looks like. */
+export function socketClosedWhy(event: CloseEvent, opened: boolean): string {
+  if (event.reason !== '') return `${event.reason} (${event.code})`;
+  return opened
+    ? `the connection was closed (${event.code})`
+    : `the service refused the live connection or could not be reached at ${location.host} (${event.code})`;
+}

@@ -8,7 +8,7 @@
 // panel read the API and the socket was not yet attached is read again, never lost.
 //
 // It runs while at least one panel listens, and is ended (DELETE) when the last one leaves.
-import { ApiError, api, type CreatedStream, storedKey, type StreamTicket, type EventEnvelope } from './api.ts';
+import { ApiError, api, onPageOrigin, socketClosedWhy, type CreatedStream, storedKey, type StreamTicket, type EventEnvelope } from './api.ts';
 
 export type { EventEnvelope };
 
@@ -85,8 +85,10 @@ async function connect(mine: number) {
     return;
   }
   if (!running || mine !== generation) return;
-  const ws = new WebSocket(url);
+  const ws = new WebSocket(onPageOrigin(url));
   socket = ws;
+  let opened = false;
+  ws.addEventListener('open', () => (opened = true));
   ws.addEventListener('message', (message: MessageEvent) => {
     if (typeof message.data !== 'string') return;
     let parsed: { type?: unknown; seq?: unknown; data?: unknown };
@@ -115,13 +117,14 @@ async function connect(mine: number) {
     socket = undefined;
     if (!running || mine !== generation) return;
     if (event.code === 1000) streamId = undefined;
-    retry(mine);
+    retry(mine, socketClosedWhy(event, opened));
   });
 }
 
-function retry(mine: number) {
+/** Tries again after a back-off; `why` the last try failed, shown while reconnecting. */
+function retry(mine: number, why?: string) {
   if (!running || mine !== generation) return;
-  setState('reconnecting');
+  setState('reconnecting', why);
   const delay = Math.min(30_000, 500 * 2 ** attempt);
   attempt++;
   retryTimer = window.setTimeout(() => void connect(mine), delay);
@@ -175,5 +178,7 @@ const STATE_TEXT: Record<StreamState, string> = {
 
 /** A one-line status of the stream for a panel. */
 export function describeState(next: StreamState, why?: string): string {
-  return next === 'off' && why !== undefined ? `${STATE_TEXT.off}: ${why}` : STATE_TEXT[next];
+  if (why === undefined) return STATE_TEXT[next];
+  if (next === 'off') return `${STATE_TEXT.off}: ${why}`;
+  return next === 'reconnecting' ? `${STATE_TEXT.reconnecting} (last try: ${why})` : STATE_TEXT[next];
 }

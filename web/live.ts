@@ -8,7 +8,7 @@
 // second, and a browser pays for every WebSocket frame (its network process, its IPC, a task on
 // the page's main thread) whatever the frame holds; batched, the messages of one turn of the
 // server come in one frame, one per line.
-import { ApiError, api, type CreatedStream, type StreamTicket, type TelemetryData, type VehicleStatus } from './api.ts';
+import { ApiError, api, onPageOrigin, socketClosedWhy, type CreatedStream, type StreamTicket, type TelemetryData, type VehicleStatus } from './api.ts';
 
 export type LiveState = 'connecting' | 'live' | 'reconnecting' | 'off';
 
@@ -81,8 +81,10 @@ export function createLive(): Live {
       return;
     }
     if (!running) return;
-    const ws = new WebSocket(`${url}&batch=true`);
+    const ws = new WebSocket(onPageOrigin(`${url}&batch=true`));
     socket = ws;
+    let opened = false;
+    ws.addEventListener('open', () => (opened = true));
     ws.addEventListener('message', (event: MessageEvent) => {
       if (typeof event.data !== 'string') return;
       for (const line of event.data.split('\n')) received(line);
@@ -93,7 +95,7 @@ export function createLive(): Live {
       if (!running) return;
       // 1000: the stream was ended; a new one is needed, not a ticket for the old one.
       if (event.code === 1000) streamId = undefined;
-      retry();
+      retry(socketClosedWhy(event, opened));
     });
   }
 
@@ -115,9 +117,10 @@ export function createLive(): Live {
     }
   }
 
-  function retry() {
+  /** Tries again after a back-off; `why` the last try failed, shown while reconnecting. */
+  function retry(why?: string) {
     if (!running) return;
-    setState('reconnecting');
+    setState('reconnecting', why);
     const delay = Math.min(30_000, 500 * 2 ** attempt);
     attempt++;
     retryTimer = window.setTimeout(() => void connect(), delay);

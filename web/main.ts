@@ -41,8 +41,11 @@ function renderSession() {
 }
 
 let liveProblem: string | undefined;
+const liveBanner = (state: LiveState) => liveProblem === undefined ? ''
+  : state === 'off' ? `Live updates are off: ${liveProblem}` : `Live updates are interrupted: ${liveProblem}. Trying again…`;
 live.onState((state, detail) => {
-  liveProblem = state === 'off' ? detail : undefined;
+  // Off for good, or failing and trying again: either way the page says why.
+  liveProblem = state === 'off' || state === 'reconnecting' ? detail : undefined;
   const indicator = document.getElementById('live-state');
   if (indicator !== null) {
     indicator.className = `live live-${state}`;
@@ -52,7 +55,7 @@ live.onState((state, detail) => {
   const banner = document.getElementById('live-problem');
   if (banner !== null) {
     banner.hidden = liveProblem === undefined;
-    banner.textContent = liveProblem === undefined ? '' : `Live updates are off: ${liveProblem}`;
+    banner.textContent = liveBanner(state);
   }
 });
 
@@ -123,7 +126,7 @@ function route() {
   cleanup?.();
   renderSession();
   const banner = h('p', { id: 'live-problem', class: 'warning', role: 'status', hidden: liveProblem === undefined },
-    liveProblem === undefined ? '' : `Live updates are off: ${liveProblem}`);
+    liveBanner(live.state()));
   const view = h('div', { class: 'view' });
   replace(main, banner, view);
   const panel = renderPanel(view, location.hash);
