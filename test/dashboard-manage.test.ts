@@ -111,7 +111,7 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     assert.match(await problem.innerText(), /\/vehicleId/);
     const idInput = register.getByLabel('Vehicle id');
     assert.equal(await idInput.getAttribute('aria-invalid'), 'true');
-    assert.match(await register.locator('.field-error:not([hidden])').first().innerText(), /pattern/);
+    assert.match(await register.locator('.field-error:not([hidden])').first().innerText(), /must be 1 to 64 characters of A-Z a-z 0-9 \. _ : -/, 'a message in words');
     assert.equal(await idInput.inputValue(), 'tram 7!');
     await shot('01-vehicle-problem');
 
@@ -196,6 +196,10 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     const create = form('Add a webhook endpoint');
     await create.getByLabel('URL').fill('ftp://hooks.example.com/fleet');
     await create.getByLabel('Description (optional)').fill('dispatch');
+    // Every event type to begin with; narrowed to one.
+    const allTypes = create.getByRole('checkbox', { name: /All event types/ });
+    assert.equal(await allTypes.isChecked(), true);
+    await allTypes.uncheck();
     await create.getByRole('checkbox', { name: 'vehicle.status_changed' }).check();
     await create.getByRole('button', { name: 'Add endpoint' }).click();
     const problem = create.getByRole('alert');

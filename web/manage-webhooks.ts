@@ -42,6 +42,8 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
   const url = h('input', { type: 'url', autocomplete: 'off', spellcheck: 'false', placeholder: 'https://hooks.example.com/fleet' });
   const description = h('input', { type: 'text', autocomplete: 'off', maxlength: 500 });
   const types = typePicker();
+  // A new endpoint hears of everything until narrowed: an empty choice would be refused anyway.
+  types.set(['*']);
   const enabled = h('input', { type: 'checkbox', checked: true, id: uid('enabled') });
   const feedback = h('div', { class: 'feedback', 'aria-live': 'polite' });
   const secretSlot = h('div');
@@ -73,7 +75,7 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
     const created = await api<Webhook & { secret: string }>('POST', '/v2/webhooks', { body });
     form.reset();
     enabled.checked = true;
-    types.set([]);
+    types.set(['*']);
     replace(secretSlot, secretBox({
       title: `Signing secret of ${created.url}`,
       label: 'Signing secret',
