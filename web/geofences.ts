@@ -178,7 +178,7 @@ export function renderGeofences(root: HTMLElement, ctx: { tileUrl: string }): ()
   async function loadInside(entry: Entry, into?: HTMLElement) {
     try {
       const { vehicleIds } = await api<{ vehicleIds: string[] }>('GET', `/v2/geofences/${encode(entry.record.id)}/vehicles`, { signal });
-      entry.count.textContent = `${vehicleIds.length} inside`;
+      entry.count.textContent = `· ${vehicleIds.length} inside`;
       entry.count.dataset.inside = String(vehicleIds.length);
       if (into === undefined) return;
       replace(into, h('h3', {}, `Vehicles inside now (${vehicleIds.length})`),
