@@ -483,6 +483,43 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     assert.equal(await events.getByRole('row').filter({ hasText: 'next shift' }).count(), 1);
   });
 
+  await t.test('at 1280 and 1440 px no page overflows sideways, and every row keeps its actions inside its card', async () => {
+    await ctx.registerVehicle('delivery-van-berlin-mitte-0001', { name: 'Delivery van Berlin Mitte, the long route' });
+    await ctx.registerVehicle('delivery-van-berlin-mitte-0002');
+    await ctx.request('POST', '/v2/devices', { body: { protocol: 'osmand', identifier: 'phone-of-the-driver-0001', vehicleId: 'delivery-van-berlin-mitte-0001' } });
+    for (const vehicle of ['delivery-van-berlin-mitte-0001', 'delivery-van-berlin-mitte-0002']) {
+      await ctx.request('POST', `/v2/telemetry/${vehicle}`, { key: writer, body: { data: { speed: 130 } } });
+    }
+    const opened = (await get<{ alerts: Array<{ id: string }> }>('/v2/alerts?status=open')).body.alerts;
+    assert.ok(opened.length >= 2, 'two open alerts');
+    await ctx.request('POST', `/v2/alerts/${opened[0]!.id}/acknowledge`, { body: {} });
+    await ctx.request('POST', '/v2/webhooks', { body: { url: `${receiver.url}/a/rather/long/path/of/the/dispatch/office/receiver`, eventTypes: ['*'] } });
+    const pages: Array<[string, string]> = [['Alerts', 'Alerts'], ['Events', 'Event log'], ['Vehicles', 'Vehicles'], ['Devices', 'Devices'], ['Webhooks', 'Webhooks'], ['API keys', 'API keys']];
+    for (const width of [1280, 1440]) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const [label, heading] of pages) {
+        await page.goto(`${origin}/#/`);
+        await open(label, heading);
+        await page.locator(label === 'Webhooks' ? '.endpoint' : '.manage-table tbody tr').first().waitFor();
+        const outside = await page.evaluate(() => {
+          const found: string[] = [];
+          const viewport = document.documentElement.clientWidth;
+          if (document.documentElement.scrollWidth > viewport) found.push(`the page is ${document.documentElement.scrollWidth} px wide`);
+          for (const table of Array.from(document.querySelectorAll('.manage-table'))) {
+            const card = (table.closest('.table-wrap, .card, .manage-list') ?? table.parentElement)!.getBoundingClientRect();
+            for (const cell of Array.from(table.querySelectorAll('td.actions, td:last-child'))) {
+              const right = cell.getBoundingClientRect().right;
+              if (right > card.right + 1) found.push(`${table.getAttribute('aria-label')}: a cell ends at ${Math.round(right)} px, its card at ${Math.round(card.right)} px`);
+            }
+          }
+          return found;
+        });
+        assert.deepEqual(outside, [], `${label} at ${width} px`);
+      }
+    }
+    await page.setViewportSize({ width: 1360, height: 900 });
+  });
+
   await t.test('a key without a panel\'s scope: each panel says which scope is missing', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('API key').waitFor();
