@@ -150,7 +150,7 @@ export interface Config {
   dashboard: { tileUrl: string };
 }
 
-/** What each variable means, its default, and how it is parsed; README's table mirrors this. */
+/** What each variable means, its default, and how it is parsed; docs/OPERATIONS.md's table mirrors this (test/config-docs.test.ts). */
 export const VARIABLES = {
   FLEET_HOST: { default: '0.0.0.0', doc: 'Address to listen on.' },
   FLEET_PORT: { default: '8080', doc: 'HTTP port (0 picks a free one).' },

@@ -3,7 +3,10 @@
 // and the band lists in the other; a circle is its four numbers. The GeoJSON arrays it was made
 // from, and the per-ring objects of the preparation, are not kept: a position of GeoJSON costs
 // about 70 bytes as JavaScript arrays, here its two coordinates and its places in the latitude
-// bands (docs/ARCHITECTURE.md "Geofences in memory").
+// bands. Measured with 100 geofences of 10,000 positions (heap and array buffers after a full
+// collection): 175 bytes a position before this form (the GeoJSON arrays as read, their
+// preparation, and a second packed copy the index made on each rebuild), 40.5 with it, so an
+// organization's full quota of 1,000,000 positions costs about 40 MB a node.
 import { BOUNDARY_EPS_DEG, circleHolds, compileGeometry, type BBox, type CircleShape, type PolygonShape } from './geometry.ts';
 import { edge } from './ring.ts';
 import type { GeofenceGeometry } from './schema.ts';

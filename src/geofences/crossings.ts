@@ -6,7 +6,9 @@
 // (streets, coastlines, circles drawn as polygons) have short edges, so each edge has a handful
 // of candidates and the check is O(n log n): a few milliseconds for 10,000 positions. The worst
 // case is still quadratic: thousands of long edges overlapping in both axes, like a star of thin
-// spikes, take 0.1 to 0.25 s at 10,000 positions (the suite times both kinds). Recursive halving
+// spikes, take 0.1 to 0.25 s at 10,000 positions (the suite times both kinds; 80 to 150 ms on a
+// 2-core host under load from other work, up to 345 ms for the suite's thinner star), which is why
+// one organization's geofence writes take turns (the write gate). Recursive halving
 // and a uniform grid of edges were tried and were slower on both kinds (a long edge lands in many
 // cells): seconds on the star. A Shamos–Hoey sweep would bound the worst case at O(n log n).
 

@@ -38,7 +38,12 @@ const REFRESH_MS = 30_000;
  * Positions read and prepared in one turn of the event loop while loading (two of the largest
  * geofences), so that reading an organization's million positions (at start, or after the bus
  * was lost) holds up the other organizations' requests for one chunk at a time, not for the
- * whole read (docs/ARCHITECTURE.md "Geofences in memory").
+ * whole read. Measured on one organization of 1,000,000 positions, on a 2-core host under load
+ * from other work (load average about 15): read in one turn, the engine's first read took 9.9 s
+ * and the first lookup after it 1.8 s more (the index's rebuild), and after one changed geofence
+ * 6.2 s and 2.1 s again; in chunks, with only changed revisions read and the index updated in
+ * place, the first read takes 6.1 s in all but no turn longer than 0.34 s, and after one change
+ * 65 ms, the lookup 0.3 ms.
  */
 const LOAD_CHUNK_POSITIONS = 20_000;
 const LOAD_CHUNK_GEOFENCES = 500;

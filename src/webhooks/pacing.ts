@@ -4,6 +4,12 @@
 // window, not counting the worker's own time), the worker takes at most `share` of each window
 // and waits for the next one; otherwise it takes what it needs. Nothing is lost by waiting: the
 // events are in the log, and what is not fanned out or attempted in one window is in a later one.
+// A saturating burst of writes thus costs those writes little, and the deliveries it made go out
+// as it ends; at any lower load, and for a backlog with no requests waiting, nothing is held back.
+//
+// Only the embedded store is paced (the store's `onEventLoop`): on PostgreSQL the work is the
+// database's, the worker's own time on the loop (handling query results) could not be told from
+// other work, and a cluster that is short of capacity adds nodes.
 import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 
 export interface Pacing {

@@ -1,3 +1,11 @@
+// Telemetry in PostgreSQL (cluster mode). A commit is one transaction for a group of requests'
+// batches: it key-share locks the vehicle rows of the whole group in one sorted statement (a
+// deletion waits for it; other commits do not), inserts the records with one
+// `INSERT … SELECT FROM unnest(…) ON CONFLICT DO NOTHING` whose rows are exactly what was new,
+// merges the latest states into this node's own rows under `FOR UPDATE` (`writer`, migration
+// 0004: two nodes committing for the same vehicles never wait on each other's latest-state rows),
+// and judges the new records against the rules under an advisory lock per vehicle, taken in one
+// sorted order (rules.ts). History is partitioned by day (partitions.ts).
 import type { EventRecord } from '../../events/types.ts';
 import { activation } from '../../vehicles/events.ts';
 import { ACTIVATION } from '../../vehicles/transitions.ts';
