@@ -7,9 +7,9 @@ import { AppError, type FieldError } from '../errors.ts';
 import type { EventRecord } from '../events/types.ts';
 import { PAGE_POSITIONS } from '../geofences/schema.ts';
 import { validateGeometry } from '../geofences/validation.ts';
+import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
 import { alertEvent } from './engine.ts';
-import { newGeofenceId, newRuleId } from './ids.ts';
 import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, GeofenceRecord, Geometry } from './model.ts';
 import type { AlertListQuery, GeofenceBody, RuleBody } from './schema.ts';
 import type { GeofenceQuota, RulesStore } from './store.ts';
@@ -54,7 +54,7 @@ export function createRulesService(deps: {
     return oneAtATime(who.organizationId, async () => {
       const now = clock.now();
       const record: GeofenceRecord = {
-        id: newGeofenceId(), organizationId: who.organizationId, name: body.name, geometry: checkGeometry(body.geometry),
+        id: newId('gf'), organizationId: who.organizationId, name: body.name, geometry: checkGeometry(body.geometry),
         vehicleIds: body.vehicleIds ?? null, createdAt: now, updatedAt: now,
       };
       const created = await store.insertGeofence(record, deps.quota);
@@ -117,7 +117,7 @@ export function createRulesService(deps: {
   async function createRule(who: Principal, body: RuleBody): Promise<AlertRuleRecord> {
     const now = clock.now();
     const record: AlertRuleRecord = {
-      id: newRuleId(), organizationId: who.organizationId, name: body.name, condition: await checkCondition(who, body.condition as Condition),
+      id: newId('rule'), organizationId: who.organizationId, name: body.name, condition: await checkCondition(who, body.condition as Condition),
       vehicleIds: body.vehicleIds ?? null, enabled: body.enabled ?? true, createdAt: now, updatedAt: now,
     };
     if ((await store.insertRule(record, deps.maxRules)) === 'quota') throw quotaExceeded(deps.maxRules, 'alert rules');
