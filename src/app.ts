@@ -23,6 +23,8 @@ import { eventMetrics } from './events/metrics.ts';
 import { startEventRetention } from './events/retention.ts';
 import { eventRoutes } from './events/routes.ts';
 import { type EventRecord, toEnvelope } from './events/types.ts';
+import { geofenceRoutes } from './geofences/routes.ts';
+import { createGeofenceService } from './geofences/service.ts';
 import { authPlugin } from './http/auth.ts';
 import { historyRoutes } from './history/routes.ts';
 import { createHistoryService } from './history/service.ts';
@@ -231,7 +233,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await telemetry.load();
   const rules = createRulesService({
-    store: deps.stores.rules, clock, quota: { geofences: deps.config.quotas.geofences, vertices: deps.config.quotas.geofenceVertices }, maxRules: deps.config.quotas.alertRules, recorded,
+    store: deps.stores.rules, clock, maxRules: deps.config.quotas.alertRules, recorded,
+    changed: (organizationId) => dispatcher.emit('rulesChanged', { origin: 'local', organizationId }),
+  });
+  const geofences = createGeofenceService({
+    store: deps.stores.rules, clock, quota: { geofences: deps.config.quotas.geofences, vertices: deps.config.quotas.geofenceVertices }, rulesUsing: rules.rulesUsingGeofence,
     changed: (organizationId) => dispatcher.emit('rulesChanged', { origin: 'local', organizationId }),
   });
   const offline = startOfflineChecks({
@@ -388,7 +394,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(vehicleRoutesV2, { service: vehicles, latest: latestOf });
   await app.register(eventRoutes, { feed: createFeedService({ store: deps.stores.events }) });
   await app.register(webhookRoutes, { service: webhooks });
-  await app.register(rulesRoutes, { service: rules, vehicles });
+  await app.register(geofenceRoutes, { service: geofences, vehicles });
+  await app.register(rulesRoutes, { service: rules });
   await app.register(vehicleRoutesV1, { service: vehicles, latest: latestOf });
   await app.register(telemetryRoutes, { service: telemetry });
   await app.register(historyRoutes, { service: createHistoryService({ telemetry: deps.stores.telemetry, vehicles: deps.stores.vehicles }) });

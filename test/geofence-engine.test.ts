@@ -7,7 +7,7 @@ import { contains } from '../src/geofences/geometry.ts';
 import type { GeofenceGeometry } from '../src/geofences/schema.ts';
 import { createRuleEngine } from '../src/rules/engine.ts';
 import { newId } from '../src/ids.ts';
-import type { GeofenceRecord, Geometry } from '../src/rules/model.ts';
+import type { GeofenceRecord, Geometry } from '../src/geofences/model.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { skipUnlessPostgres } from './helpers/postgres.ts';
 import { rect, rng } from './helpers/random.ts';

@@ -9,8 +9,9 @@ import { IdParams as KeyIdParams } from '../src/auth/keys-schema.ts';
 import { OAuthClientId } from '../src/auth/oauth/schema.ts';
 import { randomBase62 } from '../src/base62.ts';
 import { DeviceId } from '../src/devices/schema.ts';
+import { GeofenceIdParams } from '../src/geofences/schema.ts';
 import { type IdPrefix, type TimeOrderedIdPrefix, newId, newTimeOrderedId } from '../src/ids.ts';
-import { AlertIdParams, GeofenceIdParams, RuleIdParams } from '../src/rules/schema.ts';
+import { AlertIdParams, RuleIdParams } from '../src/rules/schema.ts';
 import { StreamIdParams } from '../src/streams/schema.ts';
 import { DeliveryParams, WebhookIdParams } from '../src/webhooks/schema.ts';
 
