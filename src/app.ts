@@ -368,17 +368,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const devices = createDeviceService({
     store: deps.stores.devices, clock, maxDevices: deps.config.quotas.devices, onFlushError: (error) => app.log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
   });
-  const protocolIngest = createProtocolIngest({ devices, telemetry });
   const { protocols, devicePorts } = deps.config;
   // One allowance of unknown identifiers per address across every device entry point.
   const deviceGuard = createDeviceGuard({ settings: devicePorts, clock, registry: metrics });
+  const protocolIngest = createProtocolIngest({ devices, telemetry, guard: deviceGuard });
   const listeners = {
     osmand: protocols.osmandPort === 0 ? undefined : createOsmandListener({
-      host: protocols.host, port: protocols.osmandPort, timeouts: deps.config.http.timeouts, ingest: protocolIngest, guard: deviceGuard,
+      host: protocols.host, port: protocols.osmandPort, timeouts: deps.config.http.timeouts, ingest: protocolIngest,
       log: app.log.child({ component: 'osmand' }),
     }),
     teltonika: protocols.teltonikaPort === 0 ? undefined : createTeltonikaListener({
-      host: protocols.host, port: protocols.teltonikaPort, idleMs: protocols.teltonikaIdleMs, limits: devicePorts, guard: deviceGuard,
+      host: protocols.host, port: protocols.teltonikaPort, idleMs: protocols.teltonikaIdleMs, limits: devicePorts,
       registry: metrics, ingest: protocolIngest, log: app.log.child({ component: 'teltonika' }),
     }),
   };
@@ -402,7 +402,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(apiKeyRoutes, { auth });
   await app.register(organizationRoutes, { auth });
   await app.register(deviceRoutes, { service: devices });
-  await app.register(osmandRoutes, { path: '/osmand', ingest: protocolIngest, guard: deviceGuard });
+  await app.register(osmandRoutes, { path: '/osmand', ingest: protocolIngest });
   await app.register(oauthRoutes, { oauth, publicUrl: deps.config.publicUrl });
   await app.register(streamRoutes, {
     service: streams, publicUrl: deps.config.publicUrl,
