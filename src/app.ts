@@ -23,6 +23,8 @@ import { eventMetrics } from './events/metrics.ts';
 import { startEventRetention } from './events/retention.ts';
 import { eventRoutes } from './events/routes.ts';
 import { type EventRecord, toEnvelope } from './events/types.ts';
+import { geofenceRoutes } from './geofences/routes.ts';
+import { createGeofenceService } from './geofences/service.ts';
 import { authPlugin } from './http/auth.ts';
 import { historyRoutes } from './history/routes.ts';
 import { createHistoryService } from './history/service.ts';
@@ -231,7 +233,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await telemetry.load();
   const rules = createRulesService({
-    store: deps.stores.rules, clock, quota: { geofences: deps.config.quotas.geofences, vertices: deps.config.quotas.geofenceVertices }, maxRules: deps.config.quotas.alertRules, recorded,
+    store: deps.stores.rules, clock, maxRules: deps.config.quotas.alertRules, recorded,
+    changed: (organizationId) => dispatcher.emit('rulesChanged', { origin: 'local', organizationId }),
+  });
+  const geofences = createGeofenceService({
+    store: deps.stores.rules, clock, quota: { geofences: deps.config.quotas.geofences, vertices: deps.config.quotas.geofenceVertices }, rulesUsing: rules.rulesUsingGeofence,
     changed: (organizationId) => dispatcher.emit('rulesChanged', { origin: 'local', organizationId }),
   });
   const offline = startOfflineChecks({
@@ -362,17 +368,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const devices = createDeviceService({
     store: deps.stores.devices, clock, maxDevices: deps.config.quotas.devices, onFlushError: (error) => app.log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
   });
-  const protocolIngest = createProtocolIngest({ devices, telemetry });
   const { protocols, devicePorts } = deps.config;
   // One allowance of unknown identifiers per address across every device entry point.
   const deviceGuard = createDeviceGuard({ settings: devicePorts, clock, registry: metrics });
+  const protocolIngest = createProtocolIngest({ devices, telemetry, guard: deviceGuard });
   const listeners = {
     osmand: protocols.osmandPort === 0 ? undefined : createOsmandListener({
-      host: protocols.host, port: protocols.osmandPort, timeouts: deps.config.http.timeouts, ingest: protocolIngest, guard: deviceGuard,
+      host: protocols.host, port: protocols.osmandPort, timeouts: deps.config.http.timeouts, ingest: protocolIngest,
       log: app.log.child({ component: 'osmand' }),
     }),
     teltonika: protocols.teltonikaPort === 0 ? undefined : createTeltonikaListener({
-      host: protocols.host, port: protocols.teltonikaPort, idleMs: protocols.teltonikaIdleMs, limits: devicePorts, guard: deviceGuard,
+      host: protocols.host, port: protocols.teltonikaPort, idleMs: protocols.teltonikaIdleMs, limits: devicePorts,
       registry: metrics, ingest: protocolIngest, log: app.log.child({ component: 'teltonika' }),
     }),
   };
@@ -388,14 +394,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(vehicleRoutesV2, { service: vehicles, latest: latestOf });
   await app.register(eventRoutes, { feed: createFeedService({ store: deps.stores.events }) });
   await app.register(webhookRoutes, { service: webhooks });
-  await app.register(rulesRoutes, { service: rules, vehicles });
+  await app.register(geofenceRoutes, { service: geofences, vehicles });
+  await app.register(rulesRoutes, { service: rules });
   await app.register(vehicleRoutesV1, { service: vehicles, latest: latestOf });
   await app.register(telemetryRoutes, { service: telemetry });
   await app.register(historyRoutes, { service: createHistoryService({ telemetry: deps.stores.telemetry, vehicles: deps.stores.vehicles }) });
   await app.register(apiKeyRoutes, { auth });
   await app.register(organizationRoutes, { auth });
   await app.register(deviceRoutes, { service: devices });
-  await app.register(osmandRoutes, { path: '/osmand', ingest: protocolIngest, guard: deviceGuard });
+  await app.register(osmandRoutes, { path: '/osmand', ingest: protocolIngest });
   await app.register(oauthRoutes, { oauth, publicUrl: deps.config.publicUrl });
   await app.register(streamRoutes, {
     service: streams, publicUrl: deps.config.publicUrl,

@@ -6,8 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import { contains } from '../src/geofences/geometry.ts';
 import type { GeofenceGeometry } from '../src/geofences/schema.ts';
 import { createRuleEngine } from '../src/rules/engine.ts';
-import { newGeofenceId } from '../src/rules/ids.ts';
-import type { GeofenceRecord, Geometry } from '../src/rules/model.ts';
+import { newId } from '../src/ids.ts';
+import type { GeofenceRecord, Geometry } from '../src/geofences/model.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { skipUnlessPostgres } from './helpers/postgres.ts';
 import { rect, rng } from './helpers/random.ts';
@@ -80,7 +80,7 @@ function suite(backend: 'sqlite' | 'postgres') {
       const action = ids.length < 40 ? 0 : random();
       const now = 1_700_000_000_000 + step;
       if (action < 0.5) {
-        const g: GeofenceRecord = { id: newGeofenceId(), organizationId: org, name: `g${step}`, geometry: randomGeometry(random), vehicleIds: null, createdAt: now, updatedAt: now };
+        const g: GeofenceRecord = { id: newId('gf'), organizationId: org, name: `g${step}`, geometry: randomGeometry(random), vehicleIds: null, createdAt: now, updatedAt: now };
         assert.equal(await store.insertGeofence(g, quota), 'created');
         all.set(g.id, g);
       } else if (action < 0.8) {

@@ -1,4 +1,4 @@
-// Geofence writes of one organization run one at a time (rules/write-gate.ts): while one is in
+// Geofence writes of one organization run one at a time (geofences/write-gate.ts): while one is in
 // progress a few more wait their turn, and one past those answers 429 with Retry-After at once and
 // stores nothing; another organization's writes are not held up. On PostgreSQL, where the test can
 // keep a write in progress by holding the lock its transaction needs.
@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import type { LightMyRequestResponse } from 'fastify';
-import { MAX_WAITING } from '../src/rules/write-gate.ts';
+import { MAX_WAITING } from '../src/geofences/write-gate.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { TEST_DATABASE_URL, skipUnlessPostgres } from './helpers/postgres.ts';
 

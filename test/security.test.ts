@@ -12,9 +12,9 @@ import {
   hashSecret,
   isWellFormedApiKey,
   lookupIdOf,
-  newId,
-  randomBase62,
 } from '../src/auth/keys.ts';
+import { randomBase62 } from '../src/base62.ts';
+import { newId } from '../src/ids.ts';
 import { holds, isScope, type Scope } from '../src/auth/scopes.ts';
 import { SCOPES, createTestApp, type TestApp } from './helpers/app.ts';
 

@@ -2,60 +2,15 @@
 // random part. The checksum lets us refuse a mistyped or made-up key without touching the store,
 // and lets secret scanners recognise leaked keys. Keys are stored only as SHA-256 hashes: they
 // carry ~190 bits of entropy, so a slow password hash would add latency and no safety.
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
+import { base62, randomBase62 } from '../base62.ts';
 
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const PREFIX = 'fleet_';
 const RANDOM_LENGTH = 32;
 const CHECKSUM_LENGTH = 6;
 const LOOKUP_LENGTH = 12;
 const KEY_PATTERN = new RegExp(`^${PREFIX}[0-9A-Za-z]{${RANDOM_LENGTH + CHECKSUM_LENGTH}}$`);
-
-/** Random bytes from the system's CSPRNG, fetched 4 KiB at a time (as `crypto.randomInt` keeps its own). */
-let pool = Buffer.alloc(0);
-let taken = 0;
-
-/**
- * `length` random base62 characters, each uniform: a random byte below 248 (4 × 62) gives
- * `byte % 62`, a higher one is drawn again. (A call of `crypto.randomInt(62)` per character took
- * about 2.5 times as long: 0.6 to 0.9 µs for the 12 random characters of an event's or a
- * delivery's id, against 0.2 to 0.4.)
- */
-export function randomBase62(length: number): string {
-  let out = '';
-  while (out.length < length) {
-    if (taken === pool.length) {
-      pool = randomBytes(4096);
-      taken = 0;
-    }
-    const byte = pool[taken++]!;
-    if (byte < 248) out += BASE62[byte % 62];
-  }
-  return out;
-}
-
-/** Base62 characters of the time: eight cover every millisecond up to the year 8000. */
-const TIME_LENGTH = 8;
-
-/**
- * `length` base62 characters: the time `at` (ms) in the first eight, random ones after. Such ids
- * sort by the time they were made (the alphabet is in ASCII order), so a store's index of them
- * grows at its end, as its rows do, instead of at a random page for each new one.
- */
-export function timeOrderedId(length: number, at: number = Date.now()): string {
-  return base62(Math.max(0, Math.floor(at)), TIME_LENGTH) + randomBase62(length - TIME_LENGTH);
-}
-
-function base62(value: number, width: number): string {
-  let out = '';
-  let rest = value;
-  for (let i = 0; i < width; i++) {
-    out = BASE62[rest % 62] + out;
-    rest = Math.floor(rest / 62);
-  }
-  return out;
-}
 
 function checksum(randomPart: string): string {
   return base62(crc32(randomPart), CHECKSUM_LENGTH);
@@ -98,8 +53,4 @@ export function displayPrefixOf(token: string): string {
 
 export function hashesEqual(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
-}
-
-export function newId(kind: 'org' | 'key'): string {
-  return `${kind}_${randomBytes(12).toString('base64url')}`;
 }

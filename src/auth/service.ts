@@ -10,8 +10,8 @@ import {
   isWellFormedApiKey,
   looksLikeFleetKey,
   lookupIdOf,
-  newId,
 } from './keys.ts';
+import { newId } from '../ids.ts';
 import { SCOPES, type Principal, type Scope } from './scopes.ts';
 import type { ApiKeyRecord, AuthStore, OrganizationRecord } from './store.ts';
 

@@ -1,9 +1,9 @@
 // Device rules: registration, listing, and what the protocol listeners need (who a device is,
 // when it was last heard from). Knows nothing of HTTP or of any protocol's bytes.
-import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
+import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
 import { IDENTIFIER_RULES, type Protocol, type RegisterDeviceBody } from './schema.ts';
 import type { DeviceFilter, DeviceRecord, DeviceStore } from './store.ts';
@@ -55,7 +55,7 @@ export function createDeviceService(deps: {
       throw new AppError('validation-failed', `identifier ${message}.`, { errors: [{ in: 'body', path: '/identifier', message }] });
     }
     const device: DeviceRecord = {
-      id: `dev_${randomBytes(12).toString('base64url')}`,
+      id: newId('dev'),
       organizationId: who.organizationId,
       protocol: body.protocol,
       identifier: body.identifier,

@@ -1,8 +1,8 @@
 // Events: what the service noticed about a vehicle, in one envelope, recorded durably in the same
 // transaction as the change that caused it (the event log), then delivered three ways: the feed,
 // webhooks and live streams. See docs/API.md "Events".
-import { timeOrderedId } from '../auth/keys.ts';
 import { iso } from '../clock.ts';
+import { newTimeOrderedId } from '../ids.ts';
 import type { EventData } from './schema.ts';
 
 export const EVENT_TYPES = [
@@ -43,10 +43,6 @@ export interface EventEnvelope {
   data: Record<string, unknown>;
 }
 
-export function newEventId(): string {
-  return `evt_${timeOrderedId(24)}`;
-}
-
 /** A new event of `type`, whose `data` must be of that type's schema (events/schema.ts). */
 export function newEvent<T extends EventType>(
   organizationId: string,
@@ -56,7 +52,7 @@ export function newEvent<T extends EventType>(
   data: EventData<T>,
 ): EventRecord {
   // Stored and sent as it is: the schema's type is checked here, at the producer.
-  return { id: newEventId(), organizationId, type, vehicleId, occurredAt, data: data as Record<string, unknown> };
+  return { id: newTimeOrderedId('evt'), organizationId, type, vehicleId, occurredAt, data: data as Record<string, unknown> };
 }
 
 export function toEnvelope(event: EventRecord): EventEnvelope {

@@ -6,13 +6,15 @@
 // prepared again (in chunks, a turn of the event loop each), and the index is updated in place.
 import { iso } from '../clock.ts';
 import { type EventRecord, newEvent } from '../events/types.ts';
+import { newTimeOrderedId } from '../ids.ts';
 import { DEFAULT_TRIP_SETTINGS, type TripEvent, advanceInPlace, copyTripState, initialTripState, tripView } from '../history/trips.ts';
-import { newAlertId } from './ids.ts';
-import { type AlertRecord, type AlertRuleRecord, type Condition, type GeofenceRecord, type RuleState, type TriggerValue, appliesTo } from './model.ts';
+import { type AlertRecord, type AlertRuleRecord, type Condition, type RuleState, type TriggerValue, appliesTo } from './model.ts';
+import type { GeofenceRecord } from '../geofences/model.ts';
+import type { GeofenceVersion } from '../geofences/store.ts';
 import { type GeofenceIndex, createGeofenceIndex } from '../geofences/spatial-index.ts';
 import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
 import { type CompactGeometry, compactGeometry } from '../geofences/compact.ts';
-import type { AlertChanges, CommitRules, GeofenceVersion, Judged, RulesStore } from './store.ts';
+import type { AlertChanges, CommitRules, Judged, RulesStore } from './store.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** What judging needs of a geofence besides its shape (which only the index keeps). */
@@ -246,7 +248,7 @@ export function alertEvent(type: 'alert.opened' | 'alert.acknowledged' | 'alert.
 
 export function openAlert(rule: AlertRuleRecord, vehicleId: string, at: number, value: TriggerValue): AlertRecord {
   return {
-    id: newAlertId(), organizationId: rule.organizationId, ruleId: rule.id, ruleName: rule.name, vehicleId, status: 'open',
+    id: newTimeOrderedId('alert'), organizationId: rule.organizationId, ruleId: rule.id, ruleName: rule.name, vehicleId, status: 'open',
     openedAt: at, acknowledgedAt: null, acknowledgedBy: null, resolvedAt: null, resolvedBy: null, triggerTimestamp: at, triggerValue: value,
   };
 }

@@ -1,23 +1,6 @@
-// What geofences, alert rules and alerts are, as the service keeps them. Times are ms since the
-// epoch. See docs/API.md "Geofences" and "Alert rules and alerts".
+// What alert rules and alerts are, as the service keeps them (geofences: geofences/model.ts). Times
+// are ms since the epoch. See docs/API.md "Alert rules and alerts".
 import type { TripState } from '../history/trips.ts';
-
-/** A geofence's shape: GeoJSON Polygon or MultiPolygon ([lng, lat] positions), or a circle. */
-export type Geometry =
-  | { type: 'Polygon'; coordinates: number[][][] }
-  | { type: 'MultiPolygon'; coordinates: number[][][][] }
-  | { type: 'Circle'; coordinates: [number, number]; radius: number };
-
-export interface GeofenceRecord {
-  id: string;
-  organizationId: string;
-  name: string;
-  geometry: Geometry;
-  /** The vehicles it applies to; null: every vehicle of the organization. */
-  vehicleIds: string[] | null;
-  createdAt: number;
-  updatedAt: number;
-}
 
 export const THRESHOLD_FIELDS = ['speed', 'battery', 'temperature', 'odometer', 'heading'] as const;
 export type ComparisonOp = '>' | '>=' | '<' | '<=' | '==' | '!=';

@@ -1,55 +1,19 @@
-// Geofence, alert rule and alert schemas: they validate requests, serialize responses and make
-// the OpenAPI document. The geometry's meaning (closed rings, no self-intersection) is checked by
-// geofences/validation.ts after this structural check.
+// Alert rule and alert schemas: they validate requests, serialize responses and make the OpenAPI
+// document. Geofences have theirs in geofences/schema.ts.
 import { Type, type Static } from 'typebox';
-import { GeofenceGeometry, PAGE_POSITIONS } from '../geofences/schema.ts';
+import { GeofenceId, Name, VehicleIds } from '../geofences/schema.ts';
 import { IsoTimestamp, Paging, PlainText, commaListPattern } from '../schema/common.ts';
 import { Location, VehicleId } from '../vehicles/schema.ts';
 import { THRESHOLD_FIELDS } from './model.ts';
 import { named } from '../schema/named.ts';
 
-const Name = PlainText({ minLength: 1, maxLength: 200, description: 'A name people read.' });
-const VehicleIds = Type.Union([Type.Array(VehicleId, { maxItems: 1000, uniqueItems: true }), Type.Null()], {
-  description: 'The vehicles it applies to; absent or null: every vehicle of the organization.',
-});
-const GeofenceIdSchema = Type.String({ pattern: '^gf_[A-Za-z0-9]{1,64}$', examples: ['gf_4kTq9ZbW8xYc2LmN4pRs'] });
 const RuleIdSchema = Type.String({ pattern: '^rule_[A-Za-z0-9]{1,64}$', examples: ['rule_9xY2mQ4kT9bW3cZ7nLp1'] });
 const AlertIdSchema = Type.String({ pattern: '^alert_[A-Za-z0-9]{1,64}$', examples: ['alert_2Xb8kQ0mWc1ZrT5pLs9a'] });
 
-export const GeofenceIdParams = Type.Object({ id: GeofenceIdSchema }, { additionalProperties: false });
 export const RuleIdParams = Type.Object({ id: RuleIdSchema }, { additionalProperties: false });
 export const AlertIdParams = Type.Object({ id: AlertIdSchema }, { additionalProperties: false });
-
-export const GeofenceBody = named('GeofenceInput', Type.Object(
-  { name: Name, geometry: GeofenceGeometry, vehicleIds: Type.Optional(VehicleIds) },
-  {
-    additionalProperties: false,
-    examples: [{ name: 'Depot', geometry: { type: 'Circle', coordinates: [13.405, 52.52], radius: 250 } }],
-  },
-), 'A geofence to create, or its new definition.');
-export type GeofenceBody = Static<typeof GeofenceBody>;
-
-export const Geofence = named('Geofence', Type.Object(
-  { id: GeofenceIdSchema, name: Type.String(), geometry: GeofenceGeometry, vehicleIds: Type.Union([Type.Array(Type.String()), Type.Null()]), createdAt: IsoTimestamp, updatedAt: IsoTimestamp },
-  { additionalProperties: false },
-), 'A geofence.');
-export const GeofenceList = named('GeofenceList', Type.Object(
-  {
-    geofences: Type.Array(Geofence), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer(),
-    nextOffset: Type.Union([Type.Integer(), Type.Null()], {
-      description: 'The `offset` of the next page, or null on the last. A page also ends early, with fewer than `limit` geofences, '
-        + `once their positions would pass ${PAGE_POSITIONS.toLocaleString('en')} (its first geofence is always in it): continue from \`nextOffset\`, not from \`offset + limit\`.`,
-    }),
-  },
-  { additionalProperties: false },
-), 'A page of geofences.');
 export const PageQuery = Type.Object(Paging, { additionalProperties: false });
 export type PageQuery = Static<typeof PageQuery>;
-export const VehiclesInside = named('VehiclesInsideGeofence', Type.Object({ vehicleIds: Type.Array(Type.String()) }, { additionalProperties: false }), 'The vehicles inside a geofence now.');
-export const GeofencesOfVehicle = named('GeofencesOfVehicle', Type.Object(
-  { geofences: Type.Array(Type.Object({ id: Type.String(), name: Type.String() }, { additionalProperties: false })) },
-  { additionalProperties: false },
-), 'The geofences a vehicle is inside now.');
 
 const Field = Type.Union([
   Type.Enum(THRESHOLD_FIELDS),
@@ -71,7 +35,7 @@ export const Condition = named('AlertCondition', Type.Union([
   }, { additionalProperties: false }),
   Type.Object({
     kind: Type.Literal('geofence'),
-    geofenceId: GeofenceIdSchema,
+    geofenceId: GeofenceId,
     when: Type.Enum(['inside', 'outside']),
     forSeconds: Type.Optional(ForSeconds),
   }, { additionalProperties: false }),

@@ -1,19 +1,16 @@
-// Geofences, alert rules and alerts: create, read, change, delete; acknowledge and resolve.
-// Knows nothing of HTTP. Every change of a definition tells the rule engine (and, through the
-// dispatcher, the other nodes) to read the organization's definitions again.
+// Alert rules and alerts: create, read, change, delete; acknowledge and resolve (geofences:
+// geofences/service.ts). Knows nothing of HTTP. Every change of a rule tells the rule engine (and,
+// through the dispatcher, the other nodes) to read the organization's definitions again.
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError, type FieldError } from '../errors.ts';
 import type { EventRecord } from '../events/types.ts';
-import { PAGE_POSITIONS } from '../geofences/schema.ts';
-import { validateGeometry } from '../geofences/validation.ts';
+import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
 import { alertEvent } from './engine.ts';
-import { newGeofenceId, newRuleId } from './ids.ts';
-import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, GeofenceRecord, Geometry } from './model.ts';
-import type { AlertListQuery, GeofenceBody, RuleBody } from './schema.ts';
-import type { GeofenceQuota, RulesStore } from './store.ts';
-import { createWriteGate } from './write-gate.ts';
+import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition } from './model.ts';
+import type { AlertListQuery, RuleBody } from './schema.ts';
+import type { RulesStore } from './store.ts';
 
 export type RulesService = ReturnType<typeof createRulesService>;
 
@@ -22,69 +19,13 @@ const invalid = (message: string, errors: FieldError[]) => new AppError('validat
 export function createRulesService(deps: {
   store: RulesStore;
   clock: Clock;
-  quota: GeofenceQuota;
   maxRules: number;
-  /** The organization's geofences or rules changed. */
+  /** The organization's rules changed. */
   changed(organizationId: string): void;
   /** Events recorded by a manual alert change. */
   recorded(events: readonly EventRecord[]): void;
 }) {
   const { store, clock } = deps;
-  const oneAtATime = createWriteGate();
-
-  function checkGeometry(geometry: unknown): Geometry {
-    const result = validateGeometry(geometry);
-    if (!result.ok) {
-      const errors = result.errors.map((e) => ({ in: 'body' as const, path: `/geometry${e.path}`, message: e.message }));
-      throw invalid(`geometry: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}.`, errors);
-    }
-    return geometry as Geometry;
-  }
-
-  const verticesExceeded = (done: 'created' | 'changed') => new AppError('quota-exceeded',
-    `This organization's geofences may hold ${deps.quota.vertices} positions in all; this geometry would pass that quota, so nothing was ${done}.`);
-
-  async function geofence(who: Principal, id: string): Promise<GeofenceRecord> {
-    const found = await store.getGeofence(who.organizationId, id);
-    if (found === undefined) throw new AppError('geofence-not-found', `No geofence "${id}" in this organization.`);
-    return found;
-  }
-
-  function createGeofence(who: Principal, body: GeofenceBody): Promise<GeofenceRecord> {
-    return oneAtATime(who.organizationId, async () => {
-      const now = clock.now();
-      const record: GeofenceRecord = {
-        id: newGeofenceId(), organizationId: who.organizationId, name: body.name, geometry: checkGeometry(body.geometry),
-        vehicleIds: body.vehicleIds ?? null, createdAt: now, updatedAt: now,
-      };
-      const created = await store.insertGeofence(record, deps.quota);
-      if (created === 'quota') throw quotaExceeded(deps.quota.geofences, 'geofences');
-      if (created === 'vertices') throw verticesExceeded('created');
-      deps.changed(who.organizationId);
-      return record;
-    });
-  }
-
-  function replaceGeofence(who: Principal, id: string, body: GeofenceBody): Promise<GeofenceRecord> {
-    return oneAtATime(who.organizationId, async () => {
-      const current = await geofence(who, id);
-      const record: GeofenceRecord = { ...current, name: body.name, geometry: checkGeometry(body.geometry), vehicleIds: body.vehicleIds ?? null, updatedAt: clock.now() };
-      const replaced = await store.replaceGeofence(record, deps.quota.vertices);
-      if (replaced === 'missing') await geofence(who, id);
-      if (replaced === 'vertices') throw verticesExceeded('changed');
-      deps.changed(who.organizationId);
-      return record;
-    });
-  }
-
-  async function deleteGeofence(who: Principal, id: string): Promise<void> {
-    const using = (await store.allRules(who.organizationId)).filter((r) => r.condition.kind === 'geofence' && r.condition.geofenceId === id);
-    if (using.length > 0) {
-      throw new AppError('geofence-in-use', `Alert rules use this geofence: ${using.map((r) => `"${r.id}"`).join(', ')}. Delete or change them first.`);
-    }
-    if (!(await store.deleteGeofence(who.organizationId, id))) await geofence(who, id);
-    deps.changed(who.organizationId);
-  }
 
   async function checkCondition(who: Principal, condition: Condition): Promise<Condition> {
     if (condition.kind === 'geofence') {
@@ -117,7 +58,7 @@ export function createRulesService(deps: {
   async function createRule(who: Principal, body: RuleBody): Promise<AlertRuleRecord> {
     const now = clock.now();
     const record: AlertRuleRecord = {
-      id: newRuleId(), organizationId: who.organizationId, name: body.name, condition: await checkCondition(who, body.condition as Condition),
+      id: newId('rule'), organizationId: who.organizationId, name: body.name, condition: await checkCondition(who, body.condition as Condition),
       vehicleIds: body.vehicleIds ?? null, enabled: body.enabled ?? true, createdAt: now, updatedAt: now,
     };
     if ((await store.insertRule(record, deps.maxRules)) === 'quota') throw quotaExceeded(deps.maxRules, 'alert rules');
@@ -181,24 +122,16 @@ export function createRulesService(deps: {
     return next;
   }
 
-  async function insideOf(who: Principal, vehicleId: string, vehicleExists: () => Promise<boolean>) {
-    if (!(await vehicleExists())) throw new AppError('vehicle-not-found', `No vehicle "${vehicleId}" in this organization.`);
-    const ids = await store.insideOf(who.organizationId, vehicleId);
-    const found = await Promise.all(ids.map((id) => store.getGeofence(who.organizationId, id)));
-    return found.filter((g) => g !== undefined).map((g) => ({ id: g.id, name: g.name }));
-  }
-
-  async function vehiclesInside(who: Principal, id: string): Promise<string[]> {
-    await geofence(who, id);
-    return store.vehiclesInside(who.organizationId, id);
+  /** The ids of the organization's rules whose condition names the geofence. */
+  async function rulesUsingGeofence(organizationId: string, geofenceId: string): Promise<string[]> {
+    const rules = await store.allRules(organizationId);
+    return rules.filter((r) => r.condition.kind === 'geofence' && r.condition.geofenceId === geofenceId).map((r) => r.id);
   }
 
   return {
-    createGeofence, geofence, listGeofences: (who: Principal, page: { limit: number; offset: number }) => store.listGeofences(who.organizationId, page, PAGE_POSITIONS),
-    replaceGeofence, deleteGeofence, vehiclesInside, insideOf,
     createRule, rule, listRules: (who: Principal, page: { limit: number; offset: number }) => store.listRules(who.organizationId, page),
     replaceRule, deleteRule,
-    alert, listAlerts, act,
+    alert, listAlerts, act, rulesUsingGeofence,
   };
 }
 

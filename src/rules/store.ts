@@ -1,22 +1,6 @@
 import type { EventRecord } from '../events/types.ts';
-import type { AlertRecord, AlertRuleRecord, AlertStatus, GeofenceRecord, RuleState } from './model.ts';
-
-export interface Page {
-  limit: number;
-  offset: number;
-}
-
-export interface GeofenceVersion {
-  id: string;
-  revision: number;
-  vertices: number;
-}
-
-/** What an organization may hold: geofences, and positions over all of them (positionCount). */
-export interface GeofenceQuota {
-  geofences: number;
-  vertices: number;
-}
+import type { GeofenceStore, Page } from '../geofences/store.ts';
+import type { AlertRecord, AlertRuleRecord, AlertStatus, RuleState } from './model.ts';
 
 /** A change to alerts, with its events, written in one transaction. */
 export interface AlertChanges {
@@ -35,30 +19,11 @@ export interface Judged extends AlertChanges {
 }
 
 /**
- * Geofences, alert rules and alerts. Every call names the organization. The rule state of each
- * vehicle is written by the telemetry commit (inside its transaction); here it is read back for
- * the "inside now" queries.
+ * Alert rules and alerts, beside the geofences they judge (GeofenceStore). Every call names the
+ * organization. The rule state of each vehicle is written by the telemetry commit (inside its
+ * transaction); GeofenceStore reads it back for the "inside now" queries.
  */
-export interface RulesStore {
-  /** Creates nothing when either quota would be passed: 'quota' for the count, 'vertices' for the positions. */
-  insertGeofence(geofence: GeofenceRecord, quota: GeofenceQuota): Promise<'created' | 'quota' | 'vertices'>;
-  getGeofence(organizationId: string, id: string): Promise<GeofenceRecord | undefined>;
-  /**
-   * A page in (created_at, id) order, ending early once its geofences' positions would pass
-   * `maxVertices` (the first geofence is always in it): it holds fewer than `limit` while more follow.
-   */
-  listGeofences(organizationId: string, page: Page, maxVertices: number): Promise<{ geofences: GeofenceRecord[]; total: number }>;
-  /**
-   * Each geofence's id, revision (0 when created, one more with each replacement) and positions,
-   * without its geometry: the engine reads again only those whose revision it does not hold.
-   */
-  geofenceVersions(organizationId: string): Promise<GeofenceVersion[]>;
-  /** The geofences of these ids that exist (any order). */
-  geofencesById(organizationId: string, ids: readonly string[]): Promise<GeofenceRecord[]>;
-  /** Changes nothing when the geofence grows and the organization's positions would pass `maxVertices`. */
-  replaceGeofence(geofence: GeofenceRecord, maxVertices: number): Promise<'replaced' | 'missing' | 'vertices'>;
-  deleteGeofence(organizationId: string, id: string): Promise<boolean>;
-
+export interface RulesStore extends GeofenceStore {
   /** `quota` (nothing stored) when the organization has `maxPerOrganization` rules already. */
   insertRule(rule: AlertRuleRecord, maxPerOrganization?: number): Promise<'created' | 'quota'>;
   getRule(organizationId: string, id: string): Promise<AlertRuleRecord | undefined>;
@@ -91,10 +56,6 @@ export interface RulesStore {
    * list is never spread into one parameter per rule.
    */
   unresolvedAlerts(organizationId: string, ruleIds: readonly string[]): Promise<AlertRecord[]>;
-
-  /** The geofences a vehicle is inside now, and the vehicles inside a geofence now. */
-  insideOf(organizationId: string, vehicleId: string): Promise<string[]>;
-  vehiclesInside(organizationId: string, geofenceId: string): Promise<string[]>;
 
   /** Organizations that have enabled offline rules (the offline check visits them). */
   organizationsWithOfflineRules(): Promise<string[]>;

@@ -1,7 +1,8 @@
 // Rows of geofences, alert rules, alerts and rule states to records, for both backends (they
 // differ in how JSON and lists arrive: text in SQLite, decoded in PostgreSQL).
 import type { TripState } from '../history/trips.ts';
-import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, GeofenceRecord, Geometry, RuleState, TriggerValue } from '../rules/model.ts';
+import type { GeofenceRecord, Geometry } from '../geofences/model.ts';
+import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, RuleState, TriggerValue } from '../rules/model.ts';
 import type { Row } from './rows.ts';
 
 export interface RuleDecoders {

@@ -2,10 +2,10 @@
 // index of an organization's streams by vehicle, and how a stream ends (DELETE, expiry, its
 // credential revoked or expired, another node taking it over). In cluster mode every change is
 // also written to the directory, so that any node can find the stream.
-import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
+import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import type { StreamDirectory, StreamEntry } from './directory.ts';
@@ -57,7 +57,7 @@ export function createRegistry(deps: {
         throw new AppError('vehicle-not-found', `No vehicle ${missing.map((id) => `"${id}"`).join(', ')} in this organization.`);
       }
     }
-    const id = `str_${randomBytes(12).toString('base64url')}`;
+    const id = newId('str');
     await claimOpen(who.organizationId, id, true);
     const now = clock.now();
     const stream = newStream({

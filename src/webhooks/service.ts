@@ -1,11 +1,11 @@
 // Webhook endpoints: create, read, change, rotate, test, and their deliveries. Knows nothing of
 // HTTP; the delivery worker (worker.ts) does the sending.
 import { lookup } from 'node:dns/promises';
-import { randomBase62, timeOrderedId } from '../auth/keys.ts';
 import type { Principal } from '../auth/scopes.ts';
 import { type Clock, iso } from '../clock.ts';
 import { AppError } from '../errors.ts';
 import { newEvent, toEnvelope } from '../events/types.ts';
+import { newId, newTimeOrderedId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
 import { forbiddenAddress } from './addresses.ts';
 import { forbiddenLiteral } from './outbound.ts';
@@ -67,7 +67,7 @@ export function createWebhookService(deps: {
     await checkUrl(body.url);
     const now = clock.now();
     const webhook: WebhookRecord = {
-      id: `wh_${randomBase62(20)}`,
+      id: newId('wh'),
       organizationId: who.organizationId,
       url: body.url,
       eventTypes: body.eventTypes.includes('*') ? ['*'] : body.eventTypes,
@@ -109,7 +109,7 @@ export function createWebhookService(deps: {
     const webhook = await get(who, id);
     const now = clock.now();
     const event = newEvent(who.organizationId, 'webhook.test', null, now, {});
-    const deliveryId = newDeliveryId();
+    const deliveryId = newTimeOrderedId('dlv');
     await store.addDelivery({
       id: deliveryId, webhookId: webhook.id, eventId: event.id, eventType: event.type, payload: JSON.stringify(toEnvelope(event)), recordedAt: now,
     }, now);
@@ -153,10 +153,6 @@ export function createWebhookService(deps: {
 }
 
 const deliveryNotFound = (id: string) => new AppError('delivery-not-found', `No delivery "${id}" of this webhook.`);
-
-export function newDeliveryId(): string {
-  return `dlv_${timeOrderedId(20)}`;
-}
 
 export function toWebhookView(w: WebhookRecord) {
   return {

@@ -6,10 +6,10 @@
 import type { Clock } from '../clock.ts';
 import type { LoggedEvent } from '../events/store.ts';
 import { wants } from '../events/types.ts';
+import { newTimeOrderedId } from '../ids.ts';
 import type { ClaimCaps } from './fair.ts';
 import type { Outbound } from './outbound.ts';
 import { type Pacing, UNPACED } from './pacing.ts';
-import { newDeliveryId } from './service.ts';
 import type { DeliverySettings } from './settings.ts';
 import { signedHeaders } from './signing.ts';
 import type { AttemptResult, ClaimedDelivery, NewDelivery, WebhookRecord, WebhookStore } from './store.ts';
@@ -36,7 +36,7 @@ export function matchDeliveries(events: readonly LoggedEvent[], endpoints: reado
     for (const webhook of byOrganization.get(event.organizationId) ?? []) {
       // An endpoint hears of what is recorded from its creation on, not of older events.
       if (!wants(webhook.eventTypes, event.type) || event.recordedAt < webhook.createdAt) continue;
-      out.push({ id: newDeliveryId(), webhookId: webhook.id, eventId: event.id, eventType: event.type, payload: event.envelope, recordedAt });
+      out.push({ id: newTimeOrderedId('dlv'), webhookId: webhook.id, eventId: event.id, eventType: event.type, payload: event.envelope, recordedAt });
     }
   }
   return out;

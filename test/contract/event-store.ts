@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { type FeedPage, START } from '../../src/events/store.ts';
-import { type EventEnvelope, type EventRecord, type EventType, newEvent, newEventId, toEnvelope } from '../../src/events/types.ts';
+import { type EventEnvelope, type EventRecord, type EventType, newEvent, toEnvelope } from '../../src/events/types.ts';
+import { newTimeOrderedId } from '../../src/ids.ts';
 import type { Stores } from '../../src/storage/stores.ts';
 import { statusChangedEvent } from '../../src/vehicles/events.ts';
 import type { VehicleRecord } from '../../src/vehicles/store.ts';
@@ -19,7 +20,7 @@ const vehicle = (organizationId: string, id: string): VehicleRecord => ({
 
 /** An event as the store sees it: any data (the store keeps what it is given, whatever its type). */
 function storedEvent(organizationId: string, type: EventType, vehicleId: string | null, occurredAt: number, data: Record<string, unknown>): EventRecord {
-  return { id: newEventId(), organizationId, type, vehicleId, occurredAt, data };
+  return { id: newTimeOrderedId('evt'), organizationId, type, vehicleId, occurredAt, data };
 }
 
 async function register(stores: Stores, organizationId: string, id: string): Promise<EventRecord> {

@@ -1,5 +1,6 @@
 // Records of the rules store's contract (rules-store.ts, rules-alerts.ts), built by hand.
-import type { AlertRuleRecord, Condition, GeofenceRecord } from '../../src/rules/model.ts';
+import type { GeofenceRecord } from '../../src/geofences/model.ts';
+import type { AlertRuleRecord, Condition } from '../../src/rules/model.ts';
 import type { Stores } from '../../src/storage/stores.ts';
 import { T0 } from './fixtures.ts';
 

@@ -5,7 +5,9 @@ import type { Clock } from '../../clock.ts';
 import type { ExternalIssuerConfig } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import { quotaExceeded } from '../../quotas.ts';
-import { hashSecret, hashesEqual, randomBase62 } from '../keys.ts';
+import { randomBase62 } from '../../base62.ts';
+import { newId } from '../../ids.ts';
+import { hashSecret, hashesEqual } from '../keys.ts';
 import { type Principal, type Scope, isScope } from '../scopes.ts';
 import type { OrganizationRecord } from '../store.ts';
 import { OAuthError } from './errors.ts';
@@ -73,7 +75,7 @@ export function createOAuthService(deps: OAuthDeps) {
     }
     const secret = randomBase62(SECRET_LENGTH);
     const client: OAuthClientRecord = {
-      id: `oc_${randomBase62(22)}`,
+      id: newId('oc'),
       organizationId: who.organizationId,
       name: spec.name,
       secretHash: hashSecret(secret),

@@ -10,7 +10,6 @@ import { AppError } from '../../errors.ts';
 import { responses } from '../../schema/common.ts';
 import { validatorCompiler } from '../../schema/validation.ts';
 import { IngestResult } from '../../telemetry/schema.ts';
-import type { DeviceGuard } from '../guard.ts';
 import type { ProtocolIngest } from '../ingest.ts';
 import { decodeJson, decodeParameters, type OsmandReport } from './decode.ts';
 
@@ -72,8 +71,8 @@ function report(query: Record<string, unknown>, body: unknown): OsmandReport {
   return decodeJson(body);
 }
 
-export async function osmandRoutes(app: FastifyInstance, opts: { path: string; ingest: ProtocolIngest; guard: DeviceGuard }) {
-  const { ingest, guard } = opts;
+export async function osmandRoutes(app: FastifyInstance, opts: { path: string; ingest: ProtocolIngest }) {
+  const { ingest } = opts;
   app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
     done(null, new FormBody(body as string));
   });
@@ -83,20 +82,20 @@ export async function osmandRoutes(app: FastifyInstance, opts: { path: string; i
   type Request = { Querystring: Record<string, unknown> };
   const handler = async (request: { query: Record<string, unknown>; body: unknown; socket: { remoteAddress?: string } }) => {
     const decoded = report(request.query, request.body);
-    const remote = request.socket.remoteAddress;
-    // Held back for too many unknown identifiers (../guard.ts): not looked up, so a hit is not told from a miss.
-    const wait = guard.heldBack('osmand', remote);
-    if (wait > 0) {
-      throw new AppError('rate-limited', `Too many unknown device identifiers from this address; try again in ${wait} s.`, {
-        headers: { 'retry-after': String(wait) },
-      });
+    const admission = await ingest.admit('osmand', decoded.identifier, request.socket.remoteAddress);
+    switch (admission.status) {
+      case 'held-back': {
+        // Too many unknown identifiers from this address (../guard.ts).
+        const wait = admission.retryAfterSeconds;
+        throw new AppError('rate-limited', `Too many unknown device identifiers from this address; try again in ${wait} s.`, {
+          headers: { 'retry-after': String(wait) },
+        });
+      }
+      case 'unknown':
+        throw new AppError('device-not-found', `No OsmAnd device "${decoded.identifier}" is registered.`);
+      case 'admitted':
+        return ingest.ingest(admission.device, decoded.records);
     }
-    const device = await ingest.resolve('osmand', decoded.identifier);
-    if (device === undefined) {
-      guard.unknown('osmand', remote, decoded.identifier);
-      throw new AppError('device-not-found', `No OsmAnd device "${decoded.identifier}" is registered.`);
-    }
-    return ingest.ingest(device, decoded.records);
   };
 
   const schema = (method: 'GET' | 'POST') => ({

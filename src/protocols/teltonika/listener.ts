@@ -21,12 +21,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { DevicePortsConfig } from '../../config.ts';
 import type { DeviceRecord } from '../../devices/store.ts';
-import { IDENTIFIER_RULES } from '../../devices/schema.ts';
 import { isAppError } from '../../errors.ts';
-import type { CheckState } from '../../readiness.ts';
-import type { DeviceGuard } from '../guard.ts';
 import type { ProtocolIngest } from '../ingest.ts';
-import { type ProtocolListener, listenFailure } from '../osmand/listener.ts';
+import { type ProtocolListener, createProtocolListener } from '../listener.ts';
 import { MalformedPacket, decodeAvlData, toTelemetry } from './decode.ts';
 import { type Frame, Framer, FramingError } from './frame.ts';
 import { createConnectionLimits } from './limits.ts';
@@ -49,17 +46,15 @@ export function createTeltonikaListener(deps: {
   port: number;
   idleMs: number;
   limits: DevicePortsConfig;
-  guard: DeviceGuard;
   registry: Registry;
   ingest: ProtocolIngest;
   log: FastifyBaseLogger;
 }): ProtocolListener {
-  const { host, port, idleMs, ingest, log, guard } = deps;
+  const { host, port, idleMs, ingest, log } = deps;
   const { loginTimeoutMs, packetTimeoutMs } = deps.limits;
   const limits = createConnectionLimits({ connections: deps.limits.connections, perAddress: deps.limits.connectionsPerAddress, registry: deps.registry });
   const connections = new Set<Connection>();
   let server: net.Server | undefined;
-  let state: CheckState = { degraded: 'starting' };
   let closing = false;
 
   function close(connection: Connection, why: string, detail?: Record<string, unknown>) {
@@ -76,20 +71,20 @@ export function createTeltonikaListener(deps: {
 
   async function login(connection: Connection, imei: string) {
     const remote = connection.socket.remoteAddress;
-    if (guard.heldBack('teltonika', remote) > 0) {
-      refuse(connection);
-      log.debug({ imei: imei.slice(0, 20), remote }, 'Teltonika login refused: the address is held back for unknown IMEIs');
-      return;
+    const admission = await ingest.admit('teltonika', imei, remote);
+    switch (admission.status) {
+      case 'held-back':
+        refuse(connection);
+        log.debug({ imei: imei.slice(0, 20), remote }, 'Teltonika login refused: the address is held back for unknown IMEIs');
+        return;
+      case 'unknown':
+        refuse(connection);
+        log.info({ imei: imei.slice(0, 20), remote }, 'Teltonika login refused: no such device');
+        return;
+      case 'admitted':
+        connection.device = admission.device;
+        connection.socket.write(ACCEPTED);
     }
-    const device = IDENTIFIER_RULES.teltonika.pattern.test(imei) ? await ingest.resolve('teltonika', imei) : undefined;
-    if (device === undefined) {
-      guard.unknown('teltonika', remote, imei);
-      refuse(connection);
-      log.info({ imei: imei.slice(0, 20), remote }, 'Teltonika login refused: no such device');
-      return;
-    }
-    connection.device = device;
-    connection.socket.write(ACCEPTED);
   }
 
   async function packet(connection: Connection, data: Uint8Array, crcOk: boolean) {
@@ -99,7 +94,7 @@ export function createTeltonikaListener(deps: {
     }
     const decoded = decodeAvlData(data);
     // Looked up again: the device may have been deleted (or its vehicle) since the login.
-    const device = await ingest.resolve('teltonika', connection.device!.identifier);
+    const device = await ingest.current(connection.device!);
     if (device === undefined) return close(connection, 'the device is no longer registered');
     connection.device = device;
     try {
@@ -199,32 +194,24 @@ export function createTeltonikaListener(deps: {
     });
   }
 
-  async function start() {
+  async function listen(): Promise<number> {
     // noDelay: an acknowledgement is a few bytes the tracker waits for before sending more.
     const tcp = net.createServer({ noDelay: true }, accept);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        tcp.once('error', reject);
-        tcp.listen({ port, host, backlog: 4096 }, () => {
-          tcp.off('error', reject);
-          resolve();
-        });
+    await new Promise<void>((resolve, reject) => {
+      tcp.once('error', reject);
+      tcp.listen({ port, host, backlog: 4096 }, () => {
+        tcp.off('error', reject);
+        resolve();
       });
-    } catch (error) {
-      state = { degraded: listenFailure('Teltonika', host, port, error) };
-      log.warn({ err: error, host, port }, `Teltonika listener not started: ${state.degraded}.`);
-      return;
-    }
+    });
     tcp.on('error', (error) => log.error({ err: error }, 'Teltonika listener error'));
     server = tcp;
-    state = 'up';
-    log.info({ host, port: (tcp.address() as net.AddressInfo).port }, 'Teltonika listener started');
+    return (tcp.address() as net.AddressInfo).port;
   }
 
   /** Stops accepting, answers the packets already received (their commits), then closes every connection. */
-  async function stop() {
+  async function shutDown() {
     closing = true;
-    state = { degraded: 'shutting down' };
     if (server === undefined) return;
     const tcp = server;
     const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
@@ -233,7 +220,7 @@ export function createTeltonikaListener(deps: {
     await closed;
   }
 
-  return { start, stop, readiness: async () => state };
+  return createProtocolListener({ name: 'Teltonika', ingestion: 'Teltonika', host, port, log, listen, close: shutDown });
 }
 
 function recordCount(n: number): Buffer {

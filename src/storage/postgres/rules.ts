@@ -5,7 +5,8 @@
 import type { EventRecord } from '../../events/types.ts';
 import type { AlertRecord, RuleState } from '../../rules/model.ts';
 import { limitBatchEvents } from '../../telemetry/store.ts';
-import { type AlertChanges, type Applied, type CommitRules, type GeofenceVersion, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
+import type { GeofenceVersion } from '../../geofences/store.ts';
+import { type AlertChanges, type Applied, type CommitRules, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
 import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, pageWithin, postgresRuleRows as rows } from '../rule-rows.ts';
 import { positionCount } from '../../geofences/schema.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
