@@ -36,6 +36,21 @@ const skip = skipUnlessChromium('the dashboard management browser tests');
 
 takeTurnsWithLoadTests();
 
+/** What sticks out at the page's width: the page itself, or a management table's cell beyond its card (run in the page). */
+const OVERFLOWS = `(() => {
+  const found = [];
+  const viewport = document.documentElement.clientWidth;
+  if (document.documentElement.scrollWidth > viewport) found.push('the page is ' + document.documentElement.scrollWidth + ' px wide');
+  for (const table of document.querySelectorAll('.manage-table')) {
+    const card = (table.closest('.table-wrap, .card, .manage-list') ?? table.parentElement).getBoundingClientRect();
+    for (const cell of table.querySelectorAll('td.actions, td:last-child')) {
+      const right = cell.getBoundingClientRect().right;
+      if (right > card.right + 1) found.push(table.getAttribute('aria-label') + ': a cell ends at ' + Math.round(right) + ' px, its card at ' + Math.round(card.right) + ' px');
+    }
+  }
+  return found;
+})()`;
+
 test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and events live', { skip, timeout: 180_000 }, async (t) => {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
@@ -501,19 +516,7 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
         await page.goto(`${origin}/#/`);
         await open(label, heading);
         await page.locator(label === 'Webhooks' ? '.endpoint' : '.manage-table tbody tr').first().waitFor();
-        const outside = await page.evaluate(() => {
-          const found: string[] = [];
-          const viewport = document.documentElement.clientWidth;
-          if (document.documentElement.scrollWidth > viewport) found.push(`the page is ${document.documentElement.scrollWidth} px wide`);
-          for (const table of Array.from(document.querySelectorAll('.manage-table'))) {
-            const card = (table.closest('.table-wrap, .card, .manage-list') ?? table.parentElement)!.getBoundingClientRect();
-            for (const cell of Array.from(table.querySelectorAll('td.actions, td:last-child'))) {
-              const right = cell.getBoundingClientRect().right;
-              if (right > card.right + 1) found.push(`${table.getAttribute('aria-label')}: a cell ends at ${Math.round(right)} px, its card at ${Math.round(card.right)} px`);
-            }
-          }
-          return found;
-        });
+        const outside = await page.evaluate<string[]>(OVERFLOWS);
         assert.deepEqual(outside, [], `${label} at ${width} px`);
       }
     }
