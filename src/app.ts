@@ -11,7 +11,7 @@ import { createOAuthService } from './auth/oauth/clients.ts';
 import { oauthRoutes } from './auth/oauth/routes.ts';
 import { createAuthService } from './auth/service.ts';
 import type { Bus } from './bus/bus.ts';
-import { joinCluster } from './cluster/node.ts';
+import { clusterPort, joinCluster } from './cluster/node.ts';
 import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import { dashboardPlugin } from './dashboard/plugin.ts';
@@ -22,7 +22,7 @@ import { createFeedService } from './events/feed.ts';
 import { eventMetrics } from './events/metrics.ts';
 import { startEventRetention } from './events/retention.ts';
 import { eventRoutes } from './events/routes.ts';
-import { type EventRecord, toEnvelope } from './events/types.ts';
+import { toEnvelope } from './events/types.ts';
 import { authPlugin } from './http/auth.ts';
 import { historyRoutes } from './history/routes.ts';
 import { createHistoryService } from './history/service.ts';
@@ -170,6 +170,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done(null, payload);
   });
 
+  // Every part says what happened through the dispatcher; whatever reacts subscribes below. In
+  // cluster mode each event is then sent to the other nodes.
+  const dispatcher = createDispatcher(app.log);
+  const events = deps.cluster === undefined ? dispatcher : clusterPort(dispatcher, deps.cluster.bus);
   const oauth = createOAuthService({
     store: deps.stores.oauth,
     clock,
@@ -178,16 +182,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     maxClients: deps.config.quotas.oauthClients,
     external: deps.config.oauth.external,
     findOrganization: (id) => deps.stores.auth.getOrganization(id),
-    // A stream lives no longer than the credential that opened it.
-    onClientDeleted: (clientId) => dispatcher.emit('clientDeleted', { origin: 'local', clientId }),
+    events,
   });
-  // Every part says what happened through the dispatcher; whatever reacts subscribes below.
-  const dispatcher = createDispatcher(app.log);
   const metrics = deps.metrics ?? createMetricsRegistry();
   const counted = eventMetrics(metrics);
   const auth = createAuthService({
     store: deps.stores.auth, clock, maxApiKeys: deps.config.quotas.apiKeys, verifyAccessToken: oauth.verifyAccessToken,
-    onKeyRevoked: (keyId, lookupId) => dispatcher.emit('keyRevoked', { origin: 'local', keyId, lookupId }),
+    events,
   });
   const latest = createLatestView();
   const latestOf: LatestLookup = (organizationId, vehicleId) => {
@@ -198,15 +199,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     vehicles: deps.stores.vehicles, latest, clock, maxStreams: deps.config.quotas.streams, settings: deps.streams, log: app.log,
     credentialLive: (organizationId, credentialId) => credentialLive(organizationId, credentialId),
     ...(deps.cluster === undefined ? {} : {
-      cluster: {
-        directory: deps.cluster.directory, node: deps.cluster.bus.node, log: app.log,
-        announce: (event: 'taken' | 'ended', streamId: string) => event === 'taken'
-          ? dispatcher.emit('streamTaken', { origin: 'local', streamId, node: deps.cluster!.bus.node })
-          : dispatcher.emit('streamEnded', { origin: 'local', streamId }),
-      },
+      cluster: { directory: deps.cluster.directory, node: deps.cluster.bus.node, log: app.log, events },
     }),
   });
-  const recorded = (events: readonly EventRecord[]) => dispatcher.emit('recorded', { origin: 'local', events });
   const ruleEngine = createRuleEngine({ store: deps.stores.rules, trips: deps.config.rules.tripEvents });
   /**
    * Whether the credential a stream was created with still stands: an API key not revoked or
@@ -219,23 +214,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return true;
   }
   const vehicles = createVehicleService({
-    store: deps.stores.vehicles, clock, maxVehicles: deps.config.quotas.vehicles, latest: latestOf, recorded,
+    store: deps.stores.vehicles, clock, maxVehicles: deps.config.quotas.vehicles, latest: latestOf, events,
   });
   const telemetry = createTelemetryService({
     store: deps.stores.telemetry, vehicles: deps.stores.vehicles, latest, clock, registry: metrics,
-    events: {
-      telemetry: (organizationId, records, states) => dispatcher.emit('telemetry', { origin: 'local', organizationId, records, states }),
-      recorded,
-    },
+    events,
     rules: ruleEngine,
   });
   await telemetry.load();
   const rules = createRulesService({
-    store: deps.stores.rules, clock, quota: { geofences: deps.config.quotas.geofences, vertices: deps.config.quotas.geofenceVertices }, maxRules: deps.config.quotas.alertRules, recorded,
-    changed: (organizationId) => dispatcher.emit('rulesChanged', { origin: 'local', organizationId }),
+    store: deps.stores.rules, clock, quota: { geofences: deps.config.quotas.geofences, vertices: deps.config.quotas.geofenceVertices }, maxRules: deps.config.quotas.alertRules, events,
   });
   const offline = startOfflineChecks({
-    store: deps.stores.rules, vehicles: deps.stores.vehicles, clock, recorded, log: app.log, intervalMs: deps.offlineCheckMs ?? deps.config.rules.offlineCheckSeconds * 1000,
+    store: deps.stores.rules, vehicles: deps.stores.vehicles, clock, events, log: app.log, intervalMs: deps.offlineCheckMs ?? deps.config.rules.offlineCheckSeconds * 1000,
     lastTelemetry: (organizationId, vehicleId) => latest.get(organizationId, vehicleId)?.timestamp,
   });
 

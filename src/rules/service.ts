@@ -1,10 +1,10 @@
 // Geofences, alert rules and alerts: create, read, change, delete; acknowledge and resolve.
-// Knows nothing of HTTP. Every change of a definition tells the rule engine (and, through the
-// dispatcher, the other nodes) to read the organization's definitions again.
+// Knows nothing of HTTP. Every change of a definition says `rulesChanged`, and the rule engine (each
+// node's, in a cluster) reads the organization's definitions again.
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError, type FieldError } from '../errors.ts';
-import type { EventRecord } from '../events/types.ts';
+import type { EventPort } from '../events/port.ts';
 import { PAGE_POSITIONS } from '../geofences/schema.ts';
 import { validateGeometry } from '../geofences/validation.ts';
 import { quotaExceeded } from '../quotas.ts';
@@ -24,10 +24,8 @@ export function createRulesService(deps: {
   clock: Clock;
   quota: GeofenceQuota;
   maxRules: number;
-  /** The organization's geofences or rules changed. */
-  changed(organizationId: string): void;
-  /** Events recorded by a manual alert change. */
-  recorded(events: readonly EventRecord[]): void;
+  /** Told when the organization's geofences or rules changed (`rulesChanged`), and of the events a manual alert change recorded (`recorded`). */
+  events: EventPort;
 }) {
   const { store, clock } = deps;
   const oneAtATime = createWriteGate();
@@ -60,7 +58,7 @@ export function createRulesService(deps: {
       const created = await store.insertGeofence(record, deps.quota);
       if (created === 'quota') throw quotaExceeded(deps.quota.geofences, 'geofences');
       if (created === 'vertices') throw verticesExceeded('created');
-      deps.changed(who.organizationId);
+      deps.events.emit('rulesChanged', { organizationId: who.organizationId });
       return record;
     });
   }
@@ -72,7 +70,7 @@ export function createRulesService(deps: {
       const replaced = await store.replaceGeofence(record, deps.quota.vertices);
       if (replaced === 'missing') await geofence(who, id);
       if (replaced === 'vertices') throw verticesExceeded('changed');
-      deps.changed(who.organizationId);
+      deps.events.emit('rulesChanged', { organizationId: who.organizationId });
       return record;
     });
   }
@@ -83,7 +81,7 @@ export function createRulesService(deps: {
       throw new AppError('geofence-in-use', `Alert rules use this geofence: ${using.map((r) => `"${r.id}"`).join(', ')}. Delete or change them first.`);
     }
     if (!(await store.deleteGeofence(who.organizationId, id))) await geofence(who, id);
-    deps.changed(who.organizationId);
+    deps.events.emit('rulesChanged', { organizationId: who.organizationId });
   }
 
   async function checkCondition(who: Principal, condition: Condition): Promise<Condition> {
@@ -121,7 +119,7 @@ export function createRulesService(deps: {
       vehicleIds: body.vehicleIds ?? null, enabled: body.enabled ?? true, createdAt: now, updatedAt: now,
     };
     if ((await store.insertRule(record, deps.maxRules)) === 'quota') throw quotaExceeded(deps.maxRules, 'alert rules');
-    deps.changed(who.organizationId);
+    deps.events.emit('rulesChanged', { organizationId: who.organizationId });
     return record;
   }
 
@@ -132,13 +130,13 @@ export function createRulesService(deps: {
       enabled: body.enabled ?? true, updatedAt: clock.now(),
     };
     if (!(await store.replaceRule(record))) await rule(who, id);
-    deps.changed(who.organizationId);
+    deps.events.emit('rulesChanged', { organizationId: who.organizationId });
     return record;
   }
 
   async function deleteRule(who: Principal, id: string): Promise<void> {
     if (!(await store.deleteRule(who.organizationId, id))) await rule(who, id);
-    deps.changed(who.organizationId);
+    deps.events.emit('rulesChanged', { organizationId: who.organizationId });
   }
 
   async function alert(who: Principal, id: string): Promise<AlertRecord> {
@@ -177,7 +175,7 @@ export function createRulesService(deps: {
       changed: [{ id, from: to === 'resolved' ? ['open', 'acknowledged'] : ['open'], status: to, at, by: who.credentialId }],
     });
     if (applied.changed.length === 0) return act(who, id, to, note); // changed meanwhile: judge again
-    deps.recorded(applied.events);
+    deps.events.emit('recorded', { events: applied.events });
     return next;
   }
 
