@@ -1,5 +1,5 @@
 // The in-process dispatcher: the parts say what happened through its `emit` (their EventPort,
-// port.ts), and everything that reacts subscribes in app.ts (live streams, the
+// port.ts), and everything that reacts subscribes in src/app/events.ts (live streams, the
 // latest-state view, credential caches, the webhook worker). What another node did arrives from the
 // cluster bus (cluster/node.ts) through `emitRemote`, so each listener is written once for both:
 // what a deletion or a status change does to this node's memory is the same wherever it happened.

@@ -1,6 +1,6 @@
 // What happened, by name: the one map of the service's events and the port every part says them
 // through. A part that causes one is given an EventPort and calls `emit('recorded', …)` itself;
-// whatever reacts subscribes to the dispatcher (dispatcher.ts), in app.ts. In cluster
+// whatever reacts subscribes to the dispatcher (dispatcher.ts), in src/app/events.ts. In cluster
 // mode each event also crosses the bus to the other nodes, whose messages are derived from this
 // map (bus/bus.ts): a new event is one entry here, and one function in cluster/node.ts if another
 // node is to receive it in a form of its own (RemoteForms).
