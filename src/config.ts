@@ -137,7 +137,7 @@ export interface Config {
   devicePorts: DevicePortsConfig;
   /**
    * Browser origins allowed to open live-stream WebSockets (`*`: any); clients without Origin, and
-   * pages of the origin the request itself was sent to, always may. The CORS origins may too (app.ts).
+   * pages of the origin the request itself was sent to, always may. The CORS origins may too (app/http.ts).
    */
   streams: { allowedOrigins: string[] };
   /** Browser origins that may call the API from their pages (`*`: any; empty: CORS off). */

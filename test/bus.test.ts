@@ -49,7 +49,7 @@ describe('memory network outage', () => {
     b.subscribe((event) => got.push(event));
     network.setDown(true);
     assert.notEqual(a.state(), 'up');
-    a.publish({ type: 'stream-ended', streamId: 's' });
+    a.publish({ type: 'streamEnded', streamId: 's' });
     network.setDown(false);
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(got, []);
@@ -91,8 +91,8 @@ describe('Redis bus: connection lost and back', { skip }, () => {
     proxy.cut();
     await waitUntil(() => cutNode.state() !== 'up', 'degraded');
     assert.match((cutNode.state() as { degraded: string }).degraded, /Redis at redis:\/\/127\.0\.0\.1:\d+\/? is unreachable/);
-    cutNode.publish({ type: 'stream-ended', streamId: 'str_lost' }); // must not throw
-    other.publish({ type: 'stream-ended', streamId: 'str_missed' });
+    cutNode.publish({ type: 'streamEnded', streamId: 'str_lost' }); // must not throw
+    other.publish({ type: 'streamEnded', streamId: 'str_missed' });
     assert.equal(warnings.length, 1, 'one warning per outage');
 
     proxy.restore();
@@ -100,8 +100,8 @@ describe('Redis bus: connection lost and back', { skip }, () => {
     await waitUntil(() => resyncs === 1, 'its own resync');
     // Its publishing connection dropped too: it asks the others to resync, since they may have missed its events.
     await waitUntil(() => otherResyncs === 1, 'the other node resyncs');
-    other.publish({ type: 'stream-ended', streamId: 'str_after' });
+    other.publish({ type: 'streamEnded', streamId: 'str_after' });
     await waitUntil(() => got.length === 1, 'receives again after the outage');
-    assert.deepEqual(got, [{ type: 'stream-ended', streamId: 'str_after' }]);
+    assert.deepEqual(got, [{ type: 'streamEnded', streamId: 'str_after' }]);
   });
 });

@@ -108,7 +108,7 @@ describe('/metrics of a running node', () => {
     const ingest = await ctx.request('POST', '/v2/telemetry/van-1', { body: { records } });
     assert.equal(ingest.statusCode, 202, ingest.body);
     await client.next((m) => m.type === 'location');
-    otherNode.publish({ type: 'rules-changed', organizationId: ctx.organizationId });
+    otherNode.publish({ type: 'rulesChanged', organizationId: ctx.organizationId });
     await new Promise((resolve) => setTimeout(resolve, 20));
     const after = await read();
 

@@ -99,7 +99,7 @@ function suite(open: () => Backend | Promise<Backend>) {
 
       const warnings: { organizationId?: string }[] = [];
       const checks = startOfflineChecks({
-        store: stores.rules, vehicles: stores.vehicles, clock: manualClock(T0 + 120_000), recorded: () => {},
+        store: stores.rules, vehicles: stores.vehicles, clock: manualClock(T0 + 120_000), events: { emit: () => {} },
         log: { warn: (obj) => warnings.push(obj) },
         lastTelemetry: () => T0, intervalMs: 3_600_000,
       });

@@ -1,16 +1,19 @@
 // The `events` stream type (docs/API.md "Live streams"): each recorded event of the stream's
 // vehicles as `{"type":"event","seq","vehicleId","timestamp","data":<envelope>}`, never throttled
-// or conflated, kept for replay, with no snapshot. Events are handed to the app the way the event
-// core does (`app.streamEvent`), and read by a real ws client.
+// or conflated, kept for replay, with no snapshot. Events are said to the app's dispatcher as a
+// part that recorded them would (`recorded`), and read by a real ws client.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { EventEnvelope } from '../src/streams/service.ts';
+import { createDispatcher } from '../src/events/dispatcher.ts';
+import { type EventRecord, type EventType, toEnvelope } from '../src/events/types.ts';
 import { type Message, type StreamApp, type StreamClient, attach, closeAll, createStream, createStreamApp, send } from './helpers/streams.ts';
 
+// A listener that fails fails the test, rather than being logged.
+const dispatcher = createDispatcher({ error: (obj, msg) => assert.fail(`${msg}: ${String((obj as { err?: unknown }).err)}`) });
 let ctx: StreamApp;
 const clients: StreamClient[] = [];
 before(async () => {
-  ctx = await createStreamApp({ env: { FLEET_QUOTA_STREAMS: '1000' } });
+  ctx = await createStreamApp({ env: { FLEET_QUOTA_STREAMS: '1000' }, dispatcher });
 });
 after(async () => {
   await closeAll(clients);
@@ -18,9 +21,15 @@ after(async () => {
 });
 
 let n = 0;
-function envelope(vehicleId: string, type = 'geofence.entered', data: Record<string, unknown> = { geofenceId: 'gf_1', name: 'Depot' }): EventEnvelope {
+/** A new event of the suite's organization. */
+function event(vehicleId: string | null, type: EventType = 'geofence.entered', data: Record<string, unknown> = { geofenceId: 'gf_1', name: 'Depot' }): EventRecord {
   n++;
-  return { id: `evt_${n}`, type, occurredAt: new Date(Date.UTC(2026, 10, 25, 8, 30, 0, n)).toISOString(), vehicleId, data };
+  return { id: `evt_${n}`, organizationId: ctx.organizationId, type, vehicleId, occurredAt: Date.UTC(2026, 10, 25, 8, 30, 0, n), data };
+}
+
+/** What a part says once its commit has recorded `events`. */
+function recorded(...events: EventRecord[]): void {
+  dispatcher.emit('recorded', { events });
 }
 
 const isEvent = (m: Message) => m.type === 'event';
@@ -41,21 +50,22 @@ describe('the events type', () => {
     const client = await open(created);
     assert.deepEqual(await client.quiet(150), [], 'events have no snapshot');
 
-    const first = envelope('ev-1');
-    ctx.app.streamEvent(ctx.organizationId, first);
+    const first = event('ev-1');
+    recorded(first);
     const got = await client.next();
-    assert.deepEqual(got, { type: 'event', seq: 1, vehicleId: 'ev-1', timestamp: first.occurredAt, data: first });
+    const envelope = toEnvelope(first);
+    assert.deepEqual(got, { type: 'event', seq: 1, vehicleId: 'ev-1', timestamp: envelope.occurredAt, data: envelope });
     assert.deepEqual(Object.keys(got), ['type', 'seq', 'vehicleId', 'timestamp', 'data']);
     assert.deepEqual(Object.keys(got.data), ['id', 'type', 'occurredAt', 'vehicleId', 'data']);
 
     // Another vehicle's, another organization's, and one without a vehicle: none of them.
-    ctx.app.streamEvent(ctx.organizationId, envelope('ev-2'));
+    recorded(event('ev-2'));
     const other = await ctx.otherOrganization('Events B');
-    ctx.app.streamEvent(other.organizationId, envelope('ev-1'));
-    ctx.app.streamEvent(ctx.organizationId, { ...envelope('ev-1', 'webhook.test', {}), vehicleId: undefined as unknown as string });
+    recorded({ ...event('ev-1'), organizationId: other.organizationId });
+    recorded(event(null, 'webhook.test', {}));
     // Only the envelope's own fields are sent.
-    const extra = { ...envelope('ev-1'), secret: 'not for streams' } as EventEnvelope;
-    ctx.app.streamEvent(ctx.organizationId, extra);
+    const extra = { ...event('ev-1'), secret: 'not for streams' } as EventRecord;
+    recorded(extra);
     const next = await client.next();
     assert.equal(next.data!.id, extra.id);
     assert.equal(next.data!.secret, undefined);
@@ -66,8 +76,8 @@ describe('the events type', () => {
     await ctx.registerVehicle('ev-3');
     const created = await createStream(ctx, { events: ['events', 'battery'], interval: 60_000 }, 'ev-3');
     const client = await open(created);
-    const sent = [1, 2, 3, 4, 5].map((i) => envelope('ev-3', 'alert.opened', { alertId: `al_${i}` }));
-    for (const event of sent) ctx.app.streamEvent(ctx.organizationId, event);
+    const sent = [1, 2, 3, 4, 5].map((i) => event('ev-3', 'alert.opened', { alertId: `al_${i}` }));
+    recorded(...sent);
     const got = await client.take(5, isEvent);
     assert.deepEqual(got.map((m) => m.data!.id), sent.map((e) => e.id));
     assert.deepEqual(got.map((m) => m.seq), [1, 2, 3, 4, 5]);
@@ -75,7 +85,7 @@ describe('the events type', () => {
     await send(ctx, 'ev-3', { battery: 50 });
     await send(ctx, 'ev-3', { battery: 49 });
     assert.equal((await client.next((m) => m.type === 'battery')).data!.battery, 50);
-    ctx.app.streamEvent(ctx.organizationId, envelope('ev-3'));
+    recorded(event('ev-3'));
     assert.equal((await client.next()).type, 'event', 'the event is not held behind the throttled battery update');
   });
 
@@ -86,16 +96,16 @@ describe('the events type', () => {
     // The status snapshot of every vehicle so far, ev-4 (registered last) among them.
     await client.next((m) => m.type === 'status' && m.vehicleId === 'ev-4');
     client.skip();
-    ctx.app.streamEvent(ctx.organizationId, envelope('ev-4'));
+    recorded(event('ev-4'));
     assert.deepEqual(await client.quiet(100, isEvent), [], 'not subscribed yet');
     client.send({ type: 'subscribe', events: ['events'] });
     assert.deepEqual(await client.next((m) => m.type === 'subscriptions'), { type: 'subscriptions', subscriptions: ['status', 'events'] });
-    const late = envelope('ev-4');
-    ctx.app.streamEvent(ctx.organizationId, late);
+    const late = event('ev-4');
+    recorded(late);
     assert.equal((await client.next(isEvent)).data!.id, late.id);
     client.send({ type: 'unsubscribe', events: ['events'] });
     assert.deepEqual(await client.next((m) => m.type === 'subscriptions'), { type: 'subscriptions', subscriptions: ['status'] });
-    ctx.app.streamEvent(ctx.organizationId, envelope('ev-4'));
+    recorded(event('ev-4'));
     assert.deepEqual(await client.quiet(100, isEvent), []);
   });
 
@@ -103,13 +113,13 @@ describe('the events type', () => {
     await ctx.registerVehicle('ev-5');
     const created = await createStream(ctx, { events: ['events'], interval: 0 }, 'ev-5');
     const first = await open(created);
-    const before = envelope('ev-5');
-    ctx.app.streamEvent(ctx.organizationId, before);
+    const before = event('ev-5');
+    recorded(before);
     const seen = await first.next(isEvent);
     await first.close();
     await ctx.request('GET', `/v2/streams/${created.streamId}`).then((res) => assert.equal(res.json().attached, false));
-    const missed = [envelope('ev-5'), envelope('ev-5')];
-    for (const event of missed) ctx.app.streamEvent(ctx.organizationId, event);
+    const missed = [event('ev-5'), event('ev-5')];
+    recorded(...missed);
 
     const ticket = (await ctx.request('POST', `/v2/streams/${created.streamId}/tickets`)).json();
     const second = await attach(`${ticket.url}&lastSeq=${seen.seq}`, {}, clients);

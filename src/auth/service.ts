@@ -2,6 +2,7 @@
 import { AppError } from '../errors.ts';
 import { quotaExceeded } from '../quotas.ts';
 import type { Clock } from '../clock.ts';
+import type { EventPort } from '../events/port.ts';
 import {
   displayPrefixOf,
   generateApiKey,
@@ -46,8 +47,8 @@ export function createAuthService(deps: {
   verifyAccessToken?: AccessTokenVerifier;
   /** Unrevoked API keys an organization may hold. */
   maxApiKeys?: number;
-  /** A key was revoked through this node (cluster mode tells the other nodes to forget it). */
-  onKeyRevoked?: (keyId: string, lookupId: string) => void;
+  /** Where a key revoked through this node is told (`keyRevoked`: the other nodes forget it too). */
+  events?: EventPort;
 }) {
   const { store, clock } = deps;
   const lastTouched = new Map<string, number>();
@@ -194,7 +195,7 @@ export function createAuthService(deps: {
     const revoked = await store.revokeKey(who.organizationId, id, clock.now());
     if (revoked === undefined) throw keyNotFound(id);
     forgetKey(revoked.id, revoked.lookupId);
-    deps.onKeyRevoked?.(revoked.id, revoked.lookupId);
+    deps.events?.emit('keyRevoked', { keyId: revoked.id, lookupId: revoked.lookupId });
   }
 
   /**

@@ -7,25 +7,13 @@
 // therefore treats every event as a hint that something changed, never as the only copy: what is
 // stored is in the database, and after an outage each node rebuilds what it keeps in memory from
 // there (`onResync`).
-import type { LatestState } from '../telemetry/store.ts';
-import type { EventRecord } from '../events/types.ts';
+import type { EventName, RemoteEvent } from '../events/port.ts';
 
-/** Something one node did that the others must hear of. Plain JSON: it crosses processes. */
-export type ClusterEvent =
-  /** Telemetry committed: each touched vehicle's merged latest state and the event types touched (a bit mask). */
-  | { type: 'telemetry'; organizationId: string; states: LatestState[]; touched: number[] }
-  /** Events recorded in the event log (a status change, a deletion, ...), as committed. */
-  | { type: 'events'; events: EventRecord[] }
-  /** An organization's geofences or alert rules changed. */
-  | { type: 'rules-changed'; organizationId: string }
-  /** An API key was revoked: nodes drop it from their credential caches. */
-  | { type: 'key-revoked'; keyId: string; lookupId: string }
-  /** An OAuth client was deleted: nodes end the live streams its tokens opened. */
-  | { type: 'client-deleted'; clientId: string }
-  /** A node took a live stream over (a client reconnected there): its previous node lets go. */
-  | { type: 'stream-taken'; streamId: string; node: string }
-  /** A live stream was deleted through another node. */
-  | { type: 'stream-ended'; streamId: string };
+/**
+ * Something one node did that the others must hear of: an event of the map (events/port.ts), named
+ * by `type`, in the form another node receives it. Plain JSON: it crosses processes.
+ */
+export type ClusterEvent = { [K in EventName]: { type: K } & RemoteEvent<K> }[EventName];
 
 export type BusState = 'up' | { degraded: string };
 

@@ -4,10 +4,35 @@
 // The database stays the one source of truth; the bus only keeps the memory of each node current.
 import type { Bus, ClusterEvent } from '../bus/bus.ts';
 import type { Dispatcher } from '../events/dispatcher.ts';
+import type { EventName, EventPort, FleetEvents, RemoteForms } from '../events/port.ts';
 import { typesTouched } from '../streams/stream.ts';
 
+/** How each event of RemoteForms is sent: what another node needs of it. */
+const remoteForms: { [K in keyof RemoteForms]: (event: FleetEvents[K]) => RemoteForms[K] } = {
+  telemetry: ({ organizationId, records, states }) => {
+    const touched = typesTouched(records);
+    return { organizationId, states, touched: states.map((s) => touched.get(s.vehicleId) ?? 0) };
+  },
+};
+
+/** An event as it crosses the bus: named by `type`, in its remote form. */
+function toWire<K extends EventName>(name: K, event: FleetEvents[K]): ClusterEvent {
+  const form = (remoteForms as Partial<Record<EventName, (event: never) => object>>)[name];
+  return { type: name, ...(form === undefined ? event : form(event as never)) } as ClusterEvent;
+}
+
+/** The port of a cluster's node: each event is dispatched on this node, then sent to the others. */
+export function clusterPort(dispatcher: EventPort, bus: Bus): EventPort {
+  return {
+    emit(name, event) {
+      dispatcher.emit(name, event);
+      bus.publish(toWire(name, event));
+    },
+  };
+}
+
 export interface NodeParts {
-  dispatcher: Dispatcher;
+  dispatcher: Pick<Dispatcher, 'emitRemote'>;
   /** Rebuilds what this node keeps in memory from the store, and resends streams their snapshot. */
   resync(): Promise<void>;
   log: { warn(obj: object, msg: string): void };
@@ -15,59 +40,15 @@ export interface NodeParts {
   lag?: (ms: number) => void;
 }
 
+/** What the other nodes did enters this node's dispatcher; after a bus outage, its memory is rebuilt. */
 export function joinCluster(bus: Bus, parts: NodeParts): void {
-  const { dispatcher } = parts;
   bus.subscribe((event, _from, sentAt) => {
     // Clocks of two nodes differ by their NTP skew: a message can seem to arrive before it left.
     parts.lag?.(Math.max(0, Date.now() - sentAt));
-    arrive(event);
+    const { type, ...remote } = event;
+    parts.dispatcher.emitRemote(type, remote);
   });
   bus.onResync(() => void resync());
-
-  function arrive(event: ClusterEvent): void {
-    const origin = 'remote' as const;
-    switch (event.type) {
-      case 'telemetry':
-        return dispatcher.emit('telemetry', { origin, organizationId: event.organizationId, states: event.states, touched: event.touched });
-      case 'events':
-        return dispatcher.emit('recorded', { origin, events: event.events });
-      case 'key-revoked':
-        return dispatcher.emit('keyRevoked', { origin, keyId: event.keyId, lookupId: event.lookupId });
-      case 'client-deleted':
-        return dispatcher.emit('clientDeleted', { origin, clientId: event.clientId });
-      case 'stream-taken':
-        return dispatcher.emit('streamTaken', { origin, streamId: event.streamId, node: event.node });
-      case 'stream-ended':
-        return dispatcher.emit('streamEnded', { origin, streamId: event.streamId });
-      case 'rules-changed':
-        return dispatcher.emit('rulesChanged', { origin, organizationId: event.organizationId });
-    }
-  }
-
-  // What this node did, sent on to the others.
-  dispatcher.on('telemetry', (e) => {
-    if (e.origin !== 'local') return;
-    const touched = typesTouched(e.records);
-    bus.publish({ type: 'telemetry', organizationId: e.organizationId, states: [...e.states], touched: e.states.map((s) => touched.get(s.vehicleId) ?? 0) });
-  });
-  dispatcher.on('recorded', (e) => {
-    if (e.origin === 'local') bus.publish({ type: 'events', events: [...e.events] });
-  });
-  dispatcher.on('keyRevoked', (e) => {
-    if (e.origin === 'local') bus.publish({ type: 'key-revoked', keyId: e.keyId, lookupId: e.lookupId });
-  });
-  dispatcher.on('clientDeleted', (e) => {
-    if (e.origin === 'local') bus.publish({ type: 'client-deleted', clientId: e.clientId });
-  });
-  dispatcher.on('streamTaken', (e) => {
-    if (e.origin === 'local') bus.publish({ type: 'stream-taken', streamId: e.streamId, node: bus.node });
-  });
-  dispatcher.on('streamEnded', (e) => {
-    if (e.origin === 'local') bus.publish({ type: 'stream-ended', streamId: e.streamId });
-  });
-  dispatcher.on('rulesChanged', (e) => {
-    if (e.origin === 'local') bus.publish({ type: 'rules-changed', organizationId: e.organizationId });
-  });
 
   let resyncing: Promise<void> | undefined;
   /**

@@ -4,6 +4,7 @@
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
+import type { EventPort } from '../events/port.ts';
 import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
 import type { GeofenceRecord, Geometry } from './model.ts';
@@ -20,8 +21,8 @@ export function createGeofenceService(deps: {
   quota: GeofenceQuota;
   /** The ids of the organization's alert rules that use the geofence: it cannot be deleted while any do. */
   rulesUsing(organizationId: string, geofenceId: string): Promise<string[]>;
-  /** The organization's geofences changed. */
-  changed(organizationId: string): void;
+  /** Told when the organization's geofences changed (`rulesChanged`: the rule engines read them again). */
+  events: EventPort;
 }) {
   const { store, clock } = deps;
   const oneAtATime = createWriteGate();
@@ -54,7 +55,7 @@ export function createGeofenceService(deps: {
       const created = await store.insertGeofence(record, deps.quota);
       if (created === 'quota') throw quotaExceeded(deps.quota.geofences, 'geofences');
       if (created === 'vertices') throw verticesExceeded('created');
-      deps.changed(who.organizationId);
+      deps.events.emit('rulesChanged', { organizationId: who.organizationId });
       return record;
     });
   }
@@ -66,7 +67,7 @@ export function createGeofenceService(deps: {
       const replaced = await store.replaceGeofence(record, deps.quota.vertices);
       if (replaced === 'missing') await geofence(who, id);
       if (replaced === 'vertices') throw verticesExceeded('changed');
-      deps.changed(who.organizationId);
+      deps.events.emit('rulesChanged', { organizationId: who.organizationId });
       return record;
     });
   }
@@ -77,7 +78,7 @@ export function createGeofenceService(deps: {
       throw new AppError('geofence-in-use', `Alert rules use this geofence: ${using.map((ruleId) => `"${ruleId}"`).join(', ')}. Delete or change them first.`);
     }
     if (!(await store.deleteGeofence(who.organizationId, id))) await geofence(who, id);
-    deps.changed(who.organizationId);
+    deps.events.emit('rulesChanged', { organizationId: who.organizationId });
   }
 
   async function insideOf(who: Principal, vehicleId: string, vehicleExists: () => Promise<boolean>) {

@@ -4,6 +4,7 @@
 // service was down is caught up. Only `active` vehicles are judged: an inactive, retired or
 // maintained vehicle is expected to be quiet, and a vehicle that never sent telemetry was never online.
 import type { Clock } from '../clock.ts';
+import type { EventPort } from '../events/port.ts';
 import type { EventRecord } from '../events/types.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import { alertEvent, openAlert } from './engine.ts';
@@ -18,7 +19,8 @@ export function startOfflineChecks(deps: {
   /** When the vehicle's newest telemetry was recorded (ms), if it has any. */
   lastTelemetry(organizationId: string, vehicleId: string): number | undefined;
   clock: Clock;
-  recorded(events: readonly EventRecord[]): void;
+  /** Told of the alerts' events (`recorded`). */
+  events: EventPort;
   log: { warn(obj: object, msg: string): void };
   intervalMs?: number;
 }) {
@@ -48,7 +50,7 @@ export function startOfflineChecks(deps: {
     }
     if (opened.length === 0) return;
     const applied = await deps.store.applyAlerts({ organizationId, opened, changed: [], events });
-    deps.recorded(applied.events);
+    deps.events.emit('recorded', { events: applied.events });
   }
 
   function runOnce(): Promise<void> {

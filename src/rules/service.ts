@@ -1,10 +1,10 @@
 // Alert rules and alerts: create, read, change, delete; acknowledge and resolve (geofences:
 // geofences/service.ts). Knows nothing of HTTP. Every change of a rule tells the rule engine (and,
-// through the dispatcher, the other nodes) to read the organization's definitions again.
+// through the event port, the other nodes) to read the organization's definitions again.
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError, type FieldError } from '../errors.ts';
-import type { EventRecord } from '../events/types.ts';
+import type { EventPort } from '../events/port.ts';
 import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
 import { alertEvent } from './engine.ts';
@@ -20,10 +20,8 @@ export function createRulesService(deps: {
   store: RulesStore;
   clock: Clock;
   maxRules: number;
-  /** The organization's rules changed. */
-  changed(organizationId: string): void;
-  /** Events recorded by a manual alert change. */
-  recorded(events: readonly EventRecord[]): void;
+  /** Told when the organization's rules changed (`rulesChanged`), and of the events a manual alert change recorded (`recorded`). */
+  events: EventPort;
 }) {
   const { store, clock } = deps;
 
@@ -62,7 +60,7 @@ export function createRulesService(deps: {
       vehicleIds: body.vehicleIds ?? null, enabled: body.enabled ?? true, createdAt: now, updatedAt: now,
     };
     if ((await store.insertRule(record, deps.maxRules)) === 'quota') throw quotaExceeded(deps.maxRules, 'alert rules');
-    deps.changed(who.organizationId);
+    deps.events.emit('rulesChanged', { organizationId: who.organizationId });
     return record;
   }
 
@@ -73,13 +71,13 @@ export function createRulesService(deps: {
       enabled: body.enabled ?? true, updatedAt: clock.now(),
     };
     if (!(await store.replaceRule(record))) await rule(who, id);
-    deps.changed(who.organizationId);
+    deps.events.emit('rulesChanged', { organizationId: who.organizationId });
     return record;
   }
 
   async function deleteRule(who: Principal, id: string): Promise<void> {
     if (!(await store.deleteRule(who.organizationId, id))) await rule(who, id);
-    deps.changed(who.organizationId);
+    deps.events.emit('rulesChanged', { organizationId: who.organizationId });
   }
 
   async function alert(who: Principal, id: string): Promise<AlertRecord> {
@@ -118,7 +116,7 @@ export function createRulesService(deps: {
       changed: [{ id, from: to === 'resolved' ? ['open', 'acknowledged'] : ['open'], status: to, at, by: who.credentialId }],
     });
     if (applied.changed.length === 0) return act(who, id, to, note); // changed meanwhile: judge again
-    deps.recorded(applied.events);
+    deps.events.emit('recorded', { events: applied.events });
     return next;
   }
 

@@ -85,7 +85,7 @@ export function sendProblem(
 ): FastifyReply {
   const body = problemBody(code, detail, { instance: request.url.split('?')[0], requestId: request.id, errors: extra.errors });
   if (extra.headers !== undefined) void reply.headers(extra.headers);
-  // Set here as well as in app.ts's onRequest hook: Fastify's framework errors (a URL it cannot
+  // Set here as well as in app/http.ts's onRequest hook: Fastify's framework errors (a URL it cannot
   // route) are answered without running any hook.
   void reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
   return reply

@@ -5,6 +5,7 @@
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
+import type { EventPort } from '../events/port.ts';
 import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
@@ -17,8 +18,8 @@ export interface StreamCluster {
   directory: StreamDirectory;
   /** This node's name. */
   node: string;
-  /** This node took a stream over (the node that held it lets go), or ended one held elsewhere. */
-  announce(event: 'taken' | 'ended', streamId: string): void;
+  /** Told when this node took a stream over (`streamTaken`: the node that held it lets go), or ended one held elsewhere (`streamEnded`). */
+  events: EventPort;
   log: { debug(obj: object, msg: string): void };
 }
 

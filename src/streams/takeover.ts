@@ -42,7 +42,7 @@ export function createTakeover(deps: { registry: Registry; clock: Clock; setting
     const stream = newStream(entry, settings, entry.scopes ?? scopesFor(entry.mask));
     registry.register(stream);
     registry.expireAt(stream, clock.now() + settings.attachWindowMs);
-    cluster?.announce('taken', stream.id);
+    cluster?.events.emit('streamTaken', { streamId: stream.id, node: cluster.node });
     return stream;
   }
 
@@ -70,7 +70,7 @@ export function createTakeover(deps: { registry: Registry; clock: Clock; setting
     cluster.directory.releaseOpen(entry.organizationId, entry.id).catch((error: unknown) => {
       cluster.log.debug({ err: error, streamId: entry.id }, 'live stream: the directory is unavailable; its quota lease runs out by itself');
     });
-    cluster.announce('ended', entry.id);
+    cluster.events.emit('streamEnded', { streamId: entry.id });
   }
 
   /** Another node ended one of this node's streams (DELETE there). */

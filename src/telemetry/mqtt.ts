@@ -96,7 +96,7 @@ function classify(error: unknown, vehicleId: string): MqttResult {
   return { outcome: 'error', vehicleId, detail: error.message, cause: error };
 }
 
-/** The MQTT side of the service as app.ts sees it: started when the app is ready, stopped on close. */
+/** The MQTT side of the service as the app sees it (app/lifecycle.ts): started when the app is ready, stopped on close. */
 export interface MqttIngestion {
   start(): Promise<void>;
   stop(): Promise<void>;

@@ -3,22 +3,15 @@
 import type { Counter, Histogram, Registry } from 'prom-client';
 import { counterIn, histogramIn } from '../metric.ts';
 import type { Clock } from '../clock.ts';
-import type { EventRecord } from '../events/types.ts';
+import type { EventPort } from '../events/port.ts';
 import type { CommitRules } from '../rules/store.ts';
 import { AppError } from '../errors.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import { type LatestView, latestData, mergeLatest } from './latest.ts';
 import { HISTORY_LIMIT_DEFAULT, type HistoryQuery, TELEMETRY_FIELDS, type TelemetryField } from './schema.ts';
-import type { LatestState, StoredRecord, TelemetryStore } from './store.ts';
+import type { StoredRecord, TelemetryStore } from './store.ts';
 import { fleetRecords, vehicleRecords } from './validate.ts';
 import { createGroupCommitter } from './writer.ts';
-
-export interface TelemetryEvents {
-  /** Records were committed (and the latest state of their vehicles updated). */
-  telemetry?(organizationId: string, records: readonly StoredRecord[], latest: readonly LatestState[]): void;
-  /** The commit recorded these events (each activation's status change). */
-  recorded?(events: readonly EventRecord[]): void;
-}
 
 export type TelemetryService = ReturnType<typeof createTelemetryService>;
 
@@ -49,7 +42,8 @@ export function createTelemetryService(deps: {
   vehicles: VehicleStore;
   latest: LatestView;
   clock: Clock;
-  events?: TelemetryEvents;
+  /** Told of each commit (`telemetry`: its records and the merged latest states) and the events it recorded (`recorded`). */
+  events?: EventPort;
   /** Judges records against geofences and alert rules in the commit (rules/engine.ts). */
   rules?: { prepare(organizationId: string): Promise<unknown> | undefined; commitRules: CommitRules };
   /** Where fleet_telemetry_records_total and the commit latency are counted. */
@@ -77,8 +71,8 @@ export function createTelemetryService(deps: {
       if (outcome.duplicates > 0) counted.inc({ source, outcome: 'duplicate' }, outcome.duplicates);
     }
     const states = outcome.latest.map((state) => latest.merge(state));
-    if (outcome.events.length > 0) events?.recorded?.(outcome.events);
-    events?.telemetry?.(organizationId, records, states);
+    if (outcome.events.length > 0) events?.emit('recorded', { events: outcome.events });
+    events?.emit('telemetry', { organizationId, records, states });
     return { accepted: outcome.accepted, duplicates: outcome.duplicates };
   }
 

@@ -3,7 +3,8 @@ import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
 import { quotaExceeded } from '../quotas.ts';
-import { type EventRecord, newEvent } from '../events/types.ts';
+import type { EventPort } from '../events/port.ts';
+import { newEvent } from '../events/types.ts';
 import { statusChangedEvent } from './events.ts';
 import type { Configuration, PatchVehicleBody, RegisterVehicleBody, StatusChangeBody, VehicleStatus, VehicleType } from './schema.ts';
 import type { Page, StatusChange, VehicleRecord, VehicleStore } from './store.ts';
@@ -23,8 +24,8 @@ export function createVehicleService(deps: {
   maxVehicles?: number;
   /** What a vehicle's details say of its latest telemetry (in `vehicle.*` events). */
   latest?: LatestLookup;
-  /** Told of the events each committed change recorded. */
-  recorded?: (events: readonly EventRecord[]) => void;
+  /** Told of the events each committed change recorded (`recorded`). */
+  events?: EventPort;
 }) {
   const { store, clock } = deps;
   const detailsOf = (v: VehicleRecord) => toDetails(v, deps.latest?.(v.organizationId, v.id));
@@ -49,7 +50,7 @@ export function createVehicleService(deps: {
     const outcome = await store.insert(vehicle, registration, deps.maxVehicles, events);
     switch (outcome) {
       case 'created':
-        deps.recorded?.(events);
+        deps.events?.emit('recorded', { events });
         return vehicle;
       case 'exists':
         throw new AppError('vehicle-exists', `A vehicle "${body.vehicleId}" already exists in this organization.`);
@@ -71,7 +72,7 @@ export function createVehicleService(deps: {
   async function remove(who: Principal, id: string): Promise<void> {
     const events = [newEvent(who.organizationId, 'vehicle.deleted', id, clock.now(), {})];
     if (!(await store.delete(who.organizationId, id, events))) throw notFound(id);
-    deps.recorded?.(events);
+    deps.events?.emit('recorded', { events });
   }
 
   /** An RFC 7396 merge patch of `type`, `name` and `configuration`. */
@@ -89,7 +90,7 @@ export function createVehicleService(deps: {
       const events = [vehicleEvent('vehicle.updated', next)];
       const updated = await store.update(who.organizationId, id, current.updatedAt, next, events);
       if (updated !== undefined) {
-        deps.recorded?.(events);
+        deps.events?.emit('recorded', { events });
         return updated;
       }
     }
@@ -113,7 +114,7 @@ export function createVehicleService(deps: {
       const events = [statusChangedEvent(who.organizationId, id, change)];
       const changed = await store.changeStatus(who.organizationId, id, change, events);
       if (changed !== undefined) {
-        deps.recorded?.(events);
+        deps.events?.emit('recorded', { events });
         return changed;
       }
     }

@@ -16,7 +16,7 @@ function recorder(bus: Bus) {
   return got;
 }
 
-const keyRevoked = (n: number): ClusterEvent => ({ type: 'key-revoked', keyId: `key_${n}`, lookupId: `l${n}` });
+const keyRevoked = (n: number): ClusterEvent => ({ type: 'keyRevoked', keyId: `key_${n}`, lookupId: `l${n}` });
 
 export function busContract(name: string, open: () => Promise<BusWorld>, options: { skip?: string | false } = {}) {
   describe(`bus contract: ${name}`, { skip: options.skip ?? false }, () => {

@@ -52,6 +52,8 @@ export async function createTestApp(options: {
   /** Cluster mode: the bus to the other nodes (and the state /readyz reports for it). */
   cluster?: AppDeps['cluster'];
   rateLimitStore?: AppDeps['rateLimitStore'];
+  /** The app's dispatcher, held by a test that says what a part would (events recorded, say). */
+  dispatcher?: AppDeps['dispatcher'];
   /** Another node of `join`'s cluster: the same PostgreSQL schema and first organization. */
   join?: { stores: Stores; adminKey: string; organizationId: string };
 } = {}) {
@@ -78,6 +80,7 @@ export async function createTestApp(options: {
     ...(options.offlineCheckMs === undefined ? {} : { offlineCheckMs: options.offlineCheckMs }),
     ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
     ...(options.rateLimitStore === undefined ? {} : { rateLimitStore: options.rateLimitStore }),
+    ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
   });
   await app.ready();
 

@@ -16,7 +16,7 @@ export { withTimeout };
 export type StreamApp = TestApp & { publicUrl: string; wsUrl: string };
 
 export async function createStreamApp(
-  options: { env?: Env; streams?: Partial<StreamSettings> } & Pick<Parameters<typeof createTestApp>[0] & object, 'backend' | 'cluster' | 'join' | 'clock'> = {},
+  options: { env?: Env; streams?: Partial<StreamSettings> } & Pick<Parameters<typeof createTestApp>[0] & object, 'backend' | 'cluster' | 'join' | 'clock' | 'dispatcher'> = {},
 ): Promise<StreamApp> {
   const port = await freePort();
   const publicUrl = `http://127.0.0.1:${port}`;

@@ -4,6 +4,7 @@
 import type { Clock } from '../../clock.ts';
 import type { ExternalIssuerConfig } from '../../config.ts';
 import { AppError } from '../../errors.ts';
+import type { EventPort } from '../../events/port.ts';
 import { quotaExceeded } from '../../quotas.ts';
 import { randomBase62 } from '../../base62.ts';
 import { newId } from '../../ids.ts';
@@ -31,8 +32,8 @@ export interface OAuthDeps {
   maxClients: number;
   external?: ExternalIssuerConfig | undefined;
   findOrganization(id: string): Promise<OrganizationRecord | undefined>;
-  /** A client was deleted through this node: what its tokens opened (live streams) ends. */
-  onClientDeleted?: (clientId: string) => void;
+  /** Where a client deleted through this node is told (`clientDeleted`: what its tokens opened, live streams, ends). */
+  events?: EventPort;
 }
 
 export interface TokenRequest {
@@ -100,7 +101,7 @@ export function createOAuthService(deps: OAuthDeps) {
   /** Deletes the client: its secret and every token issued to it stop working at once. */
   async function deleteClient(who: Principal, id: string) {
     if (!(await store.deleteClient(who.organizationId, id))) throw clientNotFound(id);
-    deps.onClientDeleted?.(id);
+    deps.events?.emit('clientDeleted', { clientId: id });
   }
 
   /** Whether the organization still has the client, whose tokens are then good until they expire. */

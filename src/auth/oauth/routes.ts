@@ -1,5 +1,5 @@
 // OAuth routes: management under /v2 (JSON, bearer-authenticated, scope `admin`) and the protocol
-// endpoints (endpoints.ts). `oauthRoutes` is the one plugin app.ts registers.
+// endpoints (endpoints.ts). `oauthRoutes` is the one plugin app/http.ts registers.
 import type { FastifyInstance } from 'fastify';
 import { iso } from '../../clock.ts';
 import { NoContent, responses } from '../../schema/common.ts';

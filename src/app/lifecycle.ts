@@ -1,0 +1,27 @@
+// What starts once the app is ready and stops when it closes, beyond the HTTP server itself.
+import type { FastifyInstance } from 'fastify';
+import type { Services } from './services.ts';
+
+export function addLifecycle(app: FastifyInstance, parts: Services): void {
+  const { mqtt, listeners, deliveries, offline } = parts;
+  app.addHook('onReady', async () => {
+    await Promise.all([mqtt.start(), listeners.osmand?.start(), listeners.teltonika?.start()]);
+    deliveries.start();
+    void offline.runOnce();
+  });
+  // preClose: MQTT and the device listeners stop taking messages and answer those in hand while
+  // the store is still open.
+  app.addHook('preClose', async () => {
+    await Promise.all([mqtt.stop(), listeners.osmand?.stop(), listeners.teltonika?.stop()]);
+  });
+  app.addHook('onClose', async () => {
+    parts.retention.stop();
+    parts.eventRetention.stop();
+    offline.stop();
+    await deliveries.stop();
+    parts.pacing?.close();
+    await parts.outbound.close();
+    await parts.telemetry.drain();
+    await parts.devices.stop();
+  });
+}
