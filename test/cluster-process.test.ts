@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { freePort, waitUntil } from './helpers/mqtt.ts';
+import { freePort } from './helpers/mqtt.ts';
+import { waitUntil } from './helpers/wait.ts';
 import { generateApiKey } from '../src/auth/keys.ts';
 import { TEST_DATABASE_URL, adminQuery, skipUnlessPostgres } from './helpers/postgres.ts';
 import { type RunningFleet, request, startFleet } from './helpers/process.ts';

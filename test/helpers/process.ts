@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { TestContext } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { waitUntil } from './wait.ts';
 
 export const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 
@@ -104,14 +104,13 @@ export function spawnFleet(t: TestContext, options: SpawnOptions = {}): FleetPro
         .map((line) => JSON.parse(line) as Record<string, unknown>),
     closed,
     running: () => !ended,
-    async waitFor(predicate, what, ms = 10_000) {
-      const deadline = Date.now() + ms;
-      for (;;) {
-        if (predicate()) return;
-        if (ended) throw new Error(`fleet exited before ${what}\n--- stdout:\n${out}\n--- stderr:\n${err}`);
-        if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}\n--- stdout:\n${out}\n--- stderr:\n${err}`);
-        await sleep(10);
-      }
+    waitFor(predicate, what, ms = 10_000) {
+      const output = () => `\n--- stdout:\n${out}\n--- stderr:\n${err}`;
+      return waitUntil(() => {
+        if (predicate()) return true;
+        if (ended) throw new Error(`fleet exited before ${what}${output()}`);
+        return false;
+      }, what, ms, { seen: output });
     },
     async stop(signal = 'SIGTERM', ms = 10_000) {
       if (!ended) child.kill(signal);
