@@ -136,7 +136,7 @@ export interface RunningFleet extends FleetProcess {
 export async function startFleet(t: TestContext, options: SpawnOptions = {}): Promise<RunningFleet> {
   const proc = spawnFleet(t, { ...options, env: { FLEET_HOST: '127.0.0.1', FLEET_PORT: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', ...options.env } });
   let port: number | undefined;
-  // Starting loads every module first: beside the rest of a CI run, that took over 10 s.
+  // Starting loads every module first: beside the rest of a CI run on a busy machine, that took over 30 s.
   await proc.waitFor(() => {
     for (const line of proc.logs()) {
       const match = typeof line.msg === 'string' ? LISTENING.exec(line.msg) : null;
@@ -146,7 +146,7 @@ export async function startFleet(t: TestContext, options: SpawnOptions = {}): Pr
       }
     }
     return false;
-  }, 'the "Server listening at" log line', 30_000);
+  }, 'the "Server listening at" log line', 60_000);
   if (port === undefined) throw new Error('unreachable: no port');
   return { ...proc, port, url: `http://127.0.0.1:${port}` };
 }
