@@ -8,7 +8,7 @@ import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { generateApiKey } from '../src/auth/keys.ts';
-import { type Exit, request, type RunningFleet, startFleet, withTimeout } from './helpers/process.ts';
+import { COMPILE_CACHE, type Exit, request, type RunningFleet, startFleet, withTimeout } from './helpers/process.ts';
 import { waitUntil } from './helpers/wait.ts';
 
 const SIMULATE = fileURLToPath(new URL('../src/cli/simulate.ts', import.meta.url));
@@ -24,7 +24,7 @@ interface Simulator {
 }
 
 function simulate(t: TestContext, args: string[], key: string): Simulator {
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', FLEET_KEY: key };
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...COMPILE_CACHE, FLEET_KEY: key };
   const child = spawn(process.execPath, [SIMULATE, '--report', '0.5', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
