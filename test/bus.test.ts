@@ -6,7 +6,7 @@ import type { Bus } from '../src/bus/bus.ts';
 import { createMemoryBusNetwork } from '../src/bus/memory.ts';
 import { createRedisBus } from '../src/bus/redis.ts';
 import { busContract } from './contract/bus.ts';
-import { waitUntil } from './helpers/mqtt.ts';
+import { waitUntil } from './helpers/wait.ts';
 import { TEST_REDIS_URL, redisProxy, skipUnlessRedis, testPrefix } from './helpers/redis.ts';
 
 const skip = await skipUnlessRedis();

@@ -9,7 +9,7 @@ import { createMemoryStreamDirectory } from '../src/streams/directory.ts';
 import { DEFAULT_STREAM_SETTINGS } from '../src/streams/settings.ts';
 import { skipUnlessPostgres } from './helpers/postgres.ts';
 import { type StreamApp, type StreamClient, attach, closeAll, createStream, createStreamApp, refused, send, stamp } from './helpers/streams.ts';
-import { waitUntil } from './helpers/mqtt.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 const skip = await skipUnlessPostgres();
 

@@ -7,12 +7,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium, takeTurnsWithLoadTests } from './helpers/browser.ts';
+import { freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
 import { startReceiver } from './helpers/receiver.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 const skip = skipUnlessChromium('the dashboard attempts browser test');
-
-takeTurnsWithLoadTests();
 
 test('a delivery\'s attempts open under it in the deliveries list', { skip, timeout: 120_000 }, async (t) => {
   const port = await freePort();
@@ -31,12 +30,10 @@ test('a delivery\'s attempts open under it in the deliveries list', { skip, time
   const webhook = (await ctx.request('POST', '/v2/webhooks', { body: { url: receiver.url, eventTypes: ['vehicle.deleted'] } })).json();
   const delivery = (await ctx.request('POST', `/v2/webhooks/${webhook.id}/test`)).json();
   await receiver.waitFor(() => receiver.received.length >= 1);
+  const latest = async () => (await ctx.request('GET', `/v2/webhooks/${webhook.id}/deliveries`)).json().deliveries[0];
   const attempted = async (n: number) => {
-    for (;;) {
-      const [d] = (await ctx.request('GET', `/v2/webhooks/${webhook.id}/deliveries`)).json().deliveries;
-      if (d.attempt >= n) return d;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitUntil(async () => (await latest()).attempt >= n, `attempt ${n} of the delivery recorded`, 10_000);
+    return latest();
   };
   assert.equal((await attempted(1)).status, 'pending');
 

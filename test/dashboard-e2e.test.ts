@@ -9,30 +9,18 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { WebSocketRoute } from 'playwright-core';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { deadOrigin, freePort, openBrowser, skipUnlessChromium, takeTurnsWithLoadTests } from './helpers/browser.ts';
+import { PAGE_TIMEOUT, deadOrigin, freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard/', import.meta.url));
-const TIMEOUT = 10_000;
-
-/** Polls a condition held on the test's side (what the browser reports through events). */
-async function waitUntil(predicate: () => boolean, what: string, ms = TIMEOUT): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 const skip = skipUnlessChromium('the dashboard browser tests');
 
-takeTurnsWithLoadTests();
-
 // The service names itself localhost (FLEET_PUBLIC_URL's default form) while the page is opened at
 // 127.0.0.1: the page's live streams go to the origin it was loaded from.
-test('the dashboard: sign in, list, filter, page, open a vehicle, change its status, watch it move', { skip, timeout: 60_000 }, async (t) => {
+test('the dashboard: sign in, list, filter, page, open a vehicle, change its status, watch it move', { skip, timeout: 180_000 }, async (t) => {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const ctx: TestApp = await createTestApp({
@@ -66,7 +54,7 @@ test('the dashboard: sign in, list, filter, page, open a vehicle, change its sta
   const readOnly = await ctx.keyWith(['fleet:read', 'telemetry:read']);
 
   mkdirSync(SHOTS, { recursive: true });
-  const { page, pageErrors, cspViolations, close } = await openBrowser({ width: 1360, height: 900 }, TIMEOUT);
+  const { page, pageErrors, cspViolations, close } = await openBrowser({ width: 1360, height: 900 });
   t.after(close);
   const requests: string[] = [];
   page.on('request', (request) => requests.push(request.url()));
@@ -200,14 +188,14 @@ test('the dashboard: sign in, list, filter, page, open a vehicle, change its sta
     // The stream is ended through the API: the socket closes with 1000 and the page makes a new stream.
     const ended = await ctx.request('DELETE', `/v2/streams/${first}`, { key: goodKey });
     assert.equal(ended.statusCode, 204, ended.body);
-    await waitUntil(() => routed.length === 1, 'a socket on a new stream');
+    await waitUntil(() => routed.length === 1, 'a socket on a new stream', PAGE_TIMEOUT);
     const second = streamOf(routed[0]!.url());
     assert.ok(second !== undefined && second !== first, 'a new stream');
     await page.locator('#live-state', { hasText: 'Live' }).waitFor();
     await battery(33);
     // The socket drops (not an end): the page asks for a fresh ticket and resumes after the last seq.
     await routed[0]!.close({ code: 4001, reason: 'dropped by the test' });
-    await waitUntil(() => routed.length === 2, 'a reconnect');
+    await waitUntil(() => routed.length === 2, 'a reconnect', PAGE_TIMEOUT);
     const resumed = routed[1]!.url();
     assert.equal(streamOf(resumed), second, 'the same stream');
     // Batched: the page takes the messages of a turn of the server in one frame (docs/API.md "Live streams").

@@ -18,11 +18,10 @@ import { THRESHOLD_FIELDS as SERVER_FIELDS } from '../src/rules/model.ts';
 import { SUBSCRIBABLE } from '../src/webhooks/schema.ts';
 import { EVENT_TYPES, PROTOCOLS, SCOPES, THRESHOLD_FIELDS } from '../web/lists.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium, takeTurnsWithLoadTests } from './helpers/browser.ts';
+import { freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
 import { startReceiver } from './helpers/receiver.ts';
 
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard-manage/', import.meta.url));
-const TIMEOUT = 10_000;
 const FAST_WEBHOOKS = { retryDelaysMs: [60_000], jitter: 0, pollMs: 50 };
 
 test('the lists the browser offers are the server\'s', () => {
@@ -33,8 +32,6 @@ test('the lists the browser offers are the server\'s', () => {
 });
 
 const skip = skipUnlessChromium('the dashboard management browser tests');
-
-takeTurnsWithLoadTests();
 
 /** What sticks out at the page's width: the page itself, or a management table's cell beyond its card (run in the page). */
 const OVERFLOWS = `(() => {
@@ -69,7 +66,7 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
   const adminId = (await ctx.request('GET', '/v2/api-keys')).json<{ apiKeys: Array<{ id: string }> }>().apiKeys[0]!.id;
 
   mkdirSync(SHOTS, { recursive: true });
-  const { browser, page, pageErrors, cspViolations, close } = await openBrowser({ width: 1360, height: 900 }, TIMEOUT);
+  const { browser, page, pageErrors, cspViolations, close } = await openBrowser({ width: 1360, height: 900 });
   t.after(close);
   await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
   const sockets: string[] = [];

@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Page } from 'playwright-core';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { deadOrigin, freePort, openBrowser, skipUnlessChromium, takeTurnsWithLoadTests } from './helpers/browser.ts';
+import { PAGE_TIMEOUT, deadOrigin, freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 /** The data attributes of the fleet map and of the chart, in the page. */
 const MAP = "document.querySelector('.fleet .map').dataset";
@@ -60,8 +61,6 @@ async function wheel(page: Page, selector: string, deltaY: number) {
 
 const skip = skipUnlessChromium('the dashboard map tests');
 
-takeTurnsWithLoadTests();
-
 test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000 }, async (t) => {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
@@ -71,7 +70,8 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
   t.after(() => ctx.close());
   await ctx.app.listen({ host: '127.0.0.1', port });
 
-  for (const id of ids) await ctx.registerVehicle(id, { type: 'car' });
+  // All at once: the registrations share commits (one after another, each waits for its own disk sync).
+  await Promise.all(ids.map((id) => ctx.registerVehicle(id, { type: 'car' })));
   const now = Date.now();
   const trackStart = now - 40 * 60_000;
   const track = trackOf(trackStart);
@@ -95,13 +95,7 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
    * Waits until a JavaScript expression, run in the page, is true. Polled from here: Playwright's
    * own polling would evaluate it with `eval` in the page, which the page's policy refuses.
    */
-  const until = async (expression: string, ms = 10_000) => {
-    const deadline = Date.now() + ms;
-    while (await page.evaluate(expression) !== true) {
-      if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${expression}`);
-      await sleep(25);
-    }
-  };
+  const until = (expression: string) => waitUntil(async () => await page.evaluate(expression) === true, expression, PAGE_TIMEOUT);
 
   await t.test('the fleet map clusters every vehicle and says why there are no tiles', async () => {
     await page.goto(`${origin}/`);

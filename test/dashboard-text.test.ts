@@ -8,11 +8,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium, takeTurnsWithLoadTests } from './helpers/browser.ts';
+import { freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
 
 const skip = skipUnlessChromium('the dashboard text browser tests');
-
-takeTurnsWithLoadTests();
 
 /** A name that, read as HTML, adds elements marked `data-injected` (and runs a handler, if allowed). */
 const markup = (what: string) =>

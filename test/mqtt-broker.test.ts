@@ -17,7 +17,8 @@ import { type MqttClient, connect } from 'mqtt';
 import pino from 'pino';
 import { buildApp } from '../src/app.ts';
 import { createTestApp, type TestApp, testConfig } from './helpers/app.ts';
-import { brokerAnswers, connectDevice, endAll, freePort, messagesCounted, storedTimestamps, waitUntil, withTimeout } from './helpers/mqtt.ts';
+import { brokerAnswers, connectDevice, endAll, freePort, messagesCounted, storedTimestamps, withTimeout } from './helpers/mqtt.ts';
+import { waitUntil } from './helpers/wait.ts';
 import { captureLogs } from './helpers/logs.ts';
 import { skipUnless } from './helpers/skip.ts';
 

@@ -14,9 +14,9 @@ import {
   messagesCounted,
   publishOutcome,
   storedTimestamps,
-  waitUntil,
   withTimeout,
 } from './helpers/mqtt.ts';
+import { waitUntil } from './helpers/wait.ts';
 import { captureLogs } from './helpers/logs.ts';
 
 const clients: MqttClient[] = [];

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { tempDir, withTimeout } from './helpers/process.ts';
+import { COMPILE_CACHE, tempDir, withTimeout } from './helpers/process.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -14,7 +14,7 @@ test('npm start: every stdout line is JSON, from start to a clean shutdown', { t
   const child = spawn('npm', ['start'], {
     cwd: ROOT,
     env: {
-      PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`, HOME: dir,
+      PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`, HOME: dir, ...COMPILE_CACHE,
       FLEET_DATABASE_URL: `sqlite:${path.join(dir, 'fleet.db')}`, FLEET_HOST: '127.0.0.1', FLEET_PORT: '0',
       FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0',
     },

@@ -8,7 +8,8 @@ import { buildApp } from '../src/app.ts';
 import type { Stores } from '../src/storage/stores.ts';
 import { createTestApp, testConfig, type TestApp } from './helpers/app.ts';
 import type { MqttClient } from 'mqtt';
-import { connectDevice, endAll, freePort, publishOutcome, waitUntil } from './helpers/mqtt.ts';
+import { connectDevice, endAll, freePort, publishOutcome } from './helpers/mqtt.ts';
+import { waitUntil } from './helpers/wait.ts';
 import { databaseProxy, openAnotherNode, skipUnlessPostgres } from './helpers/postgres.ts';
 
 const skip = await skipUnlessPostgres();

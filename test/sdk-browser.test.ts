@@ -15,7 +15,8 @@ import type { Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import type * as Sdk from '../sdk/src/index.ts';
 import { createStreamApp, send } from './helpers/streams.ts';
-import { type Cleanup, cleanups, openBrowser, serveOrigin, skipUnlessChromium } from './helpers/browser.ts';
+import { type Cleanup, PAGE_TIMEOUT, cleanups, openBrowser, serveOrigin, skipUnlessChromium } from './helpers/browser.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 const skip = skipUnlessChromium('the SDK browser test');
 
@@ -85,13 +86,8 @@ test('in Chromium: typed calls, paging, a stream kept through a drop, webhook ve
     })();
   });
   const batteries = () => page.evaluate(() => (globalThis as unknown as PageState).batteries);
-  const until = async (count: number) => {
-    const started = Date.now();
-    while ((await batteries()).length < count) {
-      assert.ok(Date.now() - started < 10_000, `waiting for ${count} messages, got ${JSON.stringify(await batteries())}`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  };
+  let got: number[] = [];
+  const until = (count: number) => waitUntil(async () => (got = await batteries()).length >= count, `${count} messages`, PAGE_TIMEOUT, { seen: () => `got ${JSON.stringify(got)}` });
   for (let i = 1; i <= 5; i++) await send(ctx, 'b-1', { battery: i });
   await until(5);
   for (const socket of ctx.app.websocketServer.clients) socket.terminate();

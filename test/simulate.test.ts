@@ -8,7 +8,8 @@ import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { generateApiKey } from '../src/auth/keys.ts';
-import { type Exit, request, type RunningFleet, startFleet, withTimeout } from './helpers/process.ts';
+import { COMPILE_CACHE, type Exit, request, type RunningFleet, startFleet, withTimeout } from './helpers/process.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 const SIMULATE = fileURLToPath(new URL('../src/cli/simulate.ts', import.meta.url));
 const TEST_TIMEOUT = 45_000;
@@ -23,7 +24,7 @@ interface Simulator {
 }
 
 function simulate(t: TestContext, args: string[], key: string): Simulator {
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', FLEET_KEY: key };
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...COMPILE_CACHE, FLEET_KEY: key };
   const child = spawn(process.execPath, [SIMULATE, '--report', '0.5', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -47,13 +48,13 @@ function simulate(t: TestContext, args: string[], key: string): Simulator {
     stdout: () => out,
     stderr: () => err,
     closed,
-    async waitFor(predicate, what, ms = 10_000) {
-      const deadline = Date.now() + ms;
-      while (!predicate()) {
-        if (ended) throw new Error(`the simulator exited before ${what}\n--- stdout:\n${out}\n--- stderr:\n${err}`);
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n--- stdout:\n${out}\n--- stderr:\n${err}`);
-        await sleep(20);
-      }
+    waitFor(predicate, what, ms = 10_000) {
+      const output = () => `\n--- stdout:\n${out}\n--- stderr:\n${err}`;
+      return waitUntil(() => {
+        if (predicate()) return true;
+        if (ended) throw new Error(`the simulator exited before ${what}${output()}`);
+        return false;
+      }, what, ms, { seen: output });
     },
   };
 }
@@ -153,14 +154,12 @@ describe('npm run simulate', () => {
     assert.deepEqual(placed.map((g) => g.name).sort(), names);
     assert.deepEqual(placed.map((g) => g.geometry.type).sort(), ['Circle', 'Circle', 'Polygon']);
     // Each geofence lies ahead of one of the three vehicles: each is entered, and left, soon.
-    const deadline = Date.now() + 30_000;
     let events: any[] = [];
     const seen = (type: string) => new Set(events.filter((e) => e.type === type).map((e) => e.data.name));
-    while (seen('geofence.entered').size < 3 || seen('geofence.exited').size < 1) {
-      assert.ok(Date.now() < deadline, `after 30 s: ${JSON.stringify(events.map((e) => [e.type, e.vehicleId, e.data.name]))}`);
-      await sleep(250);
+    await waitUntil(async () => {
       events = await feed();
-    }
+      return seen('geofence.entered').size >= 3 && seen('geofence.exited').size >= 1;
+    }, 'each geofence entered and one left', 30_000, { every: 250, seen: () => JSON.stringify(events.map((e) => [e.type, e.vehicleId, e.data.name])) });
     await runFor(first, 0, 1);
     for (const e of events) {
       assert.ok(names.includes(e.data.name));

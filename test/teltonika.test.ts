@@ -5,7 +5,8 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { captureLogs } from './helpers/logs.ts';
-import { freePort, waitUntil } from './helpers/mqtt.ts';
+import { freePort } from './helpers/mqtt.ts';
+import { waitUntil } from './helpers/wait.ts';
 import { DOC, type Tracker, connectTracker, count, fix, packetOf } from './helpers/teltonika.ts';
 
 let ctx: TestApp;

@@ -19,6 +19,8 @@ import { createOutbound } from '../src/webhooks/outbound.ts';
 import { type Pacing, createPacing } from '../src/webhooks/pacing.ts';
 import { DEFAULT_DELIVERY_SETTINGS, createDeliveryWorker } from '../src/webhooks/worker.ts';
 import { addOrganization } from './contract/fixtures.ts';
+import { manualClock } from './helpers/clock.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 const quiet = { warn() {} };
 
@@ -67,41 +69,51 @@ async function setUpReceiving(t: { after(fn: () => unknown): void }) {
 }
 
 test('a delivery held back past a third of its lease waits for the lease to run out, and is then sent once', async (t) => {
-  const received: Array<{ n: number; at: number }> = [];
+  let leaseOver = false;
+  const received: Array<{ n: number; afterLease: boolean }> = [];
   let holding = true;
   const held: ServerResponse[] = [];
   const { stores, outbound, ids } = await setUp(t, (req, res) => {
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString()));
     req.on('end', () => {
-      received.push({ n: (JSON.parse(body) as { n: number }).n, at: Date.now() });
+      received.push({ n: (JSON.parse(body) as { n: number }).n, afterLease: leaseOver });
       if (holding) held.push(res);
       else res.writeHead(204).end();
     });
   });
+  // The worker reads leases off the test's clock: a lease runs out when the test moves time on.
+  const clock = manualClock(Date.now());
   const leaseMs = 6000;
   const worker = createDeliveryWorker({
-    store: stores.webhooks, outbound, clock: systemClock, log: quiet,
+    store: stores.webhooks, outbound, clock, log: quiet,
     settings: { ...DEFAULT_DELIVERY_SETTINGS, concurrency: 2, leaseMs, pollMs: 100 },
   });
   t.after(() => worker.stop());
-  const started = Date.now();
   worker.start();
   // Two attempts under way, two more claimed ahead of them (twice the concurrency in hand).
-  while (held.length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+  await waitUntil(() => held.length === 2, 'two attempts under way', 10_000);
+  const first = received.map((r) => `whd_${r.n}`);
   // Held for longer than a third of the lease: the two claimed ahead may not start on it.
-  await new Promise((resolve) => setTimeout(resolve, leaseMs / 3 + 500));
+  clock.advance(leaseMs / 3 + 500);
   holding = false;
   for (const res of held.splice(0)) res.writeHead(204).end();
-  const deadline = Date.now() + 30_000;
-  while (received.length < 6 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  const succeeded = async (some: string[]) =>
+    (await Promise.all(some.map(async (id) => (await stores.webhooks.getDelivery('wh_1', id))?.status))).every((status) => status === 'succeeded');
+  // The first claim took the four oldest; the two never claimed are claimed once the first two are
+  // done, after the two held back were judged: by the time those are recorded, the two held back
+  // have been let go unattempted, and they stay leased as long as the lease holds.
+  const heldBack = ids.slice(0, 4).filter((id) => !first.includes(id));
+  await waitUntil(() => succeeded(ids.slice(4)), 'the two never claimed to be sent and recorded', 10_000, { seen: () => JSON.stringify(received) });
+  assert.deepEqual(received.map((r) => `whd_${r.n}`).sort(), [...first, ...ids.slice(4)].sort(), 'the two held back were not sent on their lease');
+  for (const id of heldBack) assert.equal((await stores.webhooks.getDelivery('wh_1', id))?.attempt, 0, id);
 
+  leaseOver = true;
+  clock.advance(leaseMs);
+  await waitUntil(() => succeeded(ids), 'every delivery recorded', 10_000, { seen: () => JSON.stringify(received) });
   assert.deepEqual(received.map((r) => r.n).sort(), [0, 1, 2, 3, 4, 5], 'each delivery received once');
-  const first = received.slice(0, 2).map((r) => r.n);
-  const late = received.filter((r) => r.at - started >= leaseMs).map((r) => r.n);
-  assert.equal(late.length, 2, `the two held back were sent after their lease ran out (${JSON.stringify(received.map((r) => [r.n, r.at - started]))})`);
-  assert.ok(late.every((n) => !first.includes(n)));
+  const late = received.filter((r) => r.afterLease).map((r) => `whd_${r.n}`);
+  assert.deepEqual(late.sort(), heldBack.sort(), `the two held back were sent after their lease ran out (${JSON.stringify(received)})`);
   for (const id of ids) {
     const delivery = await stores.webhooks.getDelivery('wh_1', id);
     assert.deepEqual([delivery?.status, delivery?.attempt], ['succeeded', 1], id);
@@ -118,7 +130,7 @@ test('stopping gives back the deliveries claimed ahead: due again at once', asyn
     store: stores.webhooks, outbound, clock: systemClock, log: quiet, settings: { ...DEFAULT_DELIVERY_SETTINGS, concurrency: 2, pollMs: 100 },
   });
   worker.start();
-  while (held.length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+  await waitUntil(() => held.length === 2, 'two attempts under way', 10_000);
   await worker.stop();
   // Four were claimed (two sent, two ahead); the two ahead and the two never claimed are due.
   const now = Date.now();
@@ -145,12 +157,11 @@ test('a paced worker does nothing while its share is spent, and everything once 
   t.after(() => worker.stop());
   worker.start();
   // Paced out: the worker looks again each window and neither claims nor sends.
-  while (renewals < 5) await new Promise((resolve) => setTimeout(resolve, 10));
+  await waitUntil(() => renewals >= 5, 'five windows looked at', 10_000);
   assert.deepEqual(received, []);
   assert.equal((await stores.webhooks.getDelivery('wh_1', ids[0]!))?.attempt, 0);
   open = true;
-  const deadline = Date.now() + 30_000;
-  while (received.length < ids.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  await waitUntil(() => received.length >= ids.length, 'every delivery sent', 30_000, { seen: () => JSON.stringify(received) });
   assert.deepEqual(received.sort(), [0, 1, 2, 3, 4, 5]);
   assert.ok(spent > 0, 'the store work and the attempts are counted against the share');
 });
@@ -181,15 +192,14 @@ test('a paced worker starts no attempt from those claimed ahead while its share 
   t.after(() => worker.stop());
   worker.start();
   // One attempt under way, one more claimed ahead of it.
-  while (held.length < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+  await waitUntil(() => held.length === 1, 'an attempt under way', 10_000);
   open = false;
   held.shift()!.writeHead(204).end();
   const from = renewals;
-  while (renewals < from + 5) await new Promise((resolve) => setTimeout(resolve, 10));
+  await waitUntil(() => renewals >= from + 5, 'five more windows looked at', 10_000);
   assert.equal(received.length, 1, 'the one claimed ahead waits for the next window');
   open = true;
-  const deadline = Date.now() + 10_000;
-  while (received.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  await waitUntil(() => received.length >= 2, 'the one claimed ahead to be sent', 10_000);
   assert.equal(received.length, 2);
   for (const res of held.splice(0)) res.writeHead(204).end();
 });
@@ -248,9 +258,8 @@ test('a worker stopped with nothing to record, then started again, records what 
   // Nothing attempted yet: the stop has no result to record.
   await worker.stop();
   worker.start();
-  const deadline = Date.now() + 10_000;
   const statuses = async () => Promise.all(ids.map(async (id) => (await stores.webhooks.getDelivery('wh_1', id))?.status));
-  while ((await statuses()).some((s) => s !== 'succeeded') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  await waitUntil(async () => (await statuses()).every((s) => s === 'succeeded'), 'every delivery recorded', 10_000);
   assert.deepEqual(await statuses(), ids.map(() => 'succeeded'));
   assert.deepEqual(received.sort(), [0, 1, 2, 3, 4, 5]);
 });

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import type { Bus, ClusterEvent } from '../../src/bus/bus.ts';
-import { waitUntil } from '../helpers/mqtt.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 export interface BusWorld {
   /** A new node on the world's bus. */

@@ -1,18 +1,24 @@
 // Headless Chromium for the dashboard's browser suites: Debian's package driven by
 // playwright-core (no browser is ever downloaded), a fresh profile per suite, and the page's
 // uncaught errors and Content-Security-Policy violations collected for the suite to check.
+// Browser suites run beside other test files, each other included: every wait for what a page
+// shows is for the condition, bounded by PAGE_TIMEOUT.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { type TestContext, after, before } from 'node:test';
+import type { TestContext } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { acquireMachineLoadLock } from './exclusive.ts';
 import { skipUnless } from './skip.ts';
 
 export const CHROMIUM = process.env.FLEET_TEST_CHROMIUM ?? '/usr/bin/chromium';
+/**
+ * How long a page may take to show what a test waits for: long enough for a Chromium that shares
+ * a busy machine with other test files; a wait ends as soon as the page shows it.
+ */
+export const PAGE_TIMEOUT = 30_000;
 export const CHROMIUM_ARGS = [
   '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
@@ -45,7 +51,7 @@ export interface BrowserPage {
   close: () => Promise<void>;
 }
 
-export async function openBrowser(viewport = { width: 1360, height: 900 }, timeout = 10_000): Promise<BrowserPage> {
+export async function openBrowser(viewport = { width: 1360, height: 900 }, timeout = PAGE_TIMEOUT): Promise<BrowserPage> {
   const profile = mkdtempSync(path.join(tmpdir(), 'fleet-chromium-'));
   const browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true, viewport, acceptDownloads: true,
@@ -65,18 +71,6 @@ export async function openBrowser(viewport = { width: 1360, height: 900 }, timeo
       rmSync(profile, { recursive: true, force: true });
     },
   };
-}
-
-/**
- * For a browser suite whose waits for what the page shows are fixed times: its tests take turns
- * with tests that load the machine on purpose, beside which a starved Chromium would miss them.
- */
-export function takeTurnsWithLoadTests(): void {
-  let release: (() => void) | undefined;
-  before(async () => {
-    release = await acquireMachineLoadLock();
-  }, { timeout: 600_000 });
-  after(() => release?.());
 }
 
 export type Cleanup = (step: () => Promise<unknown> | void) => void;

@@ -1,7 +1,6 @@
 // Real MQTT clients over real sockets for the MQTT suites. Every wait is bounded; every client a
 // test opens is registered with `t.after` (or the suite's after hook) and ended there.
 import net from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type IClientOptions, type MqttClient, connect } from 'mqtt';
 import type { TestApp } from './app.ts';
 import { withTimeout } from './process.ts';
@@ -64,16 +63,6 @@ export function publishOutcome(client: MqttClient, topic: string, payload: strin
       if (error === undefined || error === null) finish('acked');
     });
   });
-}
-
-/** Polls until `predicate` holds; fails after `ms` naming `what`. */
-export async function waitUntil(predicate: () => Promise<boolean> | boolean, what: string, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await predicate()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 /** The value of `fleet_mqtt_messages_total{outcome=...}` on the app's /metrics. */

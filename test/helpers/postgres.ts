@@ -15,7 +15,8 @@ let reachable: Promise<string | undefined> | undefined;
 /** Undefined when PostgreSQL answers; otherwise why not. Asked once per process. */
 function unreachable(): Promise<string | undefined> {
   reachable ??= (async () => {
-    const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 3000 });
+    // A server that is not there refuses at once; one on a busy machine may take seconds to answer.
+    const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 10_000 });
     try {
       await client.connect();
       await client.query('SELECT 1');

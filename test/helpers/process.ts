@@ -7,10 +7,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { TestContext } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { waitUntil } from './wait.ts';
 
 export const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+
+/**
+ * The one variable a spawned process takes from the test run: `npm test` keeps Node's compile cache
+ * (NODE_COMPILE_CACHE), so that every process it starts loads the modules without compiling them again.
+ */
+export const COMPILE_CACHE: Record<string, string> =
+  process.env.NODE_COMPILE_CACHE === undefined ? {} : { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE };
 
 export interface Exit {
   code: number | null;
@@ -62,7 +69,7 @@ export interface SpawnOptions {
 
 export function spawnFleet(t: TestContext, options: SpawnOptions = {}): FleetProcess & { cwd: string } {
   const cwd = options.cwd ?? tempDir(t);
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, ...options.env };
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, ...COMPILE_CACHE, ...options.env };
   const child = spawn(process.execPath, [MAIN], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -104,14 +111,13 @@ export function spawnFleet(t: TestContext, options: SpawnOptions = {}): FleetPro
         .map((line) => JSON.parse(line) as Record<string, unknown>),
     closed,
     running: () => !ended,
-    async waitFor(predicate, what, ms = 10_000) {
-      const deadline = Date.now() + ms;
-      for (;;) {
-        if (predicate()) return;
-        if (ended) throw new Error(`fleet exited before ${what}\n--- stdout:\n${out}\n--- stderr:\n${err}`);
-        if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}\n--- stdout:\n${out}\n--- stderr:\n${err}`);
-        await sleep(10);
-      }
+    waitFor(predicate, what, ms = 10_000) {
+      const output = () => `\n--- stdout:\n${out}\n--- stderr:\n${err}`;
+      return waitUntil(() => {
+        if (predicate()) return true;
+        if (ended) throw new Error(`fleet exited before ${what}${output()}`);
+        return false;
+      }, what, ms, { seen: output });
     },
     async stop(signal = 'SIGTERM', ms = 10_000) {
       if (!ended) child.kill(signal);
@@ -137,7 +143,7 @@ export interface RunningFleet extends FleetProcess {
 export async function startFleet(t: TestContext, options: SpawnOptions = {}): Promise<RunningFleet> {
   const proc = spawnFleet(t, { ...options, env: { FLEET_HOST: '127.0.0.1', FLEET_PORT: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', ...options.env } });
   let port: number | undefined;
-  // Starting loads every module first: beside the rest of a CI run, that took over 10 s.
+  // Starting loads every module first: beside the rest of a CI run on a busy machine, that took over 30 s.
   await proc.waitFor(() => {
     for (const line of proc.logs()) {
       const match = typeof line.msg === 'string' ? LISTENING.exec(line.msg) : null;
@@ -147,7 +153,7 @@ export async function startFleet(t: TestContext, options: SpawnOptions = {}): Pr
       }
     }
     return false;
-  }, 'the "Server listening at" log line', 30_000);
+  }, 'the "Server listening at" log line', 60_000);
   if (port === undefined) throw new Error('unreachable: no port');
   return { ...proc, port, url: `http://127.0.0.1:${port}` };
 }

@@ -2,6 +2,7 @@
 // says (a status, a redirect, a refused connection by being closed).
 import { type IncomingHttpHeaders, type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { waitUntil } from './wait.ts';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -30,12 +31,8 @@ export async function startReceiver(answer: (req: Received) => { status: number;
     url: `http://127.0.0.1:${port}/hook`,
     port,
     received,
-    async waitFor(condition: () => boolean, ms = 10_000, what = 'deliveries'): Promise<void> {
-      const until = Date.now() + ms;
-      while (!condition()) {
-        if (Date.now() > until) throw new Error(`timed out waiting for ${what} (${received.length} received)`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+    waitFor(condition: () => boolean, ms = 10_000, what = 'deliveries'): Promise<void> {
+      return waitUntil(condition, what, ms, { seen: () => `${received.length} received` });
     },
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
