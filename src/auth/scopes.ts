@@ -9,6 +9,11 @@ export const SCOPES = [
   'rules',
   'webhooks',
   'metrics:read',
+  'users',
+  'audit:read',
+  'commands',
+  'dispatch',
+  'alerts:write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -25,6 +30,11 @@ export const SCOPE_DESCRIPTIONS: Record<Scope, string> = {
   rules: 'Create, change and delete geofences and alert rules; acknowledge and resolve alerts.',
   webhooks: 'Manage webhook endpoints and their deliveries.',
   'metrics:read': 'Read the Prometheus metrics (platform organization only).',
+  users: 'Manage the organization\'s users: invite, change roles, disable, delete.',
+  'audit:read': 'Read the organization\'s audit log.',
+  commands: 'Send and cancel device commands.',
+  dispatch: 'Assign drivers to vehicles.',
+  'alerts:write': 'Acknowledge and resolve alerts (`rules` allows it too).',
 };
 
 export function isScope(value: string): value is Scope {
@@ -47,8 +57,11 @@ export interface Principal {
   expiresAt?: number;
 }
 
-/** Scopes another scope includes: `admin` has always been able to read the metrics. */
-const INCLUDED_IN: Partial<Record<Scope, Scope>> = { 'metrics:read': 'admin' };
+/**
+ * Scopes another scope includes: `admin` has always been able to read the metrics, and `rules`
+ * to acknowledge and resolve alerts.
+ */
+const INCLUDED_IN: Partial<Record<Scope, Scope>> = { 'metrics:read': 'admin', 'alerts:write': 'rules' };
 
 /** Whether a credential with `scopes` may do what `scope` guards. */
 export function holds(scopes: ReadonlySet<Scope>, scope: Scope): boolean {

@@ -67,7 +67,7 @@ export async function rulesRoutes(instance: FastifyInstance, opts: { service: Ru
   }, async (request) => alertView(await service.alert(request.principal, request.params.id)));
   for (const [action, status] of [['acknowledge', 'acknowledged'], ['resolve', 'resolved']] as const) {
     app.post(`/v2/alerts/:id/${action}`, {
-      config: write,
+      config: { scope: 'alerts:write' },
       schema: {
         ...rules, operationId: `${action}Alert`, summary: `${action === 'resolve' ? 'Resolve' : 'Acknowledge'} an alert`,
         description: action === 'resolve'
