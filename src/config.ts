@@ -132,6 +132,8 @@ export interface Config {
   /** How often each node runs the offline alert check, seconds; whether trips are detected live. */
   rules: { offlineCheckSeconds: number; tripEvents: boolean };
   webhooks: { allowPrivate: boolean; endpointConcurrency: number };
+  /** People's sessions: how long one may go without a request, minutes. */
+  sessions: { idleMinutes: number };
   mqtt: MqttConfig;
   protocols: ProtocolsConfig;
   devicePorts: DevicePortsConfig;
@@ -198,6 +200,10 @@ export const VARIABLES = {
   FLEET_QUOTA_DEVICES: { default: '10000', doc: 'Registered devices per organization.' },
   FLEET_QUOTA_GEOFENCE_VERTICES: { default: '1000000', doc: 'Positions over all geofences of an organization (a circle counts one).' },
   FLEET_EVENT_RETENTION_DAYS: { default: '30', doc: 'Events (the feed) and webhook deliveries older than this many days are deleted in the background.' },
+  FLEET_SESSION_IDLE_MINUTES: {
+    default: '720',
+    doc: 'A person\'s session ends after this many minutes without a request (5 to 10080); whatever its use, it ends 7 days after sign-in.',
+  },
   FLEET_OFFLINE_CHECK_SECONDS: {
     default: '15',
     doc: 'How often the check for `offline` alert rules runs, seconds (1 to 3600). An offline alert opens at most this long after its rule\'s `afterSeconds` have passed; in cluster mode one node at a time runs it.',
@@ -369,6 +375,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   };
   const eventRetentionDays = int('FLEET_EVENT_RETENTION_DAYS', 1, 36_500);
   const offlineCheckSeconds = int('FLEET_OFFLINE_CHECK_SECONDS', 1, 3600);
+  const idleMinutes = int('FLEET_SESSION_IDLE_MINUTES', 5, 10_080);
   const tripEvents = read('FLEET_TRIP_EVENTS');
   if (tripEvents !== 'true' && tripEvents !== 'false') errors.push(`FLEET_TRIP_EVENTS: "${tripEvents}" is neither true nor false`);
   const allowPrivate = read('FLEET_WEBHOOK_ALLOW_PRIVATE');
@@ -408,6 +415,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       events: { retentionDays: eventRetentionDays },
       rules: { offlineCheckSeconds, tripEvents: tripEvents === 'true' },
       webhooks: { allowPrivate: allowPrivate === 'true', endpointConcurrency },
+      sessions: { idleMinutes },
       mqtt,
       protocols,
       devicePorts,

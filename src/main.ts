@@ -89,7 +89,10 @@ if (first !== undefined) {
     // The only time a secret is ever printed: it is not stored anywhere in clear.
     process.stderr.write(
       `\n  First admin API key (shown once, store it now):\n\n    ${first.secret}\n\n` +
-        `  Try: curl -H "Authorization: Bearer ${first.secret}" http://localhost:${port}/v2/fleet/vehicles\n\n`,
+        `  Try: curl -H "Authorization: Bearer ${first.secret}" http://localhost:${port}/v2/fleet/vehicles\n\n` +
+        `  Sign in to the dashboard as its first admin: invite yourself, then open the invitation's url:\n\n` +
+        `    curl -H "Authorization: Bearer ${first.secret}" -H 'content-type: application/json' \\\n` +
+        `      -d '{"email":"you@example.com","name":"You","role":"admin"}' http://localhost:${port}/v2/users\n\n`,
     );
   }
 } else if (config.adminKey !== undefined) {

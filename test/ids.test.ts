@@ -12,6 +12,7 @@ import { DeviceId } from '../src/devices/schema.ts';
 import { GeofenceIdParams } from '../src/geofences/schema.ts';
 import { type IdPrefix, type TimeOrderedIdPrefix, newId, newTimeOrderedId } from '../src/ids.ts';
 import { AlertIdParams, RuleIdParams } from '../src/rules/schema.ts';
+import { UserIdParams } from '../src/people/schema.ts';
 import { StreamIdParams } from '../src/streams/schema.ts';
 import { DeliveryParams, WebhookIdParams } from '../src/webhooks/schema.ts';
 
@@ -28,6 +29,7 @@ const FORMS: Record<IdPrefix, { rest: RegExp; param?: TSchema }> = {
   gf: { rest: base62(20), param: GeofenceIdParams.properties.id },
   rule: { rest: base62(20), param: RuleIdParams.properties.id },
   wh: { rest: base62(20), param: WebhookIdParams.properties.id },
+  usr: { rest: base62(20), param: UserIdParams.properties.id },
 };
 const TIME_ORDERED_FORMS: Record<TimeOrderedIdPrefix, { rest: RegExp; param?: TSchema }> = {
   evt: { rest: base62(24) },

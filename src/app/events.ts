@@ -18,7 +18,7 @@ export function eventPort(dispatcher: Dispatcher, bus: Bus | undefined): EventPo
 
 /** What each event does on this node, whichever node it happened on. */
 export function wireEvents(dispatcher: Dispatcher, parts: Services): void {
-  const { streams, latest, ruleEngine, auth, deliveries, eventCounts } = parts;
+  const { streams, latest, ruleEngine, auth, people, deliveries, eventCounts } = parts;
   // What a commit on this node or another does to this node's memory, written once.
   dispatcher.on('telemetry', (e) => {
     if (e.origin === 'local') streams.telemetry(e.organizationId, e.records, e.states);
@@ -51,6 +51,11 @@ export function wireEvents(dispatcher: Dispatcher, parts: Services): void {
     streams.credentialRevoked(e.keyId);
   });
   dispatcher.on('clientDeleted', (e) => streams.credentialRevoked(e.clientId));
+  dispatcher.on('userChanged', (e) => {
+    // The people service that changed the user has forgotten their sessions already.
+    if (e.origin === 'remote') people.forgetUser(e.userId);
+    if (e.signedOut) streams.credentialRevoked(e.userId);
+  });
   dispatcher.on('streamTaken', (e) => {
     if (e.origin === 'remote') streams.release(e.streamId);
   });

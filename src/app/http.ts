@@ -1,6 +1,7 @@
 // The HTTP side: the Fastify instance with what every request gets, then the cross-cutting plugins
 // in the order their hooks must run, then each module's routes over the services.
 import { randomUUID } from 'node:crypto';
+import cookie from '@fastify/cookie';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
@@ -23,6 +24,7 @@ import { RequestLogController, lazyChildLogger, serializeRequest } from '../http
 import { secretResponsesPlugin } from '../http/secrets.ts';
 import { shutdownArrivalsPlugin, timeoutOptions } from '../http/timeouts.ts';
 import { organizationRoutes } from '../organizations/routes.ts';
+import { peopleRoutes } from '../people/routes.ts';
 import { osmandRoutes } from '../protocols/osmand/routes.ts';
 import { rulesRoutes } from '../rules/routes.ts';
 import { geofenceRoutes } from '../geofences/routes.ts';
@@ -138,8 +140,12 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
       if (socket.readyState === socket.OPEN) socket.close(1011, 'internal error');
     },
   });
+  // Before auth, which reads the session cookie.
+  await app.register(cookie);
   // auth first: its onRoute check must see every route registered after it.
-  await app.register(authPlugin, { auth });
+  await app.register(authPlugin, {
+    auth, sessions: { cached: (secret) => parts.people.cachedSessionPrincipal(secret), resolve: (secret) => parts.people.sessionPrincipal(secret) },
+  });
   // Before every route: routes flagged `secret` get their no-store hook as they are added.
   await app.register(secretResponsesPlugin);
   // Right after auth: its onRequest hook needs the principal, and must refuse before any other work.
@@ -175,6 +181,7 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
   await app.register(historyRoutes, { service: parts.history });
   await app.register(apiKeyRoutes, { auth });
   await app.register(organizationRoutes, { auth });
+  await app.register(peopleRoutes, { people: parts.people, publicUrl: config.publicUrl });
   await app.register(deviceRoutes, { service: parts.devices });
   await app.register(osmandRoutes, { path: '/osmand', ingest: parts.protocolIngest });
   await app.register(oauthRoutes, { oauth: parts.oauth, publicUrl: config.publicUrl });

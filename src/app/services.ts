@@ -15,6 +15,7 @@ import { createHistoryService } from '../history/service.ts';
 import { registerReading } from '../http/metrics.ts';
 import { createDeviceGuard } from '../protocols/guard.ts';
 import { createProtocolIngest } from '../protocols/ingest.ts';
+import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
 import { createOsmandListener } from '../protocols/osmand/listener.ts';
 import { createTeltonikaListener } from '../protocols/teltonika/listener.ts';
 import { createRuleEngine } from '../rules/engine.ts';
@@ -54,14 +55,20 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   const auth = createAuthService({
     store: stores.auth, clock, maxApiKeys: config.quotas.apiKeys, verifyAccessToken: oauth.verifyAccessToken, events,
   });
+  const people = createPeopleService({
+    store: stores.people, organizations: stores.auth, clock, events,
+    settings: { ...DEFAULT_PEOPLE_SETTINGS, publicUrl: config.publicUrl, idleMs: config.sessions.idleMinutes * 60_000 },
+  });
   /**
    * Whether the credential a stream was created with still stands: an API key not revoked or
-   * expired, an OAuth client not deleted (its token's own expiry is the stream's). An external
+   * expired, an OAuth client not deleted (its token's own expiry is the stream's), a user still
+   * active (the session's own expiry is the stream's). An external
    * identity provider's credentials are not known here: their tokens' expiry bounds them.
    */
   async function credentialLive(organizationId: string, credentialId: string): Promise<boolean> {
     if (credentialId.startsWith('key_')) return auth.keyLive(organizationId, credentialId);
     if (credentialId.startsWith('oc_')) return oauth.clientLive(organizationId, credentialId);
+    if (credentialId.startsWith('usr_')) return people.userLive(organizationId, credentialId);
     return true;
   }
 
@@ -147,7 +154,7 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   });
 
   return {
-    oauth, auth, latest, latestOf, streams, ruleEngine, vehicles, telemetry, rules, geofences, offline,
+    oauth, auth, people, latest, latestOf, streams, ruleEngine, vehicles, telemetry, rules, geofences, offline,
     eventCounts, outbound, pacing, deliveries, webhooks,
     feed: createFeedService({ store: stores.events }),
     history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles }),

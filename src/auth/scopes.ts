@@ -55,6 +55,8 @@ export interface Principal {
    * stream) ends then.
    */
   expiresAt?: number;
+  /** Set when the credential is a person's session cookie (people/service.ts): what CSRF checks and sign-out need. */
+  session?: { idHash: string; csrfToken: string; userId: string };
 }
 
 /**

@@ -18,6 +18,11 @@ export interface FleetEvents {
   recorded: { events: readonly EventRecord[] };
   /** An API key was revoked: credential caches drop it, streams it opened end. */
   keyRevoked: { keyId: string; lookupId: string };
+  /**
+   * A user changed (role, groups, status), signed out or was deleted: cached sessions of theirs are
+   * read again; `signedOut` (disabled, deleted): the streams they opened end.
+   */
+  userChanged: { userId: string; signedOut: boolean };
   /** An OAuth client was deleted: streams its tokens opened end. */
   clientDeleted: { clientId: string };
   /** A node took a live stream over (a client reconnected there): the node that held it lets go. */

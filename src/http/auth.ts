@@ -6,6 +6,11 @@
 // set in onRequest and its refusal (403) is answered in preParsing, after every onRequest hook, so
 // that the rate limit (rate-limit.ts) counts the request against that credential's budget first.
 // Its body is never read.
+//
+// A person's session cookie (`fleet_session`, people/service.ts) authenticates a request that has no
+// Authorization header; such a request's writes must carry the session's CSRF token in
+// `X-CSRF-Token`. Routes with `config.session` (the signed-in person's own /auth routes) take only
+// the cookie.
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AuthService } from '../auth/service.ts';
@@ -26,6 +31,8 @@ declare module 'fastify' {
      * declares its `scope`, which the principal it returns must hold, and OpenAPI documents both.
      */
     alternativeCredential?: (request: FastifyRequest) => Promise<Principal | undefined>;
+    /** Only a person's session cookie authenticates this route (their own account), whatever its scopes. */
+    session?: boolean;
   }
   interface FastifyRequest {
     /** The caller; set before the handler of every non-public route runs. */
@@ -36,6 +43,14 @@ declare module 'fastify' {
 }
 
 export const REALM = 'fleet';
+export const SESSION_COOKIE = 'fleet_session';
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** How the plugin reads a session cookie: at once from a cache, or from the store. */
+export interface SessionResolver {
+  cached(secret: string): Principal | undefined;
+  resolve(secret: string): Promise<Principal | undefined>;
+}
 
 /** Paths served by plugins we do not write routes for (the interactive docs). */
 const PUBLIC_PREFIXES = ['/docs'];
@@ -46,6 +61,23 @@ function unauthorized(): AppError {
   });
 }
 
+function sessionSecret(request: FastifyRequest): string | undefined {
+  const value = request.cookies?.[SESSION_COOKIE];
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function noSession(): AppError {
+  return new AppError('unauthorized', 'Sign in first: there is no live session for this browser.');
+}
+
+/** A cookie-authenticated write without the session's CSRF token is refused (403) before any work. */
+function csrfRefusal(request: FastifyRequest, principal: Principal): AppError | undefined {
+  if (principal.session === undefined || !WRITES.has(request.method)) return undefined;
+  const given = request.headers['x-csrf-token'];
+  if (given === principal.session.csrfToken) return undefined;
+  return new AppError('csrf-failed', 'Send the session\'s csrfToken (from sign-in or GET /auth/session) in the X-CSRF-Token header.');
+}
+
 function bearerToken(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   if (header === undefined) return undefined;
@@ -53,7 +85,8 @@ function bearerToken(request: FastifyRequest): string | undefined {
   return match?.[1];
 }
 
-export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { auth: AuthService }) {
+export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { auth: AuthService; sessions?: SessionResolver }) {
+  const sessions: SessionResolver = opts.sessions ?? { cached: () => undefined, resolve: async () => undefined };
   app.decorateRequest('principal', null as unknown as Principal);
   app.decorateRequest('authRefusal', null);
 
@@ -62,13 +95,15 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
       route.config = { ...route.config, public: true };
     }
     const config = route.config ?? {};
-    if (config.public !== true && config.scope === undefined) {
-      throw new Error(`Route ${String(route.method)} ${route.url} declares neither config.public nor config.scope`);
+    if (config.public !== true && config.scope === undefined && config.session !== true) {
+      throw new Error(`Route ${String(route.method)} ${route.url} declares neither config.public, config.scope nor config.session`);
     }
   });
 
   /** Why `principal` may not use the route, or undefined when it may. */
-  function refusal(config: FastifyContextConfig, principal: Principal): AppError | undefined {
+  function refusal(request: FastifyRequest, config: FastifyContextConfig, principal: Principal): AppError | undefined {
+    const csrf = csrfRefusal(request, principal);
+    if (csrf !== undefined) return csrf;
     const scope = config.scope;
     if (scope !== undefined && !holds(principal.scopes, scope)) {
       return new AppError('insufficient-scope', `This operation needs the "${scope}" scope.`, {
@@ -93,7 +128,15 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
       return;
     }
     const token = bearerToken(request);
-    if (token === undefined) throw unauthorized();
+    if (token === undefined) {
+      const secret = sessionSecret(request);
+      if (secret === undefined || request.headers.authorization !== undefined) throw unauthorized();
+      const principal = await sessions.resolve(secret);
+      if (principal === undefined) throw noSession();
+      request.authRefusal = refusal(request, config, principal) ?? null;
+      request.principal = principal;
+      return;
+    }
     let principal: Principal;
     try {
       principal = await opts.auth.authenticate(token);
@@ -105,7 +148,17 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
       }
       throw error;
     }
-    request.authRefusal = refusal(config, principal) ?? null;
+    request.authRefusal = refusal(request, config, principal) ?? null;
+    request.principal = principal;
+  }
+
+  /** A route of the person's own account: only the session cookie counts. */
+  async function authenticateSession(request: FastifyRequest, config: FastifyContextConfig): Promise<void> {
+    const secret = sessionSecret(request);
+    if (secret === undefined) throw noSession();
+    const principal = sessions.cached(secret) ?? (await sessions.resolve(secret));
+    if (principal === undefined) throw noSession();
+    request.authRefusal = refusal(request, config, principal) ?? null;
     request.principal = principal;
   }
 
@@ -115,12 +168,21 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
     if (request.is404) return done();
     const config = request.routeOptions.config;
     if (config.public === true) return done();
+    if (config.session === true) {
+      authenticateSession(request, config).then(() => done(), done);
+      return;
+    }
     if (config.alternativeCredential === undefined) {
       const token = bearerToken(request);
-      if (token === undefined) return done(unauthorized());
-      const cached = opts.auth.cachedPrincipal(token);
+      let cached: Principal | undefined;
+      if (token !== undefined) cached = opts.auth.cachedPrincipal(token);
+      else {
+        const secret = sessionSecret(request);
+        if (secret === undefined || request.headers.authorization !== undefined) return done(unauthorized());
+        cached = sessions.cached(secret);
+      }
       if (cached !== undefined) {
-        request.authRefusal = refusal(config, cached) ?? null;
+        request.authRefusal = refusal(request, config, cached) ?? null;
         request.principal = cached;
         return done();
       }
