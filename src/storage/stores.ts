@@ -4,6 +4,7 @@ import type { OAuthStore } from '../auth/oauth/store.ts';
 import type { AuthStore } from '../auth/store.ts';
 import type { Config } from '../config.ts';
 import type { EventStore } from '../events/store.ts';
+import type { PeopleStore } from '../people/store.ts';
 import type { RulesStore } from '../rules/store.ts';
 import type { DeviceStore } from '../devices/store.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
@@ -21,6 +22,7 @@ export interface Stores {
   rules: RulesStore;
   webhooks: WebhookStore;
   devices: DeviceStore;
+  people: PeopleStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;
   close(): Promise<void>;
