@@ -11,6 +11,7 @@ import { eventStoreContract } from './contract/event-store.ts';
 import { deviceStoreContract } from './contract/device-store.ts';
 import { addOrganization } from './contract/fixtures.ts';
 import { oauthStoreContract } from './contract/oauth-store.ts';
+import { peopleStoreContract } from './contract/people-store.ts';
 import { rulesStoreContract } from './contract/rules-store.ts';
 import { telemetryStoreContract } from './contract/telemetry-store.ts';
 import { vehicleStoreContract } from './contract/vehicle-store.ts';
@@ -54,5 +55,11 @@ describe('PostgreSQL', { skip }, () => {
     const stores = await postgres();
     const organizations: [string, string] = [await addOrganization(stores, { platform: true }), await addOrganization(stores)];
     return { store: stores.oauth, organizations, close: () => stores.close() };
+  });
+  // The people contract's SQLite run is in people-store.test.ts; its fixture holds two organizations.
+  peopleStoreContract('postgres', async () => {
+    const stores = await postgres();
+    const organizations: [string, string] = [await addOrganization(stores), await addOrganization(stores)];
+    return { store: stores.people, organizations, close: () => stores.close() };
   });
 });

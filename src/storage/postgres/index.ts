@@ -7,6 +7,7 @@ import { createPostgresWebhookStore } from './webhooks.ts';
 import { createPostgresDeviceStore } from './devices.ts';
 import { type Database, type PostgresOptions, migrate, openPostgres } from './database.ts';
 import { createPostgresOAuthStore } from './oauth.ts';
+import { createPostgresPeopleStore } from './people.ts';
 import { createPostgresTelemetryStore } from './telemetry.ts';
 import { createPostgresVehicleStore } from './vehicles.ts';
 
@@ -43,6 +44,7 @@ export function postgresStores(db: Database): Stores {
     rules: createPostgresRulesStore(db),
     webhooks: createPostgresWebhookStore(db),
     devices: createPostgresDeviceStore(db),
+    people: createPostgresPeopleStore(db),
     async ping() {
       await db.query({ name: 'ping', text: 'SELECT 1' });
     },

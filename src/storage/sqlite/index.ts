@@ -8,6 +8,7 @@ import { createSqliteRuleWrites, createSqliteRulesStore } from './rules.ts';
 import { createSqliteWebhookStore } from './webhooks.ts';
 import { createSqliteDeviceStore } from './devices.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
+import { createSqlitePeopleStore } from './people.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
 import { createSqliteVehicleStore } from './vehicles.ts';
 import { createVehicleStatuses } from './vehicle-status.ts';
@@ -47,6 +48,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     rules: createSqliteRulesStore(db, ruleWrites),
     webhooks: createSqliteWebhookStore(db, wal),
     devices: createSqliteDeviceStore(db),
+    people: createSqlitePeopleStore(db),
     async ping() {
       ping.get();
       wal.check();
