@@ -3,7 +3,7 @@
 // password hash (the work each sign-in attempt spends).
 import { performance } from 'node:perf_hooks';
 import { hashPassword } from '../src/people/password.ts';
-import { TABLE_HEAD, load, median, row, startBenchFleet, tempDatabases } from './lib.ts';
+import { type LoadResult, TABLE_HEAD, load, median, row, startBenchFleet, tempDatabases } from './lib.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 4);
@@ -24,13 +24,13 @@ if (accepted.statusCode !== 200) throw new Error(accepted.body);
 const cookie = String([accepted.headers['set-cookie']].flat()[0]).split(';')[0]!;
 
 const url = `${fleet.url}/v2/telemetry/van-1`;
-const keyRuns = [];
-const cookieRuns = [];
+const keyRuns: LoadResult[] = [];
+const cookieRuns: LoadResult[] = [];
 for (let round = 0; round < rounds; round++) {
   keyRuns.push(await load('GET latest, API key', { url, headers: fleet.headers, connections, seconds }));
   cookieRuns.push(await load('GET latest, session cookie', { url, headers: { cookie }, connections, seconds }));
 }
-const best = (runs: typeof keyRuns) => runs.reduce((a, b) => (b.rps > a.rps ? b : a));
+const best = (runs: LoadResult[]) => runs.reduce((a, b) => (b.rps > a.rps ? b : a));
 
 const hashMs: number[] = [];
 for (let i = 0; i < 5; i++) {
