@@ -2,15 +2,17 @@
 // base64url, no padding). The encoding carries its own parameters, so they can be raised later and
 // older hashes still verify. Passwords are normalised to NFC before hashing: the same password typed
 // on two keyboards (é as one code point or as e + combining accent) gives the same hash. Nothing
-// else is changed (no trimming, no case folding). The work runs in libuv's thread pool (the
-// callback form of scrypt), never on the event loop.
+// else is changed (no trimming, no case folding).
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
 /**
  * scrypt is memory-hard: each guess needs 128 × N × r bytes (32 MiB here), which is what makes
- * guessing on GPUs and ASICs expensive. N = 2^15, r = 8, p = 1 cost about 150 ms of one core per
- * hash on the machine the service was measured on (median of 5; 2^14 took about 70 ms, 2^16 about
- * 300 ms): inside the 50 to 250 ms a sign-in may spend, with room for a slower machine.
+ * guessing on GPUs and ASICs expensive. N = 2^15, r = 8, p = 1 cost 155 to 230 ms of one core per
+ * hash on the machine the service was measured on (median of 5, the higher figure with both cores
+ * busy; 2^14 took 70 to 80 ms, 2^16 300 to 390): inside the 50 to 250 ms a sign-in may spend. The
+ * work runs in libuv's thread pool (the callback form of scrypt; 4 threads unless UV_THREADPOOL_SIZE
+ * says otherwise, so at most 4 × 32 MiB at once): sign-ins beyond that many wait their turn rather
+ * than stall the event loop.
  */
 export const PASSWORD_HASH = { log2N: 15, r: 8, p: 1, saltBytes: 16, keyBytes: 32 } as const;
 
