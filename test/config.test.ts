@@ -54,6 +54,7 @@ describe('defaults', () => {
       events: { retentionDays: 30 },
       rules: { offlineCheckSeconds: 15, tripEvents: true },
       webhooks: { allowPrivate: false, endpointConcurrency: 32 },
+      sessions: { idleMinutes: 720 },
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
       protocols: { host: '0.0.0.0', osmandPort: 5055, teltonikaPort: 5027, teltonikaIdleMs: 600_000 },
       devicePorts: { loginTimeoutMs: 30_000, packetTimeoutMs: 60_000, connections: 10_000, connectionsPerAddress: 1000, unknownIdentifiers: 10, backoffMaxMs: 600_000 },

@@ -42,7 +42,7 @@ test('every kind of id has its public form, one its routes accept, and 10,000 of
     ...Object.entries(FORMS).map(([prefix, form]) => [prefix, () => newId(prefix as IdPrefix), form] as [string, () => string, typeof form]),
     ...Object.entries(TIME_ORDERED_FORMS).map(([prefix, form]) => [prefix, () => newTimeOrderedId(prefix as TimeOrderedIdPrefix), form] as [string, () => string, typeof form]),
   ];
-  assert.equal(kinds.length, 11);
+  assert.equal(kinds.length, 12);
   for (const [prefix, make, { rest, param }] of kinds) {
     const ids = Array.from({ length: 10_000 }, make);
     for (const id of ids) {

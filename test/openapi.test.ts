@@ -127,6 +127,10 @@ test('security requirements name exactly the scope each route checks', () => {
       assert.deepEqual(op.security, [], `${key} is public: security must be []`);
       continue;
     }
+    if (route.session) {
+      assert.deepEqual(op.security, [{ session: [] }], `${key} takes only the session cookie`);
+      continue;
+    }
     assert.ok(route.scope !== undefined, `${key}: the route table gives it no scope`);
     assert.ok(Array.isArray(op.security) && op.security.length > 0, `${key}: no security requirement`);
     for (const requirement of op.security) {

@@ -70,7 +70,7 @@ describe('users and invitations', () => {
 
     const again = await app.request('POST', '/auth/invitations/accept', { key: null, body: { token: created.invitation.token, password: PASSWORD } });
     assert.equal(again.statusCode, 400);
-    assert.equal(again.json().type.endsWith('/invitation-invalid'), true);
+    assert.equal(again.json().code === 'invitation-invalid', true);
 
     // The email is unique across the service, whatever its case, in any organization.
     const other = await app.otherOrganization();
@@ -109,7 +109,7 @@ describe('users and invitations', () => {
     for (const body of [{ role: 'manager' }, { status: 'disabled' }]) {
       const response = await app.request('PATCH', `/v2/users/${admin.id}`, { body });
       assert.equal(response.statusCode, 409, JSON.stringify(body));
-      assert.ok(response.json().type.endsWith('/last-admin'));
+      assert.ok(response.json().code === 'last-admin');
     }
     assert.equal((await app.request('DELETE', `/v2/users/${admin.id}`)).statusCode, 409);
     await signUp(app, 'second@x.io', 'admin');
@@ -133,7 +133,7 @@ describe('users and invitations', () => {
     for (const body of [{ email: 'a@b.c', password: 'x'.repeat(257) }, { email: 'a@b.c' }, 'not json', { email: 'a@b.c', password: 'p', extra: 1 }]) {
       const response = await app.request('POST', '/auth/login', { key: null, body });
       assert.equal(response.statusCode, 400, JSON.stringify(body));
-      assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+      assert.equal(response.headers['content-type'], 'application/problem+json');
     }
     for (const cookie of ['fleet_session=forged', 'fleet_session=' + 'A'.repeat(5000), 'fleet_session=%E0%A4%A', 'fleet_session=']) {
       const response = await app.request('GET', '/v2/fleet/vehicles', { key: null, headers: { cookie } });
@@ -153,15 +153,15 @@ describe('sign-in and sessions', () => {
     assert.equal(read.statusCode, 200);
     assert.equal(read.json().vehicles.length, 1);
     assert.equal((await asBrowser(app, viewer, 'GET', '/api/v1/vehicles/van-1')).statusCode, 200, 'the v1 family too');
-    assert.equal((await asBrowser(app, viewer, 'POST', '/v2/fleet/vehicles', { body: { vehicleId: 'van-2' } })).statusCode, 403, 'viewer lacks fleet:write');
+    assert.equal((await asBrowser(app, viewer, 'POST', '/v2/fleet/vehicles', { body: { vehicleId: 'van-2', type: 'van' } })).statusCode, 403, 'viewer lacks fleet:write');
 
     const manager = await signUp(app, 'manager@x.io', 'manager');
-    const noToken = await asBrowser(app, manager, 'POST', '/v2/fleet/vehicles', { body: { vehicleId: 'van-2' }, csrf: null });
+    const noToken = await asBrowser(app, manager, 'POST', '/v2/fleet/vehicles', { body: { vehicleId: 'van-2', type: 'van' }, csrf: null });
     assert.equal(noToken.statusCode, 403);
-    assert.ok(noToken.json().type.endsWith('/csrf-failed'));
-    assert.equal((await asBrowser(app, manager, 'POST', '/v2/fleet/vehicles', { body: { vehicleId: 'van-2' }, csrf: 'wrong' })).statusCode, 403);
+    assert.ok(noToken.json().code === 'csrf-failed');
+    assert.equal((await asBrowser(app, manager, 'POST', '/v2/fleet/vehicles', { body: { vehicleId: 'van-2', type: 'van' }, csrf: 'wrong' })).statusCode, 403);
     assert.equal((await app.request('GET', '/v2/fleet/vehicles/van-2')).statusCode, 404, 'the refused write changed nothing');
-    assert.equal((await asBrowser(app, manager, 'POST', '/v2/fleet/vehicles', { body: { vehicleId: 'van-2' } })).statusCode, 201);
+    assert.equal((await asBrowser(app, manager, 'POST', '/v2/fleet/vehicles', { body: { vehicleId: 'van-2', type: 'van' } })).statusCode, 201);
 
     // A request with Authorization ignores the cookie.
     const withBoth = await app.request('GET', '/v2/users', { headers: { cookie: viewer.cookie } });
@@ -188,8 +188,9 @@ describe('sign-in and sessions', () => {
     const wrong = await login(app, { email: 'kim@x.io', password: 'not the password' });
     assert.equal(unknown.statusCode, 401);
     assert.equal(wrong.statusCode, 401);
-    const { instance: _a, ...u } = unknown.json();
-    const { instance: _b, ...w } = wrong.json();
+    const withoutId = (body: Record<string, unknown>) => ({ ...body, requestId: undefined });
+    const u = withoutId(unknown.json());
+    const w = withoutId(wrong.json());
     assert.deepEqual(u, w);
 
     const first = await login(app, { email: 'KIM@x.io', password: PASSWORD });
@@ -202,7 +203,7 @@ describe('sign-in and sessions', () => {
     assert.equal(disabled.json().status, 'disabled');
     const refused = await login(app, { email: 'kim@x.io', password: PASSWORD });
     assert.equal(refused.statusCode, 401);
-    const { instance: _c, ...d } = refused.json();
+    const d = withoutId(refused.json());
     assert.deepEqual(d, w);
     assert.equal((await app.request('GET', '/v2/fleet/vehicles', { key: null, headers: { cookie: cookieOf(first) } })).statusCode, 401, 'disabling ended the session');
   });
@@ -261,9 +262,9 @@ describe('sign-in and sessions', () => {
     assert.equal((await asBrowser(app, here, 'GET', '/auth/session')).statusCode, 200);
     assert.equal((await login(app, { email: 'max@x.io', password: PASSWORD })).statusCode, 401);
 
-    assert.equal((await asBrowser(app, here, 'POST', '/v2/fleet/vehicles', { body: { vehicleId: 'v' } })).statusCode, 403);
+    assert.equal((await asBrowser(app, here, 'POST', '/v2/fleet/vehicles', { body: { vehicleId: 'v', type: 'van' } })).statusCode, 403);
     await app.request('PATCH', `/v2/users/${here.id}`, { body: { role: 'manager' } });
-    assert.equal((await asBrowser(app, here, 'POST', '/v2/fleet/vehicles', { body: { vehicleId: 'v' } })).statusCode, 201);
+    assert.equal((await asBrowser(app, here, 'POST', '/v2/fleet/vehicles', { body: { vehicleId: 'v', type: 'van' } })).statusCode, 201);
 
     // An admin's new invitation: the current password works until the new one is set.
     const reinvited = await app.request('POST', `/v2/users/${here.id}/invitation`);
@@ -305,15 +306,15 @@ describe('two-factor sign-in', () => {
 
     const required = await login(app, { email: 'ada@x.io', password: PASSWORD });
     assert.equal(required.statusCode, 401);
-    assert.ok(required.json().type.endsWith('/totp-required'));
+    assert.ok(required.json().code === 'totp-required');
     const bad = await login(app, { email: 'ada@x.io', password: PASSWORD, totpCode: wrongCode });
-    assert.ok(bad.json().type.endsWith('/invalid-credentials'));
+    assert.ok(bad.json().code === 'invalid-credentials');
     clock.advance(30_000);
     const code = totpCode(secret, stepAt(clock.now()));
     assert.equal((await login(app, { email: 'ada@x.io', password: PASSWORD, totpCode: code })).statusCode, 200);
     const replay = await login(app, { email: 'ada@x.io', password: PASSWORD, totpCode: code });
     assert.equal(replay.statusCode, 401, 'a code is accepted once');
-    assert.ok(replay.json().type.endsWith('/invalid-credentials'));
+    assert.ok(replay.json().code === 'invalid-credentials');
     clock.advance(30_000);
     const previous = totpCode(secret, stepAt(clock.now()) - 1);
     assert.equal((await login(app, { email: 'ada@x.io', password: PASSWORD, totpCode: previous })).statusCode, 401, 'an older step than one used is refused');

@@ -2,6 +2,7 @@
 // table the server builds as routes are registered: a route added later is checked without
 // anyone remembering to add it here.
 import assert from 'node:assert/strict';
+import { ROLE_SCOPES, type Role } from '../src/people/roles.ts';
 import { crc32 } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
@@ -44,6 +45,9 @@ function isPublicByContract(url: string): boolean {
     url === '/docs' ||
     // OsmAnd devices send no credential: their registered identifier is the credential (docs/API.md).
     url === '/osmand' ||
+    // Sign-in, and setting a password with an invitation: how a person gets a session.
+    url === '/auth/login' ||
+    url === '/auth/invitations/accept' ||
     url.startsWith('/docs/') ||
     // The browser dashboard's page and scripts (it signs in with a key through the API itself).
     url === '/' ||
@@ -54,7 +58,8 @@ function isPublicByContract(url: string): boolean {
 
 /** The routes a matrix walks: every served route outside the public list. */
 function protectedRoutes(): RouteEntry[] {
-  return ctx.app.routeTable.filter((route) => !isPublicByContract(route.url));
+  // A person's own /auth routes take only the session cookie (test/people.test.ts).
+  return ctx.app.routeTable.filter((route) => !isPublicByContract(route.url) && !route.session);
 }
 
 const routeName = (route: Pick<RouteEntry, 'method' | 'url'>) => `${route.method} ${route.url}`;
@@ -94,6 +99,9 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/alerts/:id/acknowledge': () => ({}),
   '/v2/alerts/:id/resolve': () => ({}),
   '/v2/devices': (id) => ({ protocol: 'osmand', identifier: unique('matrix-device'), vehicleId: id }),
+  '/v2/users': () => ({ email: `${unique('matrix')}@example.com`, name: 'Matrix', role: 'viewer' }),
+  '/v2/users/:id': () => ({ name: unique('name') }),
+  '/v2/users/:id/invitation': () => undefined,
 };
 
 /**
@@ -109,8 +117,12 @@ const STREAM_TYPE_SCOPES: Record<string, Scope> = {
 };
 const STREAM_CREATION = ['/v2/telemetry/:vehicleId/stream', '/v2/telemetry/stream'];
 
-/** The scopes a request body asks for besides the route's own (a stream's event types). */
+/**
+ * The scopes a request body asks for besides the route's own: a stream's event types, or the
+ * scopes of the role a user is invited with (nobody grants what they lack).
+ */
 function bodyScopes(route: RouteEntry, body: unknown): Scope[] {
+  if (route.url === '/v2/users' && route.method === 'POST') return [...ROLE_SCOPES[(body as { role: Role }).role]];
   if (!STREAM_CREATION.includes(route.url)) return [];
   const events = (body as { events: string[] }).events;
   return [...new Set(events.map((type) => {
@@ -171,6 +183,8 @@ const KNOWN_ROUTES: Record<string, number> = {
   'GET /v2/fleet/vehicles/:id/stops': 200,
   'GET /v2/telemetry/:vehicleId/aggregates': 200,
   'GET /v2/telemetry/:vehicleId/export': 200,
+  'GET /v2/users': 200,
+  'POST /v2/users': 201,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {
@@ -240,7 +254,9 @@ async function keyFor(scopes: readonly Scope[]): Promise<string> {
 describe('route table', () => {
   test('every route is either public by contract or needs a scope, never both or neither', () => {
     const wrong = ctx.app.routeTable
-      .filter((route) => isPublicByContract(route.url) ? !route.public || route.scope !== undefined : route.public || route.scope === undefined)
+      .filter((route) => isPublicByContract(route.url) ? !route.public || route.scope !== undefined
+        : route.session ? route.public || route.scope !== undefined || !route.url.startsWith('/auth/')
+          : route.public || route.scope === undefined)
       .map((route) => `${routeName(route)} public=${route.public} scope=${String(route.scope)}`);
     assert.deepEqual(wrong, [], `route table disagrees with docs/API.md "Authentication and scopes":\n${wrong.join('\n')}`);
   });

@@ -115,6 +115,150 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/invitations/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a password with an invitation
+         * @description Makes the user active and signs them in, as sign-in does. An unknown, expired or used token answers 400 (`invitation-invalid`).
+         */
+        post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with email and password
+         * @description Sets the session cookie `fleet_session`. An unknown email, a wrong password or code, and a disabled account all answer the same 401 (`invalid-credentials`); with two-factor sign-in on and no `totpCode`, 401 `totp-required`. After 10 failures for one email within 15 minutes, 429 with `Retry-After` until the window passes.
+         */
+        post: operations["signIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign out
+         * @description Ends the session on the server and clears the cookie.
+         */
+        post: operations["signOut"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change one's password
+         * @description Ends every other session of the user. A wrong current password answers 401 (`invalid-credentials`).
+         */
+        post: operations["changePassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed-in person
+         * @description What sign-in answered, for the session cookie sent; 401 without a live session.
+         */
+        get: operations["getSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start two-factor enrolment
+         * @description A new TOTP secret (RFC 6238: SHA-1, 6 digits, 30 s); confirm it with a first code. 409 when two-factor sign-in is on already.
+         */
+        post: operations["beginTotp"];
+        /**
+         * Turn two-factor sign-in off
+         * @description Needs the account's password (401 when wrong); the recovery codes stop working.
+         */
+        delete: operations["disableTotp"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/totp/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Turn two-factor sign-in on
+         * @description With the app's current code: answers ten single-use recovery codes, shown this once. A wrong code answers 401; no enrolment started, 409.
+         */
+        post: operations["confirmTotp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -388,7 +532,7 @@ export interface paths {
          * Acknowledge an alert
          * @description Marks an open alert as seen. Acknowledging again changes nothing; a resolved alert answers 409.
          *
-         *     Needs scope `rules`.
+         *     Needs scope `alerts:write`.
          */
         post: operations["acknowledgeAlert"];
         delete?: never;
@@ -410,7 +554,7 @@ export interface paths {
          * Resolve an alert
          * @description Resolves an open or acknowledged alert by hand. If the condition still holds, the next record opens a new one.
          *
-         *     Needs scope `rules`.
+         *     Needs scope `alerts:write`.
          */
         post: operations["resolveAlert"];
         delete?: never;
@@ -1131,6 +1275,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organization's users
+         * @description Needs scope `users`.
+         */
+        get: operations["listUsers"];
+        put?: never;
+        /**
+         * Invite a user
+         * @description Creates the user (`invited`) and a single-use invitation valid 72 hours, shown in this response only: send its `url` to the person, who sets a password there. The role's scopes must be ones the caller holds (403 otherwise); an email already in use, in any organization, answers 409.
+         *
+         *     Needs scope `users`.
+         */
+        post: operations["createUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a user
+         * @description Needs scope `users`.
+         */
+        get: operations["getUser"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a user
+         * @description Signs the user out everywhere. Nobody deletes themselves, nor the organization's last active admin (409).
+         *
+         *     Needs scope `users`.
+         */
+        delete: operations["deleteUser"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a user
+         * @description Changes the name, role or status. Disabling signs the user out everywhere and ends their streams within a second; a new role applies from their next request. Nobody changes their own role or status, and the organization's last active admin cannot be demoted or disabled (409).
+         *
+         *     Needs scope `users`.
+         */
+        patch: operations["updateUser"];
+        trace?: never;
+    };
+    "/v2/users/{id}/invitation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a new invitation
+         * @description The reset an admin gives: a new single-use invitation replaces any earlier one. The current password keeps working until the new one is set.
+         *
+         *     Needs scope `users`.
+         */
+        post: operations["reinviteUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/webhooks": {
         parameters: {
             query?: never;
@@ -1703,7 +1927,7 @@ export interface components {
              */
             id: string;
             name: string;
-            scopes: ("fleet:read" | "fleet:write" | "telemetry:read" | "telemetry:write" | "streams" | "admin" | "events:read" | "rules" | "webhooks" | "metrics:read")[];
+            scopes: ("fleet:read" | "fleet:write" | "telemetry:read" | "telemetry:write" | "streams" | "admin" | "events:read" | "rules" | "webhooks" | "metrics:read" | "users" | "audit:read" | "commands" | "dispatch" | "alerts:write")[];
         };
         /** @description A new organization, with its first admin key (shown this once). */
         CreatedOrganization: {
@@ -2062,6 +2286,49 @@ export interface components {
             /** @description Records already stored (same vehicle and timestamp); not stored twice. */
             duplicates: number;
         };
+        /** @description An invitation to set a password: valid 72 hours, once. */
+        Invitation: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            expiresAt: string;
+            /** @description Single use; shown in this response only. */
+            token: string;
+            /** @description The dashboard page that sets a password with the token. */
+            url: string;
+        };
+        /** @description An invitation's token and the password to set. */
+        InvitationAcceptance: {
+            /** @description 12 to 256 characters. */
+            password: string;
+            token: string;
+        };
+        /** @description A user with a new invitation (shown this once). */
+        InvitedUser: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            createdAt: string;
+            email: string;
+            /** @description The groups the user is limited to; null: the whole organization. */
+            groupIds: string[] | null;
+            /** @example usr_4fJ2k9QmZt7Lw0Xb3nVc */
+            id: string;
+            invitation: components["schemas"]["Invitation"];
+            lastLoginAt: string | null;
+            name: string;
+            role: components["schemas"]["Role"];
+            /** @description Created by a sign-in through the organization's OpenID provider. */
+            sso: boolean;
+            /** @description `invited` until the invitation is accepted; a `disabled` user cannot sign in. */
+            status: "invited" | "active" | "disabled";
+            /** @description Sign-in asks for a TOTP code as well. */
+            totpEnabled: boolean;
+        };
         /** @description JSON Web Key Set (RFC 7517): the keys that verify Fleet's access tokens. */
         JsonWebKeySet: {
             keys: {
@@ -2123,7 +2390,7 @@ export interface components {
              */
             id: string;
             name: string;
-            scopes: ("fleet:read" | "fleet:write" | "telemetry:read" | "telemetry:write" | "streams" | "admin" | "events:read" | "rules" | "webhooks" | "metrics:read")[];
+            scopes: ("fleet:read" | "fleet:write" | "telemetry:read" | "telemetry:write" | "streams" | "admin" | "events:read" | "rules" | "webhooks" | "metrics:read" | "users" | "audit:read" | "commands" | "dispatch" | "alerts:write")[];
         };
         /**
          * @description An OAuth client to create.
@@ -2139,7 +2406,7 @@ export interface components {
             /** @description For people: what the client is. */
             name: string;
             /** @description The most a token of this client can hold; a subset of the creator's scopes. */
-            scopes: ("fleet:read" | "fleet:write" | "telemetry:read" | "telemetry:write" | "streams" | "admin" | "events:read" | "rules" | "webhooks" | "metrics:read")[];
+            scopes: ("fleet:read" | "fleet:write" | "telemetry:read" | "telemetry:write" | "streams" | "admin" | "events:read" | "rules" | "webhooks" | "metrics:read" | "users" | "audit:read" | "commands" | "dispatch" | "alerts:write")[];
         };
         /** @description The organization's OAuth clients. */
         OAuthClientList: {
@@ -2189,6 +2456,16 @@ export interface components {
             organizations: components["schemas"]["Organization"][];
             total: number;
         };
+        /** @description A change of one's own password; the other sessions end. */
+        PasswordChange: {
+            currentPassword: string;
+            /** @description 12 to 256 characters. */
+            newPassword: string;
+        };
+        /** @description The account's password, to confirm. */
+        PasswordConfirmation: {
+            password: string;
+        };
         /** @description A GeoJSON Polygon. */
         PolygonGeometry: {
             /** @description The outer ring, then any holes. */
@@ -2212,7 +2489,7 @@ export interface components {
              * @description Stable machine-readable code.
              * @enum {unknown}
              */
-            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "headers-too-large" | "internal-error" | "service-unavailable";
+            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
             detail?: string;
             /** @description Each invalid value, on a `validation-failed` problem. */
             errors?: components["schemas"]["FieldError"][];
@@ -2253,11 +2530,48 @@ export interface components {
             };
             status: "ready" | "degraded";
         };
+        /** @description Two-factor sign-in is on. */
+        RecoveryCodes: {
+            /** @description Ten single-use codes, each working once in place of a TOTP code. Shown this once. */
+            recoveryCodes: string[];
+        };
+        /**
+         * @description What a user may do: `admin` every scope; `manager`, `operator` and `viewer` fewer (docs/API.md "Users and sessions").
+         * @enum {unknown}
+         */
+        Role: "admin" | "manager" | "operator" | "viewer";
         /**
          * @description A permission a credential holds.
          * @enum {unknown}
          */
-        Scope: "fleet:read" | "fleet:write" | "telemetry:read" | "telemetry:write" | "streams" | "admin" | "events:read" | "rules" | "webhooks" | "metrics:read";
+        Scope: "fleet:read" | "fleet:write" | "telemetry:read" | "telemetry:write" | "streams" | "admin" | "events:read" | "rules" | "webhooks" | "metrics:read" | "users" | "audit:read" | "commands" | "dispatch" | "alerts:write";
+        /** @description The signed-in person: the session cookie `fleet_session` is set with it. */
+        Session: {
+            /** @description Send it as `X-CSRF-Token` on every POST, PUT, PATCH and DELETE made with the session cookie. */
+            csrfToken: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            expiresAt: string;
+            /** @description What the user's role allows. */
+            scopes: components["schemas"]["Scope"][];
+            user: components["schemas"]["User"];
+        };
+        /**
+         * @description A password sign-in.
+         * @example {
+         *       "email": "dana@example.com",
+         *       "password": "correct horse battery"
+         *     }
+         */
+        SignIn: {
+            email: string;
+            password: string;
+            /** @description The 6-digit code of the authenticator app, or a recovery code. */
+            totpCode?: string;
+        };
         /** @description The new signing key. */
         SigningKey: {
             /**
@@ -2447,6 +2761,17 @@ export interface components {
             /** @enum {string} */
             token_type: "Bearer";
         };
+        /** @description The first code from the authenticator app. */
+        TotpConfirmation: {
+            /** @description The app's current 6-digit code. */
+            code: string;
+        };
+        /** @description A TOTP secret waiting for its first code. */
+        TotpEnrolment: {
+            otpauthUrl: string;
+            /** @description Base32; enter it in an authenticator app, or open `otpauthUrl` as a QR code. */
+            secret: string;
+        };
         /** @description A trip: the vehicle moving from one stop to the next. */
         Trip: {
             /** @description Distance over duration, km/h, to three decimals. */
@@ -2538,6 +2863,68 @@ export interface components {
              * @example van-042
              */
             vehicleId: string;
+        };
+        /** @description A person who signs in to the organization. */
+        User: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            createdAt: string;
+            email: string;
+            /** @description The groups the user is limited to; null: the whole organization. */
+            groupIds: string[] | null;
+            /** @example usr_4fJ2k9QmZt7Lw0Xb3nVc */
+            id: string;
+            lastLoginAt: string | null;
+            name: string;
+            role: components["schemas"]["Role"];
+            /** @description Created by a sign-in through the organization's OpenID provider. */
+            sso: boolean;
+            /** @description `invited` until the invitation is accepted; a `disabled` user cannot sign in. */
+            status: "invited" | "active" | "disabled";
+            /** @description Sign-in asks for a TOTP code as well. */
+            totpEnabled: boolean;
+        };
+        /**
+         * @description Changes to a user: only the fields given.
+         * @example {
+         *       "role": "manager"
+         *     }
+         * @example {
+         *       "status": "disabled"
+         *     }
+         */
+        UserChange: {
+            name?: string;
+            role?: components["schemas"]["Role"];
+            /** @description `disabled` signs the user out everywhere at once; `active` lets them sign in again. */
+            status?: "active" | "disabled";
+        };
+        /**
+         * @description A user to invite.
+         * @example {
+         *       "email": "dana@example.com",
+         *       "name": "Dana Ortiz",
+         *       "role": "operator"
+         *     }
+         */
+        UserCreation: {
+            /**
+             * @description An email address; unique across the service, compared without regard to case.
+             * @example dana@example.com
+             */
+            email: string;
+            name: string;
+            role: components["schemas"]["Role"];
+        };
+        /** @description A page of users, oldest first. */
+        UserList: {
+            limit: number;
+            offset: number;
+            total: number;
+            users: components["schemas"]["User"][];
         };
         /**
          * @description A vehicle: identity, status, configuration and last known state.
@@ -3770,6 +4157,244 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvitationAcceptance"];
+            };
+        };
+        responses: {
+            /** @description The signed-in person: the session cookie `fleet_session` is set with it. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+        };
+    };
+    signIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignIn"];
+            };
+        };
+        responses: {
+            /** @description The signed-in person: the session cookie `fleet_session` is set with it. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    signOut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    changePassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordChange"];
+            };
+        };
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The signed-in person: the session cookie `fleet_session` is set with it. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    beginTotp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A TOTP secret waiting for its first code. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TotpEnrolment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    disableTotp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordConfirmation"];
+            };
+        };
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    confirmTotp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TotpConfirmation"];
+            };
+        };
+        responses: {
+            /** @description Two-factor sign-in is on. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveryCodes"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
     getHealth: {
@@ -6155,6 +6780,221 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listUsers: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: number;
+                /** @description Items to skip. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of users, oldest first. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserCreation"];
+            };
+        };
+        responses: {
+            /** @description A user with a new invitation (shown this once). */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitedUser"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user id (`usr_…`).
+                 * @example usr_4fJ2k9QmZt7Lw0Xb3nVc
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A person who signs in to the organization. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user id (`usr_…`).
+                 * @example usr_4fJ2k9QmZt7Lw0Xb3nVc
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user id (`usr_…`).
+                 * @example usr_4fJ2k9QmZt7Lw0Xb3nVc
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserChange"];
+            };
+        };
+        responses: {
+            /** @description A person who signs in to the organization. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    reinviteUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user id (`usr_…`).
+                 * @example usr_4fJ2k9QmZt7Lw0Xb3nVc
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A user with a new invitation (shown this once). */
+            201: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitedUser"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

@@ -51,6 +51,8 @@ export interface RouteEntry {
   scope: string | undefined;
   /** Its responses carry a secret (config.secret): never cached. */
   secret: boolean;
+  /** Only a person's session cookie authenticates it (config.session): their own account. */
+  session: boolean;
 }
 
 declare module 'fastify' {
@@ -157,6 +159,7 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
     for (const method of [route.method].flat()) {
       routeTable.push({
         method, url: route.url, public: route.config?.public === true, scope: route.config?.scope, secret: route.config?.secret === true,
+        session: route.config?.session === true,
       });
     }
   });

@@ -48,7 +48,7 @@ if (args.help === true) {
   if (!(ROLES as readonly string[]).includes(role)) fail(`--role must be one of ${ROLES.join(', ')}, not "${role}"`, 2);
   if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) fail(`"${email}" is not an email address`, 2);
   const name = args.name ?? email.slice(0, email.indexOf('@'));
-  if (name === '' || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) fail('--name must be 1 to 100 characters on one line', 2);
+  if (name === '' || name.length > 100 || [...name].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) fail('--name must be 1 to 100 characters on one line', 2);
   await invite(email, role as Role, name, args.organization);
 }
 

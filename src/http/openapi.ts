@@ -188,6 +188,14 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
               },
             },
           },
+          session: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'fleet_session',
+            description:
+              'A person\'s session, set by `POST /auth/login`: the user\'s role gives the scopes. POST, PUT, PATCH and DELETE made with it also send ' +
+              'the session\'s `csrfToken` as `X-CSRF-Token`. A request with an Authorization header ignores the cookie.',
+          },
           ticket: {
             type: 'apiKey',
             in: 'query',
@@ -201,6 +209,8 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
       tags: [
         { name: 'vehicles', description: 'Register, list and read vehicles; change their status.' },
         { name: 'credentials', description: 'API keys of the caller\'s organization.' },
+        { name: 'users', description: 'People of the organization: invite, change roles, disable, delete.' },
+        { name: 'sessions', description: 'A person\'s own sign-in, session, password and two-factor sign-in.' },
         { name: 'organizations', description: 'Organizations (platform organization only).' },
         { name: 'oauth', description: 'OAuth 2.0: clients, the token endpoint, revocation, introspection, signing keys.' },
         { name: 'telemetry', description: 'Send telemetry; read the latest state and history.' },
@@ -225,7 +235,8 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
       const config = route.config ?? {};
       const authenticated = config.public !== true;
       const scopes = config.scope === undefined ? [] : [config.scope];
-      const security: Array<Record<string, string[]>> = authenticated ? [{ bearer: [] }, { oauth2: scopes }] : [];
+      const security: Array<Record<string, string[]>> = !authenticated ? []
+        : config.session === true ? [{ session: [] }] : [{ bearer: [] }, { oauth2: scopes }, { session: [] }];
       if (authenticated && config.alternativeCredential !== undefined) security.push({ ticket: [] });
       const declared = (schema?.response as { [DECLARED_HEADERS]?: Record<number, string[]> } | undefined)?.[DECLARED_HEADERS];
       const needs = scopes.length === 0 ? '' : `Needs scope \`${scopes[0]}\`${config.platform === true ? ' of the platform organization' : ''}.`;

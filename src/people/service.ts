@@ -237,7 +237,7 @@ export function createPeopleService(deps: {
     }
     const user = await store.findUserByEmail(emailKey);
     // An unknown email, a user without a password and a wrong password cost the same hash.
-    const passwordOk = user?.passwordHash == null
+    const passwordOk = user === undefined || user.passwordHash === null
       ? await verifyNothing(spec.password)
       : await verifyPassword(spec.password, user.passwordHash);
     if (user === undefined || !passwordOk || user.status !== 'active') return failed(emailKey, now);
