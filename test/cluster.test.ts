@@ -142,6 +142,19 @@ describe('two nodes on one bus', { skip }, () => {
     await waitUntil(async () => (await b.request('GET', '/v2/fleet/vehicles', { key: created.key })).statusCode === 401, 'refused on B', 500);
   });
 
+  test('a person disabled on one node is signed out on the other at once, even while their session is cached there', async () => {
+    const invited = (await a.request('POST', '/v2/users', { body: { email: 'cluster@example.com', name: 'Cluster', role: 'viewer' } })).json();
+    const accepted = await b.request('POST', '/auth/invitations/accept', { key: null, body: { token: invited.invitation.token, password: 'a long enough passphrase' } });
+    assert.equal(accepted.statusCode, 200, 'an invitation made on one node is accepted on the other');
+    const cookie = String([accepted.headers['set-cookie']].flat()[0]).split(';')[0]!;
+    for (const node of [a, b]) {
+      assert.equal((await node.request('GET', '/v2/fleet/vehicles', { key: null, headers: { cookie } })).statusCode, 200, 'each node now holds the session');
+    }
+    assert.equal((await a.request('PATCH', `/v2/users/${invited.id}`, { body: { status: 'disabled' } })).statusCode, 200);
+    // Far less than the 5 s a node keeps a session it read.
+    await waitUntil(async () => (await b.request('GET', '/v2/fleet/vehicles', { key: null, headers: { cookie } })).statusCode === 401, 'signed out on B', 500);
+  });
+
   test('a key revoked on one node ends the streams it opened on the other: the socket closes 1008, the stream reads closed', async () => {
     await a.registerVehicle('k-1');
     const made = (await a.request('POST', '/v2/api-keys', { body: { name: 'streamer', scopes: ['streams', 'telemetry:read'] } })).json();

@@ -148,4 +148,25 @@ describe('a stream lives no longer than its credential', () => {
     assert.equal((await ctx.request('DELETE', `/v2/oauth-clients/${client.id}`)).statusCode, 204);
     assert.equal((await withTimeout(socket.closed, 5_000, 'the deleted client\'s socket to close')).code, 1008);
   });
+
+  test('a person disabled: the streams their session opened end (1008); another user\'s stay', async () => {
+    async function signedIn(email: string) {
+      const invited = (await ctx.request('POST', '/v2/users', { body: { email, name: 'Streamer', role: 'viewer' } })).json();
+      const accepted = await ctx.request('POST', '/auth/invitations/accept', { key: null, body: { token: invited.invitation.token, password: 'a long enough passphrase' } });
+      assert.equal(accepted.statusCode, 200, accepted.body);
+      const cookie = String([accepted.headers['set-cookie']].flat()[0]).split(';')[0]!;
+      return { id: invited.id as string, headers: { cookie, 'x-csrf-token': accepted.json().csrfToken as string } };
+    }
+    const [leaving, staying] = [await signedIn('leaving@example.com'), await signedIn('staying@example.com')];
+    const streamOf = async (person: { headers: Record<string, string> }) => {
+      const created = await ctx.request('POST', '/v2/telemetry/cr-1/stream', { key: null, headers: person.headers, body: { events: ['status'] } });
+      assert.equal(created.statusCode, 201, created.body);
+      return open(created.json().url);
+    };
+    const [gone, kept] = [await streamOf(leaving), await streamOf(staying)];
+    assert.equal((await ctx.request('PATCH', `/v2/users/${leaving.id}`, { body: { status: 'disabled' } })).statusCode, 200);
+    assert.equal((await withTimeout(gone.closed, 5_000, 'the disabled user\'s socket to close')).code, 1008);
+    kept.send({ type: 'subscribe', events: ['status'] });
+    assert.equal((await kept.next((m) => m.type === 'subscriptions' || m.type === 'error')).type, 'subscriptions', 'the other person\'s stream is open');
+  });
 });
