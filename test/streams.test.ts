@@ -567,12 +567,12 @@ test('the quota of open streams: 403 quota-exceeded; an ended stream frees its p
 test('OpenAPI documents the attach route\'s two credentials and the streams tag', async () => {
   const doc = (await ctx.request('GET', '/openapi.json', { key: null })).json();
   const get = doc.paths['/v2/streams/{streamId}'].get;
-  // The scope is the OAuth scheme's; an API key (bearer) and a ticket take none in the document.
-  assert.deepEqual(get.security, [{ bearer: [] }, { oauth2: ['streams'] }, { ticket: [] }]);
+  // The scope is the OAuth scheme's; an API key (bearer), a session cookie and a ticket take none in the document.
+  assert.deepEqual(get.security, [{ bearer: [] }, { oauth2: ['streams'] }, { session: [] }, { ticket: [] }]);
   assert.equal(doc.components.securitySchemes.ticket.in, 'query');
   assert.ok(doc.tags.some((t: { name: string }) => t.name === 'streams'));
   for (const path of ['/v2/telemetry/{vehicleId}/stream', '/v2/telemetry/stream']) {
-    assert.deepEqual(doc.paths[path].post.security, [{ bearer: [] }, { oauth2: ['streams'] }]);
+    assert.deepEqual(doc.paths[path].post.security, [{ bearer: [] }, { oauth2: ['streams'] }, { session: [] }]);
     assert.ok(doc.paths[path].post.responses['201']);
   }
 });
