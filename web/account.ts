@@ -106,7 +106,8 @@ export function renderAccount(root: HTMLElement): () => void {
     onSubmit(confirm, feedback, async () => {
       const { recoveryCodes } = await api<RecoveryCodes>('POST', '/auth/totp/confirm', { body: { code: code.value.trim() } });
       await refresh();
-      totpBox.append(recoveryBox(recoveryCodes));
+      // Above the form that turns it off: what to do now comes first.
+      totpBox.insertBefore(recoveryBox(recoveryCodes), totpBox.querySelector('form'));
     });
     return box;
   }
