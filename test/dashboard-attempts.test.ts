@@ -40,6 +40,7 @@ test('a delivery\'s attempts open under it in the deliveries list', { skip, time
   const { page, pageErrors, close } = await openBrowser({ width: 1360, height: 900 });
   t.after(close);
   await page.goto(`${origin}/#/manage/webhooks`);
+  await page.getByRole('button', { name: 'Use an API key instead' }).click();
   await page.getByLabel('API key').fill(ctx.adminKey);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { level: 1, name: 'Webhooks', exact: true }).waitFor();

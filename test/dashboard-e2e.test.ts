@@ -70,6 +70,7 @@ test('the dashboard: sign in, list, filter, page, open a vehicle, change its sta
 
   await t.test('a wrong key: a clear message, and still signed out', async () => {
     await page.goto(`${origin}/`);
+    await page.getByRole('button', { name: 'Use an API key instead' }).click();
     await signIn('fleet_thisKeyIsWrongAndWillNeverBeAcceptedXYZ');
     await alert.getByText('This API key was not accepted').waitFor();
     await shot('01-wrong-key');

@@ -14,9 +14,10 @@ import type { Locator, WebSocketRoute } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { SCOPES as SERVER_SCOPES } from '../src/auth/scopes.ts';
 import { PROTOCOLS as SERVER_PROTOCOLS } from '../src/devices/schema.ts';
+import { ROLES as SERVER_ROLES } from '../src/people/roles.ts';
 import { THRESHOLD_FIELDS as SERVER_FIELDS } from '../src/rules/model.ts';
 import { SUBSCRIBABLE } from '../src/webhooks/schema.ts';
-import { EVENT_TYPES, PROTOCOLS, SCOPES, THRESHOLD_FIELDS } from '../web/lists.ts';
+import { EVENT_TYPES, PROTOCOLS, ROLES, SCOPES, THRESHOLD_FIELDS } from '../web/lists.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
 import { startReceiver } from './helpers/receiver.ts';
@@ -29,6 +30,7 @@ test('the lists the browser offers are the server\'s', () => {
   assert.deepEqual([...EVENT_TYPES], [...SUBSCRIBABLE]);
   assert.deepEqual([...THRESHOLD_FIELDS], [...SERVER_FIELDS]);
   assert.deepEqual([...PROTOCOLS], [...SERVER_PROTOCOLS]);
+  assert.deepEqual([...ROLES], [...SERVER_ROLES]);
 });
 
 const skip = skipUnlessChromium('the dashboard management browser tests');
@@ -85,6 +87,7 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
   };
 
   await page.goto(`${origin}/`);
+  await page.getByRole('button', { name: 'Use an API key instead' }).click();
   await page.getByLabel('API key').fill(ctx.adminKey);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await nav.getByRole('link', { name: 'Fleet' }).waitFor();

@@ -99,6 +99,7 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
 
   await t.test('the fleet map clusters every vehicle and says why there are no tiles', async () => {
     await page.goto(`${origin}/`);
+    await page.getByRole('button', { name: 'Use an API key instead' }).click();
     await page.locator('#api-key').fill(key);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.locator(`.fleet .map[data-vehicles="${VEHICLES}"]`).waitFor();

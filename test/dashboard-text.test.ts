@@ -37,6 +37,7 @@ test('names with markup are text on every page that shows them, map tooltips inc
   const nav = page.getByRole('navigation', { name: 'Sections' });
   const main = page.locator('main');
   await page.goto(`${origin}/`);
+  await page.getByRole('button', { name: 'Use an API key instead' }).click();
   await page.getByLabel('API key').fill(ctx.adminKey);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await nav.getByRole('link', { name: 'Fleet' }).waitFor();

@@ -1,10 +1,15 @@
-// The dashboard's only way to the service: the public HTTP API, with the API key as a bearer
-// token, exactly as any other client. The key lives in sessionStorage (gone when the tab
+// The dashboard's only way to the service: the public HTTP API, exactly as any other client, with
+// one of two credentials (docs/API.md "Users and sessions"). A person signed in with a password
+// has the session cookie, which the browser sends itself on this origin; every write then carries
+// the session's CSRF token in X-CSRF-Token (the token is kept in memory and in sessionStorage).
+// A developer's API key is a bearer token instead: it lives in sessionStorage (gone when the tab
 // closes) and only ever travels in the Authorization header, never in a URL.
 
 import type { Schemas } from '../sdk/src/types.ts';
 
 const KEY_STORAGE = 'fleet.apiKey';
+const CSRF_STORAGE = 'fleet.csrfToken';
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 // The shapes of the API's answers are the SDK's, generated from the OpenAPI document
 // (sdk/src/schema.d.ts), so the dashboard cannot drift from what the service sends. Type-only:
@@ -33,6 +38,13 @@ export type ApiKey = Schemas['ApiKey'];
 export type Webhook = Schemas['Webhook'];
 export type WebhookDelivery = Schemas['WebhookDelivery'];
 export type WebhookAttempt = Schemas['WebhookAttempt'];
+export type User = Schemas['User'];
+export type InvitedUser = Schemas['InvitedUser'];
+export type UserList = Schemas['UserList'];
+export type Role = Schemas['Role'];
+export type Session = Schemas['Session'];
+export type TotpEnrolment = Schemas['TotpEnrolment'];
+export type RecoveryCodes = Schemas['RecoveryCodes'];
 
 /** One problem in a request, as the service names it: a JSON Pointer (`/configuration/capacity`) and a message. */
 export interface FieldError {
@@ -40,6 +52,9 @@ export interface FieldError {
   path: string;
   message: string;
 }
+
+/** Which credential a request went with: it decides how a 401 or 403 is explained. */
+export type Credential = 'key' | 'session';
 
 /** An RFC 9457 problem, or a failure to reach the service at all (status 0). */
 export class ApiError extends Error {
@@ -49,8 +64,12 @@ export class ApiError extends Error {
   readonly code: string | undefined;
   /** The per-field `errors` of a validation problem; empty otherwise. */
   readonly errors: readonly FieldError[];
+  /** Seconds from `Retry-After` (a 429, a 503), when the service said. */
+  readonly retryAfter: number | undefined;
+  readonly credential: Credential;
 
-  constructor(status: number, title: string, detail?: string, code?: string, errors: readonly FieldError[] = []) {
+  constructor(status: number, title: string, detail?: string, code?: string, errors: readonly FieldError[] = [],
+    more: { retryAfter?: number; credential?: Credential } = {}) {
     super(detail === undefined ? title : `${title}: ${detail}`);
     this.name = 'ApiError';
     this.status = status;
@@ -58,6 +77,8 @@ export class ApiError extends Error {
     this.detail = detail;
     this.code = code;
     this.errors = errors;
+    this.retryAfter = more.retryAfter;
+    this.credential = more.credential ?? 'key';
   }
 }
 
@@ -80,13 +101,41 @@ export function storeKey(key: string | undefined): void {
   else sessionStorage.setItem(KEY_STORAGE, key);
 }
 
-/** Called when a request made with the stored key answers 401: the key was revoked or expired. */
+/** The signed-in person's session (what sign-in and GET /auth/session answer), while there is one. */
+let session: Session | undefined;
+
+export function currentSession(): Session | undefined {
+  return session;
+}
+
+/** Keeps the session of a sign-in (or forgets it: undefined), its CSRF token also in sessionStorage. */
+export function storeSession(next: Session | undefined): void {
+  session = next;
+  if (next === undefined) sessionStorage.removeItem(CSRF_STORAGE);
+  else sessionStorage.setItem(CSRF_STORAGE, next.csrfToken);
+}
+
+function csrfToken(): string | undefined {
+  return session?.csrfToken ?? sessionStorage.getItem(CSRF_STORAGE) ?? undefined;
+}
+
+/**
+ * Called when a request answers 401 because its credential is no longer good: the key was
+ * revoked or expired, or the session ended. Not for a wrong password or code, which are 401 too
+ * (`invalid-credentials`, `totp-required`) and are the form's to show.
+ */
 let onUnauthorized: (error: ApiError) => void = () => {};
 export function whenUnauthorized(handler: (error: ApiError) => void): void {
   onUnauthorized = handler;
 }
 
-async function problemOf(res: Response): Promise<ApiError> {
+function retryAfterOf(res: Response): number | undefined {
+  const value = res.headers.get('retry-after');
+  if (value === null || !/^\d+$/.test(value.trim())) return undefined;
+  return Number(value.trim());
+}
+
+async function problemOf(res: Response, credential: Credential): Promise<ApiError> {
   let body: unknown;
   try {
     body = await res.json();
@@ -97,13 +146,24 @@ async function problemOf(res: Response): Promise<ApiError> {
   const title = typeof problem.title === 'string' ? problem.title : `${res.status} ${res.statusText || 'Error'}`;
   const detail = typeof problem.detail === 'string' ? problem.detail : undefined;
   const code = typeof problem.code === 'string' ? problem.code : undefined;
-  return new ApiError(res.status, title, detail, code, fieldErrorsOf(problem.errors));
+  const retryAfter = retryAfterOf(res);
+  return new ApiError(res.status, title, detail, code, fieldErrorsOf(problem.errors), { credential, ...(retryAfter === undefined ? {} : { retryAfter }) });
+}
+
+/** Fetch options for a request on this origin with the current credential (a download, say): the key's header, or the cookie. */
+export function credentialed(method = 'GET'): { headers: Record<string, string>; credentials: RequestCredentials; credential: Credential } {
+  const key = storedKey();
+  if (key !== undefined) return { headers: { authorization: `Bearer ${key}` }, credentials: 'omit', credential: 'key' };
+  const headers: Record<string, string> = {};
+  const csrf = csrfToken();
+  if (WRITES.has(method) && csrf !== undefined) headers['x-csrf-token'] = csrf;
+  return { headers, credentials: 'same-origin', credential: 'session' };
 }
 
 export interface RequestOptions {
   body?: unknown;
   query?: Record<string, string | number | undefined>;
-  /** A key to try instead of the stored one (signing in). */
+  /** A key to try instead of the stored credential (signing in with a key). */
   key?: string;
   signal?: AbortSignal;
   /** The body's media type; `application/json` unless said (a merge patch says `application/merge-patch+json`). */
@@ -111,9 +171,10 @@ export interface RequestOptions {
 }
 
 export async function api<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-  const key = options.key ?? storedKey();
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (key !== undefined) headers.authorization = `Bearer ${key}`;
+  const sent = options.key === undefined
+    ? credentialed(method)
+    : { headers: { authorization: `Bearer ${options.key}` }, credentials: 'omit' as const, credential: 'key' as const };
+  const headers: Record<string, string> = { accept: 'application/json', ...sent.headers };
   let url = path;
   if (options.query !== undefined) {
     const params = new URLSearchParams();
@@ -123,7 +184,7 @@ export async function api<T>(method: string, path: string, options: RequestOptio
     const text = params.toString();
     if (text !== '') url += `?${text}`;
   }
-  const init: RequestInit = { method, headers, cache: 'no-store', credentials: 'omit' };
+  const init: RequestInit = { method, headers, cache: 'no-store', credentials: sent.credentials };
   if (options.signal !== undefined) init.signal = options.signal;
   if (options.body !== undefined) {
     headers['content-type'] = options.contentType ?? 'application/json';
@@ -137,8 +198,10 @@ export async function api<T>(method: string, path: string, options: RequestOptio
     throw new ApiError(0, 'Cannot reach the service', 'Check your network connection; the dashboard retries when you reload or act again.');
   }
   if (!res.ok) {
-    const problem = await problemOf(res);
-    if (res.status === 401 && options.key === undefined) onUnauthorized(problem);
+    const problem = await problemOf(res, sent.credential);
+    if (res.status === 401 && options.key === undefined && problem.code !== 'invalid-credentials' && problem.code !== 'totp-required') {
+      onUnauthorized(problem);
+    }
     throw problem;
   }
   if (res.status === 204) return undefined as T;
@@ -147,13 +210,37 @@ export async function api<T>(method: string, path: string, options: RequestOptio
 
 export const encode = encodeURIComponent;
 
-/** A sentence a person can act on, for 401 and 403 in particular. */
+/** A wait in words: "40 seconds", "15 minutes", "2 hours". */
+export function waitInWords(seconds: number): string {
+  if (seconds < 60) return seconds === 1 ? '1 second' : `${seconds} seconds`;
+  const minutes = Math.ceil(seconds / 60);
+  if (minutes < 60) return minutes === 1 ? '1 minute' : `${minutes} minutes`;
+  const hours = Math.round(minutes / 60);
+  return hours === 1 ? 'about an hour' : `about ${hours} hours`;
+}
+
+/** A sentence a person can act on, for 401, 403 and 429 in particular. */
 export function explain(error: unknown): { title: string; detail: string } {
-  if (error instanceof ApiError) {
-    if (error.status === 401) {
-      return { title: 'This API key was not accepted', detail: `${error.detail ?? error.title} Check the key, or ask an administrator for a new one.` };
+  if (error instanceof ApiError && error.credential === 'session') {
+    if (error.status === 401 && error.code !== 'invalid-credentials' && error.code !== 'totp-required') {
+      return { title: 'You are signed out', detail: 'Your session has ended (signed out, idle too long, or the account was changed). Sign in again.' };
     }
     if (error.status === 403 && error.code === 'insufficient-scope') {
+      return { title: 'Your role does not allow this', detail: `${error.detail ?? error.title} Ask an admin of your organization if you need it.` };
+    }
+    if (error.code === 'login-locked') {
+      const wait = error.retryAfter === undefined ? 'later' : `in ${waitInWords(error.retryAfter)}`;
+      return { title: error.title, detail: `Sign-in for this email is paused after too many failed attempts. Try again ${wait}.` };
+    }
+  }
+  if (error instanceof ApiError) {
+    if (error.status === 429 && error.retryAfter !== undefined && error.code !== 'login-locked') {
+      return { title: error.title, detail: `${error.detail ?? ''} Try again in ${waitInWords(error.retryAfter)}.`.trim() };
+    }
+    if (error.status === 401 && error.credential === 'key') {
+      return { title: 'This API key was not accepted', detail: `${error.detail ?? error.title} Check the key, or ask an administrator for a new one.` };
+    }
+    if (error.status === 403 && error.code === 'insufficient-scope' && error.credential === 'key') {
       return {
         title: 'This API key lacks a permission',
         detail: `${error.detail ?? error.title} Ask an administrator for a key with that scope.`,

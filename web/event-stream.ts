@@ -1,6 +1,6 @@
 // The live event stream of the alerts and event-log panels: a fleet stream of the type `events`
 // (docs/API.md "Live streams", "Events"), opened the way every browser must open one: create it
-// with the API key, attach the WebSocket with the single-use ticket of its `url`, and on a drop
+// with the API key or the session cookie, attach the WebSocket with the single-use ticket of its `url`, and on a drop
 // ask for a fresh ticket and resume after the last `seq`. Events are never throttled, so a resumed
 // socket misses nothing; a stream that ended or expired is created anew, and then `onRestart`
 // tells each panel to catch up from what it read last (the event feed, the alert list). Each
@@ -47,7 +47,7 @@ async function newStream(mine: number): Promise<string> {
   const created = await api<CreatedStream>('POST', '/v2/telemetry/stream', { body: { events: ['events'], interval: 0 } });
   if (mine !== generation) {
     // Stopped meanwhile: end it now rather than leave it to expire.
-    if (key !== undefined) void api('DELETE', `/v2/streams/${encodeURIComponent(created.streamId)}`, { key }).catch(() => undefined);
+    endStream(created.streamId, key);
     throw new Error('stopped');
   }
   streamId = created.streamId;
@@ -152,10 +152,15 @@ function stop() {
   lastSeq = undefined;
   state = 'off';
   detail = undefined;
-  // Frees the organization's stream quota now rather than when the stream expires.
-  if (id !== undefined && key !== undefined) {
-    void api('DELETE', `/v2/streams/${encodeURIComponent(id)}`, { key }).catch(() => undefined);
-  }
+  if (id !== undefined) endStream(id, key);
+}
+
+/**
+ * Frees the organization's stream quota now rather than when the stream expires: with the key it
+ * was made with (the person may have signed out since), or with the session cookie.
+ */
+function endStream(id: string, key: string | undefined) {
+  void api('DELETE', `/v2/streams/${encodeURIComponent(id)}`, key === undefined ? {} : { key }).catch(() => undefined);
 }
 
 /** Listens to the organization's events; the returned function stops listening. */

@@ -5,7 +5,11 @@
 /** The scopes of docs/API.md "Authentication and scopes". */
 export const SCOPES = [
   'fleet:read', 'fleet:write', 'telemetry:read', 'telemetry:write', 'streams', 'admin', 'events:read', 'rules', 'webhooks', 'metrics:read',
+  'users', 'audit:read', 'commands', 'dispatch', 'alerts:write',
 ] as const;
+
+/** A user's roles, highest first (docs/API.md "Users and sessions"). */
+export const ROLES = ['admin', 'manager', 'operator', 'viewer'] as const;
 
 /**
  * The event types of the feed and of webhook subscriptions (docs/API.md "Events"). `webhook.test`

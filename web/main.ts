@@ -1,11 +1,14 @@
 // The dashboard's entry point: sign-in, the page frame, hash routing (`#/` the fleet,
-// `#/vehicles/{id}` one vehicle, the panels of panels.ts) and the one live stream every page listens to.
-import { api, type ApiError, explain, storedKey, storeKey, type VehicleList, whenUnauthorized } from './api.ts';
+// `#/vehicles/{id}` one vehicle, `#/account` the person's own, `#/invitation` an invitation's
+// link, the panels of panels.ts) and the one live stream every page listens to.
+import { renderAccount } from './account.ts';
+import { api, type ApiError, currentSession, explain, type Session, storedKey, storeKey, storeSession, whenUnauthorized } from './api.ts';
 import { h, replace } from './dom.ts';
 import { known, remember, renderFleet } from './fleet.ts';
 import { renderGeofences } from './geofences.ts';
 import { createLive, type LiveState } from './live.ts';
 import { renderNav, renderPanel } from './panels.ts';
+import { renderInvitation, renderSignIn, type SignedIn } from './sign-in.ts';
 import { renderVehicle } from './vehicle.ts';
 
 interface ClientConfig {
@@ -29,15 +32,20 @@ const LIVE_TEXT: Record<LiveState, string> = {
 };
 
 function renderSession() {
-  renderNav(nav, location.hash, storedKey() !== undefined);
-  if (storedKey() === undefined) {
+  const person = currentSession();
+  const key = storedKey() !== undefined;
+  renderNav(nav, location.hash, key ? 'all' : person === undefined ? undefined : { scopes: person.scopes });
+  if (!key && person === undefined) {
     replace(session);
     return;
   }
   const indicator = h('span', { class: `live live-${live.state()}`, role: 'status', id: 'live-state' }, LIVE_TEXT[live.state()]);
   const signOut = h('button', { type: 'button', id: 'sign-out' }, 'Sign out');
   signOut.addEventListener('click', () => void signOutNow());
-  replace(session, indicator, signOut);
+  const account = person === undefined || key ? null : h('span', { class: 'who' },
+    h('span', { class: 'who-name' }, person.user.name),
+    h('a', { href: '#/account', ...(location.hash === '#/account' ? { 'aria-current': 'page' } : {}) }, 'Account'));
+  replace(session, indicator, account, signOut);
 }
 
 let liveProblem: string | undefined;
@@ -63,63 +71,84 @@ function showSignIn(problem?: { title: string; detail: string }) {
   cleanup?.();
   cleanup = undefined;
   renderSession();
-  const input = h('input', {
-    id: 'api-key', name: 'api-key', type: 'password', required: true, autocomplete: 'off', spellcheck: 'false', 'aria-describedby': 'key-help',
-  });
-  const button = h('button', { type: 'submit', class: 'primary' }, 'Sign in');
-  const feedback = h('div', { class: 'feedback', 'aria-live': 'polite' });
-  if (problem !== undefined) {
-    replace(feedback, h('div', { class: 'problem', role: 'alert' }, h('strong', {}, problem.title), h('p', {}, problem.detail)));
-  }
-  const form = h('form', { class: 'card sign-in', 'aria-labelledby': 'sign-in-title' },
-    h('h1', { id: 'sign-in-title' }, 'Sign in'),
-    h('label', { for: 'api-key' }, 'API key'),
-    input,
-    h('p', { id: 'key-help', class: 'muted' },
-      'A Fleet API key (fleet_…) with the fleet:read scope; fleet:write, telemetry:read and streams unlock status changes, charts and live updates, ' +
-      'and events:read, rules, webhooks and admin the alerts, the event log, webhooks and API keys. ' +
-      'It is kept only in this tab and sent only in the Authorization header.'),
-    button,
-    feedback);
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    void (async () => {
-      const key = input.value.trim();
-      if (key === '') return;
-      button.disabled = true;
-      replace(feedback, h('p', { class: 'loading', role: 'status' }, 'Checking the key…'));
-      try {
-        await api<VehicleList>('GET', '/v2/fleet/vehicles', { query: { limit: 1 }, key });
-      } catch (error) {
-        button.disabled = false;
-        const { title, detail } = explain(error);
-        replace(feedback, h('div', { class: 'problem', role: 'alert' }, h('strong', {}, title), detail === '' ? null : h('p', {}, detail)));
-        input.select();
-        return;
-      }
-      storeKey(key);
-      known.clear();
-      live.start();
-      route();
-    })();
-  });
-  replace(main, form);
-  input.focus();
+  document.title = 'Sign in · Fleet';
+  renderSignIn(main, signedIn, problem);
 }
 
-async function signOutNow(problem?: { title: string; detail: string }) {
-  cleanup?.();
-  cleanup = undefined;
-  // Ends the stream while the key is still at hand.
-  await live.stop();
-  storeKey(undefined);
+/** The ways in: each lands on the page asked for (the fleet unless a page was). */
+const signedIn: SignedIn = {
+  session(next) {
+    storeKey(undefined);
+    storeSession(next);
+    enter();
+  },
+  key(key) {
+    storeSession(undefined);
+    storeKey(key);
+    enter();
+  },
+};
+
+function enter() {
+  invitationToken = undefined;
   known.clear();
+  live.start();
+  if (location.hash.startsWith('#/invitation')) history.replaceState(null, '', `${location.pathname}#/`);
+  route();
+}
+
+/** Set while signing out, so the 401s of requests cut short by it do not start another. */
+let signingOut = false;
+
+/** Signs out: `problem` says why when the credential stopped working, and then there is no session left to end. */
+async function signOutNow(problem?: { title: string; detail: string }) {
+  signingOut = true;
+  try {
+    cleanup?.();
+    cleanup = undefined;
+    // Ends the stream while the credential is still at hand.
+    await live.stop();
+    if (currentSession() !== undefined && problem === undefined) {
+      await api('POST', '/auth/logout').catch(() => undefined);
+    }
+    storeKey(undefined);
+    storeSession(undefined);
+    known.clear();
+  } finally {
+    signingOut = false;
+  }
   if (location.hash !== '' && location.hash !== '#/') history.replaceState(null, '', location.pathname);
   showSignIn(problem);
 }
 
+/** An invitation's token, read from the address once and then kept only here (the address no longer shows it). */
+let invitationToken: string | undefined;
+
+function readInvitation() {
+  if (!location.hash.startsWith('#/invitation')) return;
+  const query = location.hash.slice('#/invitation'.length).replace(/^\?/, '');
+  const token = new URLSearchParams(query).get('token');
+  if (token !== null && token !== '') {
+    invitationToken = token;
+    history.replaceState(null, '', `${location.pathname}#/invitation`);
+  }
+}
+
+function isSignedIn(): boolean {
+  return storedKey() !== undefined || currentSession() !== undefined;
+}
+
 function route() {
-  if (storedKey() === undefined) {
+  if (location.hash.startsWith('#/invitation')) {
+    readInvitation();
+    cleanup?.();
+    cleanup = undefined;
+    renderSession();
+    document.title = 'Set your password · Fleet';
+    renderInvitation(main, invitationToken, signedIn);
+    return;
+  }
+  if (!isSignedIn()) {
     showSignIn();
     return;
   }
@@ -138,7 +167,15 @@ function route() {
   }
 
   const match = /^#\/vehicles\/([^/]+)$/.exec(location.hash);
-  if (location.hash === '#/geofences') {
+  if (location.hash === '#/account') {
+    document.title = 'Your account · Fleet';
+    if (currentSession() !== undefined) cleanup = renderAccount(view);
+    else {
+      replace(view, h('h1', {}, 'Your account'),
+        h('p', {}, 'Signed in with an API key: there is no account here. People who sign in with a password change it and two-factor sign-in on this page.'));
+      cleanup = undefined;
+    }
+  } else if (location.hash === '#/geofences') {
     document.title = 'Geofences · Fleet';
     cleanup = renderGeofences(view, { tileUrl: config.tileUrl });
   } else if (match !== null) {
@@ -158,7 +195,7 @@ function route() {
 }
 
 whenUnauthorized((error: ApiError) => {
-  if (storedKey() === undefined) return;
+  if (!isSignedIn() || signingOut) return;
   void signOutNow(explain(error));
 });
 
@@ -171,7 +208,16 @@ async function start() {
   } catch {
     // No tiles then; the map still draws its coordinate grid.
   }
-  if (storedKey() !== undefined) live.start();
+  readInvitation();
+  // Without a key, the session cookie (if any) says who this is.
+  if (storedKey() === undefined) {
+    try {
+      storeSession(await api<Session>('GET', '/auth/session'));
+    } catch {
+      storeSession(undefined);
+    }
+  }
+  if (isSignedIn()) live.start();
   route();
 }
 

@@ -17,6 +17,11 @@ const SCOPE_TEXT: Record<string, string> = {
   rules: 'manage geofences, alert rules and alerts',
   webhooks: 'manage webhook endpoints',
   'metrics:read': 'read /metrics (platform organization)',
+  users: 'invite users, change their roles, disable, delete',
+  'audit:read': 'read the audit log',
+  commands: 'send and cancel device commands',
+  dispatch: 'assign drivers to vehicles',
+  'alerts:write': 'acknowledge and resolve alerts',
 };
 
 

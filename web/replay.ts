@@ -3,7 +3,7 @@
 // the vehicle along the track at 1× to 20× with a time slider. The period's telemetry can be
 // downloaded as CSV, GPX or GeoJSON: the export needs the bearer token, so it is fetched here and
 // saved as a Blob, never opened as a URL that would need the key in it.
-import { ApiError, api, encode, explain, type History, storedKey, type Stop, type Trip } from './api.ts';
+import { ApiError, api, encode, credentialed, explain, type History, type Stop, type Trip } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import L, { addBaseLayers, asText } from './leaflet.ts';
 
@@ -72,22 +72,20 @@ function positionAt(points: readonly Point[], at: number): { lat: number; lng: n
   return { lat: a.lat + (b.lat - a.lat) * f, lng: a.lng + (b.lng - a.lng) * f, heading, speed: a.speed };
 }
 
-/** The export, fetched with the bearer token and handed to the browser as a file. */
+/** The export, fetched with the key or the session cookie and handed to the browser as a file. */
 async function download(vehicleId: string, format: string, from: string, to: string, signal: AbortSignal): Promise<string> {
-  const key = storedKey();
-  const headers: Record<string, string> = {};
-  if (key !== undefined) headers.authorization = `Bearer ${key}`;
+  const { headers, credentials, credential } = credentialed();
   const query = new URLSearchParams({ from, to, format });
   let res: Response;
   try {
-    res = await fetch(`/v2/telemetry/${encode(vehicleId)}/export?${query}`, { headers, cache: 'no-store', credentials: 'omit', signal });
+    res = await fetch(`/v2/telemetry/${encode(vehicleId)}/export?${query}`, { headers, cache: 'no-store', credentials, signal });
   } catch (error) {
     if (error instanceof DOMException && error.name === 'AbortError') throw error;
     throw new ApiError(0, 'Cannot reach the service', 'Check your network connection and try again.');
   }
   if (!res.ok) {
     const problem = (await res.json().catch(() => ({}))) as { title?: string; detail?: string; code?: string };
-    throw new ApiError(res.status, problem.title ?? `${res.status} ${res.statusText}`, problem.detail, problem.code);
+    throw new ApiError(res.status, problem.title ?? `${res.status} ${res.statusText}`, problem.detail, problem.code, [], { credential });
   }
   const blob = await res.blob();
   const disposition = res.headers.get('content-disposition') ?? '';
