@@ -15,7 +15,7 @@ const fleet = await startBenchFleet(createSqliteStores(databases.file()), ['van-
 const post = (url: string, body: unknown, headers: Record<string, string> = fleet.headers) => fleet.app.inject({
   method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload: JSON.stringify(body),
 });
-const sent = await post('/v2/telemetry/van-1', { timestamp: new Date().toISOString(), location: { lat: 52.5, lon: 13.4 }, battery: { level: 80 } });
+const sent = await post('/v2/telemetry/van-1', { data: { location: { lat: 52.5, lng: 13.4 }, speed: 30, battery: 80 } });
 if (sent.statusCode >= 300) throw new Error(sent.body);
 const invited = await post('/v2/users', { email: 'bench@example.com', name: 'Bench', role: 'viewer' });
 if (invited.statusCode !== 201) throw new Error(invited.body);
