@@ -189,7 +189,7 @@ export const VARIABLES = {
   },
   FLEET_RATE_LIMIT_REQUESTS: { default: '1200', doc: 'Requests per credential per window (0 turns the limit off).' },
   FLEET_RATE_LIMIT_WINDOW_SECONDS: { default: '60', doc: 'Length of the rate-limit window, seconds.' },
-  FLEET_TOKEN_RATE_LIMIT_REQUESTS: { default: '30', doc: 'Requests per client IP per window to `/oauth/token`.' },
+  FLEET_TOKEN_RATE_LIMIT_REQUESTS: { default: '30', doc: 'Requests per client IP per window to `/oauth/token` (and revocation, introspection), `/auth/login` and `/auth/invitations/accept`.' },
   FLEET_QUOTA_VEHICLES: { default: '10000', doc: 'Vehicles per organization.' },
   FLEET_QUOTA_API_KEYS: { default: '100', doc: 'Active API keys per organization.' },
   FLEET_QUOTA_OAUTH_CLIENTS: { default: '20', doc: 'OAuth clients per organization.' },

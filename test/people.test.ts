@@ -228,6 +228,18 @@ describe('sign-in and sessions', () => {
     assert.equal((await login(app, { email: 'lee@x.io', password: PASSWORD })).statusCode, 200);
   });
 
+  test('sign-in and invitations are limited per client address as well, whatever the email', async (t) => {
+    const app = await createTestApp({ env: { FLEET_TOKEN_RATE_LIMIT_REQUESTS: '3' } });
+    t.after(() => app.close());
+    for (let i = 0; i < 3; i++) assert.equal((await login(app, { email: `guess${i}@x.io`, password: PASSWORD })).statusCode, 401);
+    const limited = await login(app, { email: 'guess9@x.io', password: PASSWORD });
+    assert.equal(limited.statusCode, 429);
+    assert.equal(limited.json().code, 'rate-limited');
+    assert.ok(Number(limited.headers['retry-after']) > 0);
+    const accept = await app.request('POST', '/auth/invitations/accept', { key: null, body: { token: 'guessed', password: PASSWORD } });
+    assert.equal(accept.statusCode, 429, 'one budget per address across both');
+  });
+
   test('a session ends after the idle limit, and 7 days after sign-in however busy', async (t) => {
     const clock = manualClock(Date.now());
     const app = await createTestApp({ clock, env: { FLEET_SESSION_IDLE_MINUTES: '60' } });

@@ -122,8 +122,9 @@ export async function peopleRoutes(instance: FastifyInstance, opts: { people: Pe
   const auth = ['sessions'];
   const own = { session: true } as const;
 
+  // Per client address as well, as the OAuth token endpoint: against guessing across many emails.
   app.post('/auth/login', {
-    config: { public: true, secret: true },
+    config: { public: true, secret: true, rateLimit: 'ip' },
     schema: {
       operationId: 'signIn', tags: auth, summary: 'Sign in with email and password',
       description: 'Sets the session cookie `fleet_session`. An unknown email, a wrong password or code, and a disabled account all answer the same 401 '
@@ -134,7 +135,7 @@ export async function peopleRoutes(instance: FastifyInstance, opts: { people: Pe
   }, async (request, reply) => signedIn(reply, await people.login(request.body)));
 
   app.post('/auth/invitations/accept', {
-    config: { public: true, secret: true },
+    config: { public: true, secret: true, rateLimit: 'ip' },
     schema: {
       operationId: 'acceptInvitation', tags: auth, summary: 'Set a password with an invitation',
       description: 'Makes the user active and signs them in, as sign-in does. An unknown, expired or used token answers 400 (`invitation-invalid`).',
