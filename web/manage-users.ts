@@ -105,7 +105,8 @@ export function renderManageUsers(root: HTMLElement): () => void {
       loginCell.textContent = user.lastLoginAt === null ? 'never' : formatTime(user.lastLoginAt);
       totpCell.textContent = user.totpEnabled ? 'on' : 'off';
       toggle.textContent = user.status === 'disabled' ? 'Enable' : 'Disable';
-      toggle.hidden = user.status === 'invited';
+      // Nobody disables or deletes their own account (the service refuses it): not offered.
+      toggle.hidden = user.status === 'invited' || mine;
       roleSelect.value = user.role;
     };
 
@@ -142,6 +143,7 @@ export function renderManageUsers(root: HTMLElement): () => void {
       void loadList();
       replace(listFeedback, h('p', { class: 'ok', role: 'status' }, `Deleted ${user.email}.`));
     });
+    remove.hidden = mine;
     show();
     return h('tr', { 'data-user-id': user.id },
       h('th', { scope: 'row' }, user.name, mine ? h('span', { class: 'muted' }, ' (you)') : null),
