@@ -138,10 +138,18 @@ export interface RunningFleet extends FleetProcess {
 
 /**
  * Spawns main.ts on 127.0.0.1 with FLEET_PORT=0 (unless given) and resolves once it logs the
- * address it listens on, from which the real port is taken.
+ * address it listens on, from which the real port is taken. No overload refusals unless the test
+ * asks for them: beside the rest of a run on a busy machine, a process's event loop lags for
+ * reasons of the machine's, not of the test's (as in testConfig).
  */
 export async function startFleet(t: TestContext, options: SpawnOptions = {}): Promise<RunningFleet> {
-  const proc = spawnFleet(t, { ...options, env: { FLEET_HOST: '127.0.0.1', FLEET_PORT: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', ...options.env } });
+  const proc = spawnFleet(t, {
+    ...options,
+    env: {
+      FLEET_HOST: '127.0.0.1', FLEET_PORT: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
+      ...options.env,
+    },
+  });
   let port: number | undefined;
   // Starting loads every module first: beside the rest of a CI run on a busy machine, that took over 30 s.
   await proc.waitFor(() => {
