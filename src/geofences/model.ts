@@ -1,10 +1,9 @@
 // What a geofence is, as the service keeps it. Times are ms since the epoch. See docs/API.md
 // "Geofences".
-/** A geofence's shape: GeoJSON Polygon or MultiPolygon ([lng, lat] positions), or a circle. */
-export type Geometry =
-  | { type: 'Polygon'; coordinates: number[][][] }
-  | { type: 'MultiPolygon'; coordinates: number[][][][] }
-  | { type: 'Circle'; coordinates: [number, number]; radius: number };
+import type { GeofenceGeometry } from './schema.ts';
+
+/** A geofence's shape: GeoJSON Polygon or MultiPolygon ([lng, lat] positions), or a circle; as the API takes it. */
+export type Geometry = GeofenceGeometry;
 
 export interface GeofenceRecord {
   id: string;
