@@ -4,7 +4,7 @@ import { named } from '../schema/named.ts';
 import { RoleSchema } from '../people/schema.ts';
 
 const Issuer = Type.String({
-  minLength: 8, maxLength: 2048, format: 'uri',
+  minLength: 8, maxLength: 2048,
   description: 'The provider\'s issuer identifier (`iss`): `{issuer}/.well-known/openid-configuration` must describe it. https; http only with `FLEET_SSO_ALLOW_PRIVATE=true`.',
   examples: ['https://login.example.com/realms/acme'],
 });
