@@ -46,7 +46,7 @@ export const SsoConfiguration = named('SsoConfiguration', Type.Object({
 }, { additionalProperties: false }), 'The organization\'s OpenID provider (the client secret is never shown).');
 
 export const SsoStartParams = Type.Object(
-  { organizationId: Type.String({ pattern: '^org_[A-Za-z0-9_-]{16}$', description: 'The organization whose provider signs the person in.' }) },
+  { organizationId: Type.String({ pattern: '^org_[A-Za-z0-9_-]{16}$', description: 'The organization whose provider signs the person in.', examples: ['org_3q2Yx1lK0m9Zb7aQ'] }) },
   { additionalProperties: false },
 );
 
