@@ -58,8 +58,8 @@ export function createSsoService(deps: {
     }
     const response = await undiciFetch(url, {
       ...options, dispatcher: agent, signal: options.signal ?? AbortSignal.timeout(FETCH_TIMEOUT_MS),
-    } as Parameters<typeof undiciFetch>[1]);
-    return response as unknown as Response;
+    });
+    return response;
   };
 
   /** Each organization's provider, as discovered for its configuration's last change. */
