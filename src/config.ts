@@ -134,6 +134,8 @@ export interface Config {
   webhooks: { allowPrivate: boolean; endpointConcurrency: number };
   /** People's sessions: how long one may go without a request, minutes. */
   sessions: { idleMinutes: number };
+  /** Single sign-on: whether an organization's OpenID provider may be on a private address (and plain http). */
+  sso: { allowPrivate: boolean };
   mqtt: MqttConfig;
   protocols: ProtocolsConfig;
   devicePorts: DevicePortsConfig;
@@ -215,6 +217,10 @@ export const VARIABLES = {
   FLEET_WEBHOOK_ALLOW_PRIVATE: {
     default: 'false',
     doc: '`true` lets webhooks reach loopback, private and link-local addresses (refused by default, at creation and at each delivery).',
+  },
+  FLEET_SSO_ALLOW_PRIVATE: {
+    default: 'false',
+    doc: '`true` lets an organization\'s OpenID provider (single sign-on) be on loopback, private and link-local addresses, and be reached over plain http (a provider on the operator\'s own network; refused by default).',
   },
   FLEET_WEBHOOK_ENDPOINT_CONCURRENCY: {
     default: '32',
@@ -381,6 +387,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const allowPrivate = read('FLEET_WEBHOOK_ALLOW_PRIVATE');
   const endpointConcurrency = int('FLEET_WEBHOOK_ENDPOINT_CONCURRENCY', 1, 64);
   if (allowPrivate !== 'true' && allowPrivate !== 'false') errors.push(`FLEET_WEBHOOK_ALLOW_PRIVATE: "${allowPrivate}" is neither true nor false`);
+  const ssoAllowPrivate = read('FLEET_SSO_ALLOW_PRIVATE');
+  if (ssoAllowPrivate !== 'true' && ssoAllowPrivate !== 'false') errors.push(`FLEET_SSO_ALLOW_PRIVATE: "${ssoAllowPrivate}" is neither true nor false`);
   const poolSize = int('FLEET_DATABASE_POOL_SIZE', 1, 1000);
   const tokenTtlSeconds = int('FLEET_OAUTH_TOKEN_TTL_SECONDS', 60, 86_400);
   const retentionDays = int('FLEET_TELEMETRY_RETENTION_DAYS', 1, 36_500);
@@ -416,6 +424,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       rules: { offlineCheckSeconds, tripEvents: tripEvents === 'true' },
       webhooks: { allowPrivate: allowPrivate === 'true', endpointConcurrency },
       sessions: { idleMinutes },
+      sso: { allowPrivate: ssoAllowPrivate === 'true' },
       mqtt,
       protocols,
       devicePorts,

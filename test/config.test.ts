@@ -55,6 +55,7 @@ describe('defaults', () => {
       rules: { offlineCheckSeconds: 15, tripEvents: true },
       webhooks: { allowPrivate: false, endpointConcurrency: 32 },
       sessions: { idleMinutes: 720 },
+      sso: { allowPrivate: false },
       mqtt: { mode: 'listener', host: '0.0.0.0', port: 1883 },
       protocols: { host: '0.0.0.0', osmandPort: 5055, teltonikaPort: 5027, teltonikaIdleMs: 600_000 },
       devicePorts: { loginTimeoutMs: 30_000, packetTimeoutMs: 60_000, connections: 10_000, connectionsPerAddress: 1000, unknownIdentifiers: 10, backoffMaxMs: 600_000 },
@@ -69,6 +70,8 @@ describe('defaults', () => {
   test('webhooks may reach private addresses only when allowed; event retention and the new quotas in range', () => {
     assert.equal(ok({ FLEET_WEBHOOK_ALLOW_PRIVATE: 'true' }).webhooks.allowPrivate, true);
     rejectsOnly({ FLEET_WEBHOOK_ALLOW_PRIVATE: 'yes' }, 'FLEET_WEBHOOK_ALLOW_PRIVATE');
+    assert.equal(ok({ FLEET_SSO_ALLOW_PRIVATE: 'true' }).sso.allowPrivate, true);
+    rejectsOnly({ FLEET_SSO_ALLOW_PRIVATE: 'yes' }, 'FLEET_SSO_ALLOW_PRIVATE');
     assert.equal(ok({ FLEET_TRIP_EVENTS: 'false' }).rules.tripEvents, false);
     rejectsOnly({ FLEET_TRIP_EVENTS: 'no' }, 'FLEET_TRIP_EVENTS');
     assert.equal(ok({ FLEET_EVENT_RETENTION_DAYS: '7' }).events.retentionDays, 7);

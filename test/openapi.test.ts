@@ -103,17 +103,19 @@ test('the document names exactly the routes the server serves', () => {
   );
 });
 
-test('every operation has a unique operationId and a 2xx response', () => {
+test('every operation has a unique operationId and a 2xx response (a 302 for the single sign-on redirects)', () => {
   const ops = documentedOperations();
   assert.ok(ops.length > 0);
   const seen = new Map<string, string>();
-  for (const { key, op } of ops) {
+  for (const { key, path, op } of ops) {
     assert.equal(typeof op.operationId, 'string', `${key}: no operationId`);
     assert.ok(op.operationId!.length > 0, `${key}: empty operationId`);
     assert.ok(!seen.has(op.operationId!), `${key}: operationId ${op.operationId!} also used by ${seen.get(op.operationId!)}`);
     seen.set(op.operationId!, key);
     const statuses = Object.keys(op.responses ?? {});
-    assert.ok(statuses.some((s) => /^2(\d\d|XX)$/.test(s)), `${key}: no 2xx response among ${statuses.join(', ')}`);
+    // The browser's way through single sign-on answers redirects only.
+    const redirect = path.startsWith('/auth/sso/') && statuses.includes('302');
+    assert.ok(redirect || statuses.some((s) => /^2(\d\d|XX)$/.test(s)), `${key}: no 2xx response among ${statuses.join(', ')}`);
   }
 });
 

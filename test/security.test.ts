@@ -48,6 +48,9 @@ function isPublicByContract(url: string): boolean {
     // Sign-in, and setting a password with an invitation: how a person gets a session.
     url === '/auth/login' ||
     url === '/auth/invitations/accept' ||
+    // Single sign-on: the browser's way to the organization's OpenID provider and back.
+    url === '/auth/sso/:organizationId' ||
+    url === '/auth/sso/callback' ||
     url.startsWith('/docs/') ||
     // The browser dashboard's page and scripts (it signs in with a key through the API itself).
     url === '/' ||
@@ -102,6 +105,8 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/users': () => ({ email: `${unique('matrix')}@example.com`, name: 'Matrix', role: 'viewer' }),
   '/v2/users/:id': () => ({ name: unique('name') }),
   '/v2/users/:id/invitation': () => undefined,
+  // Refused at the issuer (a loopback address) before any request leaves: the route is reached all the same.
+  '/v2/sso': () => ({ issuer: 'https://127.0.0.1/', clientId: 'fleet', clientSecret: 'matrix-secret', roleMap: { matrix: 'viewer' } }),
 };
 
 /**
@@ -119,10 +124,11 @@ const STREAM_CREATION = ['/v2/telemetry/:vehicleId/stream', '/v2/telemetry/strea
 
 /**
  * The scopes a request body asks for besides the route's own: a stream's event types, or the
- * scopes of the role a user is invited with (nobody grants what they lack).
+ * scopes of the role a user is invited with, or single sign-on may give (nobody grants what they lack).
  */
 function bodyScopes(route: RouteEntry, body: unknown): Scope[] {
   if (route.url === '/v2/users' && route.method === 'POST') return [...ROLE_SCOPES[(body as { role: Role }).role]];
+  if (route.url === '/v2/sso' && route.method === 'PUT') return Object.values((body as { roleMap: Record<string, Role> }).roleMap).flatMap((role) => ROLE_SCOPES[role]);
   if (!STREAM_CREATION.includes(route.url)) return [];
   const events = (body as { events: string[] }).events;
   return [...new Set(events.map((type) => {

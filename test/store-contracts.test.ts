@@ -13,6 +13,7 @@ import { addOrganization } from './contract/fixtures.ts';
 import { oauthStoreContract } from './contract/oauth-store.ts';
 import { peopleStoreContract } from './contract/people-store.ts';
 import { rulesStoreContract } from './contract/rules-store.ts';
+import { ssoStoreContract } from './contract/sso-store.ts';
 import { telemetryStoreContract } from './contract/telemetry-store.ts';
 import { vehicleStoreContract } from './contract/vehicle-store.ts';
 import { webhookAttemptsContract } from './contract/webhook-attempts.ts';
@@ -42,6 +43,7 @@ const contracts = (name: string, makeStores: () => Promise<Stores>, anotherNode?
   deviceStoreContract(name, makeStores);
   webhookAttemptsContract(name, makeStores);
   rulesStoreContract(name, makeStores, anotherNode === undefined ? {} : { anotherNode });
+  ssoStoreContract(name, makeStores);
 };
 
 // No second node on SQLite: one process owns the file (test/sqlite-owner.test.ts).

@@ -1,5 +1,6 @@
 // The pages of a person who is not signed in: sign-in with email and password (and a two-factor
-// code when the account asks for one), sign-in with an API key for developers, and the page an
+// code when the account asks for one) or through the organization's OpenID provider (single
+// sign-on), sign-in with an API key for developers, and the page an
 // invitation's link opens, which sets the password. docs/API.md "Users and sessions".
 import { api, ApiError, type Session, type VehicleList } from './api.ts';
 import { h, replace } from './dom.ts';
@@ -81,8 +82,22 @@ function passwordForm(root: HTMLElement, signedIn: SignedIn, problem: { title: s
     rememberWay('password');
     signedIn.session(session);
   });
-  replace(root, form);
+  replace(root, form, ssoForm());
   email.focus();
+}
+
+/** Single sign-on: the organization's OpenID provider signs the person in and sends them back to `/`. */
+function ssoForm(): HTMLElement {
+  const organization = h('input', { type: 'text', id: 'sso-organization', spellcheck: 'false', required: true, pattern: '^org_[A-Za-z0-9_-]{16}$', maxlength: 20 });
+  const form = h('form', { class: 'card sign-in form', 'aria-labelledby': 'sso-title' },
+    h('h2', { id: 'sso-title' }, 'Sign in with SSO'),
+    field(organization, { label: 'Organization id', path: '/organizationId', help: 'The org_… id your admin gave you.' }),
+    h('div', { class: 'form-actions' }, h('button', { type: 'submit' }, 'Sign in with SSO')));
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    window.location.assign(`/auth/sso/${encodeURIComponent(organization.value.trim())}?returnTo=/`);
+  });
+  return form;
 }
 
 function keyForm(root: HTMLElement, signedIn: SignedIn, problem: { title: string; detail: string } | undefined, other: () => void) {

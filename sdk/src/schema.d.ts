@@ -215,6 +215,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/sso/{organizationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sign in through the organization's OpenID provider
+         * @description Answers 302 to the provider's authorization endpoint (authorization code flow with PKCE, `state` and `nonce`), and sets the `fleet_sso` cookie that binds the sign-in to this browser for 10 minutes. 404 when the organization has no single sign-on.
+         */
+        get: operations["startSso"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/sso/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The provider's answer
+         * @description Where the provider sends the browser back. Checks the state against the `fleet_sso` cookie (once), exchanges the code, and checks the ID token (signature by the provider's keys, RS256 or ES256; `iss`, `aud`, `exp`, `nonce`; a verified email of an allowed domain). Then sets the session cookie `fleet_session` and answers 302 to the `returnTo` given at the start. A bad, expired or replayed state or a token that fails a check answers 400 (`sso-failed`); no mapped role 403 (`sso-no-role`); a disabled user or a domain not allowed 403; an email of another organization's user 409 (`email-taken`).
+         */
+        get: operations["finishSso"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/auth/totp": {
         parameters: {
             query?: never;
@@ -1060,6 +1100,40 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the single sign-on configuration
+         * @description 404 (`sso-not-configured`) when there is none.
+         *
+         *     Needs scope `users`.
+         */
+        get: operations["getSso"];
+        /**
+         * Configure single sign-on
+         * @description Sets the organization's OpenID provider, replacing any earlier one. Its discovery document is read now: 400 (`sso-failed`) when it cannot be, does not name the issuer, or the issuer is on a loopback or private address (allowed only with `FLEET_SSO_ALLOW_PRIVATE=true`). Every role of `roleMap` must be one the caller may grant (403 otherwise). The client secret is never answered.
+         *
+         *     Needs scope `users`.
+         */
+        put: operations["putSso"];
+        post?: never;
+        /**
+         * Turn single sign-on off
+         * @description People it signed in keep their sessions; they sign in no more through the provider. 404 when there was none.
+         *
+         *     Needs scope `users`.
+         */
+        delete: operations["deleteSso"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2489,7 +2563,7 @@ export interface components {
              * @description Stable machine-readable code.
              * @enum {unknown}
              */
-            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
+            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
             detail?: string;
             /** @description Each invalid value, on a `validation-failed` problem. */
             errors?: components["schemas"]["FieldError"][];
@@ -2582,6 +2656,76 @@ export interface components {
             createdAt: string;
             /** @description Key id of the new signer, as in the JWKS and token headers. */
             kid: string;
+        };
+        /** @description The organization's OpenID provider (the client secret is never shown). */
+        SsoConfiguration: {
+            /** @description null: any domain. */
+            allowedEmailDomains: string[] | null;
+            clientId: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            createdAt: string;
+            issuer: string;
+            /** @description The redirect URI to register at the provider. */
+            redirectUri: string;
+            roleClaim: string;
+            roleMap: {
+                [key: string]: components["schemas"]["Role"];
+            };
+            /** @description Where the organization's people start a single sign-on. */
+            signInUrl: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        /**
+         * @description The organization's OpenID provider, as configured.
+         * @example {
+         *       "issuer": "https://login.example.com/realms/acme",
+         *       "clientId": "fleet",
+         *       "clientSecret": "from-the-provider",
+         *       "roleMap": {
+         *         "fleet-admins": "admin",
+         *         "dispatch": "operator"
+         *       },
+         *       "allowedEmailDomains": [
+         *         "example.com"
+         *       ]
+         *     }
+         */
+        SsoSettings: {
+            /** @description Only emails of these domains may sign in (compared without regard to case). */
+            allowedEmailDomains?: string[];
+            /** @description The client id Fleet is registered with at the provider. */
+            clientId: string;
+            /** @description The client secret; never shown again. */
+            clientSecret: string;
+            /**
+             * @description The provider's issuer identifier (`iss`): `{issuer}/.well-known/openid-configuration` must describe it. https; http only with `FLEET_SSO_ALLOW_PRIVATE=true`.
+             * @example https://login.example.com/realms/acme
+             */
+            issuer: string;
+            /**
+             * @description The ID token claim (a string or a list of strings) whose values `roleMap` maps; default `groups`.
+             * @default groups
+             */
+            roleClaim?: string;
+            /**
+             * @description Values of the role claim and the role each gives; a person with several gets the highest.
+             * @example {
+             *       "fleet-admins": "admin",
+             *       "dispatch": "operator"
+             *     }
+             */
+            roleMap: {
+                [key: string]: components["schemas"]["Role"];
+            };
         };
         /** @description A stop: the vehicle not moving for at least the minimum stop time. */
         Stop: {
@@ -3565,7 +3709,7 @@ export interface components {
          */
         Link: string;
         /**
-         * @description The path of the created resource.
+         * @description The path of the created resource; of a redirect (302), where it sends the browser.
          * @example /v2/fleet/vehicles/van-042
          */
         Location: string;
@@ -4299,6 +4443,64 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    startSso: {
+        parameters: {
+            query?: {
+                /** @description A path on this service to land on once signed in; anything else lands on `/`. */
+                returnTo?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The organization whose provider signs the person in.
+                 * @example org_3q2Yx1lK0m9Zb7aQ
+                 */
+                organizationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A redirect: the browser follows `Location`. */
+            302: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+        };
+    };
+    finishSso: {
+        parameters: {
+            query?: {
+                code?: string;
+                error?: string;
+                error_description?: string;
+                iss?: string;
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A redirect: the browser follows `Location`. */
+            302: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
         };
     };
     beginTotp: {
@@ -6296,6 +6498,96 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Organization"];
                 };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization's OpenID provider (the client secret is never shown). */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoConfiguration"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    putSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SsoSettings"];
+            };
+        };
+        responses: {
+            /** @description The organization's OpenID provider (the client secret is never shown). */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoConfiguration"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];

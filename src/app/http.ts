@@ -25,6 +25,7 @@ import { secretResponsesPlugin } from '../http/secrets.ts';
 import { shutdownArrivalsPlugin, timeoutOptions } from '../http/timeouts.ts';
 import { organizationRoutes } from '../organizations/routes.ts';
 import { peopleRoutes } from '../people/routes.ts';
+import { ssoRoutes } from '../sso/routes.ts';
 import { osmandRoutes } from '../protocols/osmand/routes.ts';
 import { rulesRoutes } from '../rules/routes.ts';
 import { geofenceRoutes } from '../geofences/routes.ts';
@@ -185,6 +186,7 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
   await app.register(apiKeyRoutes, { auth });
   await app.register(organizationRoutes, { auth });
   await app.register(peopleRoutes, { people: parts.people, publicUrl: config.publicUrl });
+  await app.register(ssoRoutes, { sso: parts.sso, publicUrl: config.publicUrl });
   await app.register(deviceRoutes, { service: parts.devices });
   await app.register(osmandRoutes, { path: '/osmand', ingest: parts.protocolIngest });
   await app.register(oauthRoutes, { oauth: parts.oauth, publicUrl: config.publicUrl });

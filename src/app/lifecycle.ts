@@ -21,6 +21,7 @@ export function addLifecycle(app: FastifyInstance, parts: Services): void {
     await deliveries.stop();
     parts.pacing?.close();
     await parts.outbound.close();
+    await parts.sso.close();
     await parts.telemetry.drain();
     await parts.devices.stop();
   });

@@ -22,6 +22,7 @@ import { createRuleEngine } from '../rules/engine.ts';
 import { startOfflineChecks } from '../rules/offline.ts';
 import { createRulesService } from '../rules/service.ts';
 import { createGeofenceService } from '../geofences/service.ts';
+import { createSsoService } from '../sso/service.ts';
 import { createStreamService } from '../streams/service.ts';
 import { createLatestView, summaryOf } from '../telemetry/latest.ts';
 import { createMqttIngestion } from '../telemetry/mqtt.ts';
@@ -58,6 +59,9 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   const people = createPeopleService({
     store: stores.people, organizations: stores.auth, clock, events,
     settings: { ...DEFAULT_PEOPLE_SETTINGS, publicUrl: config.publicUrl, idleMs: config.sessions.idleMinutes * 60_000 },
+  });
+  const sso = createSsoService({
+    store: stores.sso, people, clock, publicUrl: config.publicUrl, allowPrivate: config.sso.allowPrivate,
   });
   /**
    * Whether the credential a stream was created with still stands: an API key not revoked or
@@ -154,7 +158,7 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   });
 
   return {
-    oauth, auth, people, latest, latestOf, streams, ruleEngine, vehicles, telemetry, rules, geofences, offline,
+    oauth, auth, people, sso, latest, latestOf, streams, ruleEngine, vehicles, telemetry, rules, geofences, offline,
     eventCounts, outbound, pacing, deliveries, webhooks,
     feed: createFeedService({ store: stores.events }),
     history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles }),

@@ -40,7 +40,7 @@ const HEADERS: Record<string, { description: string; schema: Record<string, unkn
     schema: { type: 'string' }, example: '3f1c2b7e-9a4d-4c1e-8f0a-2b6d5e7c9a10',
   },
   Location: {
-    description: 'The path of the created resource.', schema: { type: 'string', format: 'uri-reference' }, example: '/v2/fleet/vehicles/van-042',
+    description: 'The path of the created resource; of a redirect (302), where it sends the browser.', schema: { type: 'string', format: 'uri-reference' }, example: '/v2/fleet/vehicles/van-042',
   },
   RateLimit: {
     description: 'The budget left (IETF draft-ietf-httpapi-ratelimit-headers): per policy that counted the request, `r` requests remaining and `t` seconds until the budget is whole again.',

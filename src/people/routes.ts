@@ -27,6 +27,13 @@ export function toUserView(user: UserRecord) {
   };
 }
 
+/** The session cookie of a sign-in; `secure` when the public URL is https. */
+export function setSessionCookie(reply: FastifyReply, done: SignedIn, secure: boolean): void {
+  void reply.setCookie(SESSION_COOKIE, done.secret, {
+    httpOnly: true, sameSite: 'lax', path: '/', secure, expires: new Date(done.session.expiresAt),
+  });
+}
+
 function invitedView(user: UserRecord, invitation: { token: string; url: string; expiresAt: number }) {
   return { ...toUserView(user), invitation: { ...invitation, expiresAt: iso(invitation.expiresAt) } };
 }
@@ -44,9 +51,7 @@ export async function peopleRoutes(instance: FastifyInstance, opts: { people: Pe
 
   /** Sets the session cookie and answers what GET /auth/session would. */
   function signedIn(reply: FastifyReply, done: SignedIn) {
-    void reply.setCookie(SESSION_COOKIE, done.secret, {
-      httpOnly: true, sameSite: 'lax', path: '/', secure, expires: new Date(done.session.expiresAt),
-    });
+    setSessionCookie(reply, done, secure);
     return sessionView(done.user, done.session);
   }
 

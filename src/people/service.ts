@@ -64,6 +64,14 @@ export function emailKeyOf(email: string): string {
   return email.trim().toLowerCase();
 }
 
+/** Never a role with scopes the caller lacks: a key that may manage users cannot make itself an admin. */
+export function assertMayGrant(who: Principal, role: Role): void {
+  const missing = ROLE_SCOPES[role].filter((scope) => !who.scopes.has(scope));
+  if (missing.length > 0) {
+    throw new AppError('insufficient-scope', `The role "${role}" has scopes you lack: ${missing.join(', ')}.`);
+  }
+}
+
 export function createPeopleService(deps: {
   store: PeopleStore;
   organizations: Pick<AuthStore, 'getOrganization'>;
@@ -96,14 +104,6 @@ export function createPeopleService(deps: {
   }
 
   // --- Managing users (scope `users`) -------------------------------------------------------------
-
-  /** Never a role with scopes the caller lacks: a key that may manage users cannot make itself an admin. */
-  function assertMayGrant(who: Principal, role: Role): void {
-    const missing = ROLE_SCOPES[role].filter((scope) => !who.scopes.has(scope));
-    if (missing.length > 0) {
-      throw new AppError('insufficient-scope', `The role "${role}" has scopes you lack: ${missing.join(', ')}.`);
-    }
-  }
 
   async function createUser(who: Principal, spec: { email: string; name: string; role: Role }) {
     assertMayGrant(who, spec.role);
@@ -186,12 +186,14 @@ export function createPeopleService(deps: {
     events.emit('userChanged', { userId, signedOut });
   }
 
+  /** Drops the user's cached sessions on this node. */
   function forgetUser(userId: string): void {
     for (const [secret, entry] of cache) if (entry.user.id === userId) cache.delete(secret);
   }
 
   // --- Signing in --------------------------------------------------------------------------------
 
+  /** A new session for the user, as every way of signing in makes it (password, invitation, single sign-on). */
   async function startSession(user: UserRecord): Promise<SignedIn> {
     const now = clock.now();
     const secret = newSecret();
@@ -376,8 +378,8 @@ export function createPeopleService(deps: {
 
   return {
     createUser, listUsers, getUser, updateUser, deleteUser, reinvite,
-    acceptInvitation, login, cachedSessionPrincipal, sessionPrincipal, sessionUser, logout, changePassword,
-    beginTotp, confirmTotp, disableTotp, userLive, forgetUser, scopesOf,
+    acceptInvitation, login, startSession, cachedSessionPrincipal, sessionPrincipal, sessionUser, logout, changePassword,
+    beginTotp, confirmTotp, disableTotp, userLive, forgetUser, userChanged, scopesOf,
   };
 }
 

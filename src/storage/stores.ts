@@ -6,6 +6,7 @@ import type { Config } from '../config.ts';
 import type { EventStore } from '../events/store.ts';
 import type { PeopleStore } from '../people/store.ts';
 import type { RulesStore } from '../rules/store.ts';
+import type { SsoStore } from '../sso/store.ts';
 import type { DeviceStore } from '../devices/store.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
@@ -23,6 +24,7 @@ export interface Stores {
   webhooks: WebhookStore;
   devices: DeviceStore;
   people: PeopleStore;
+  sso: SsoStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;
   close(): Promise<void>;

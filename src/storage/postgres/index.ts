@@ -8,6 +8,7 @@ import { createPostgresDeviceStore } from './devices.ts';
 import { type Database, type PostgresOptions, migrate, openPostgres } from './database.ts';
 import { createPostgresOAuthStore } from './oauth.ts';
 import { createPostgresPeopleStore } from './people.ts';
+import { createPostgresSsoStore } from './sso.ts';
 import { createPostgresTelemetryStore } from './telemetry.ts';
 import { createPostgresVehicleStore } from './vehicles.ts';
 
@@ -45,6 +46,7 @@ export function postgresStores(db: Database): Stores {
     webhooks: createPostgresWebhookStore(db),
     devices: createPostgresDeviceStore(db),
     people: createPostgresPeopleStore(db),
+    sso: createPostgresSsoStore(db),
     async ping() {
       await db.query({ name: 'ping', text: 'SELECT 1' });
     },

@@ -9,6 +9,7 @@ import { createSqliteWebhookStore } from './webhooks.ts';
 import { createSqliteDeviceStore } from './devices.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
 import { createSqlitePeopleStore } from './people.ts';
+import { createSqliteSsoStore } from './sso.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
 import { createSqliteVehicleStore } from './vehicles.ts';
 import { createVehicleStatuses } from './vehicle-status.ts';
@@ -49,6 +50,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     webhooks: createSqliteWebhookStore(db, wal),
     devices: createSqliteDeviceStore(db),
     people: createSqlitePeopleStore(db),
+    sso: createSqliteSsoStore(db),
     async ping() {
       ping.get();
       wal.check();
