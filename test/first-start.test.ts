@@ -8,14 +8,14 @@ import net from 'node:net';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { printedKeys, request, spawnFleet, startFleet, tempDir, withTimeout } from './helpers/process.ts';
+import { COMPILE_CACHE, printedKeys, request, spawnFleet, startFleet, tempDir, withTimeout } from './helpers/process.ts';
 
 const NEW_KEY = fileURLToPath(new URL('../src/cli/new-key.ts', import.meta.url));
 const TIMEOUT = 90_000;
 
 /** `node src/cli/new-key.ts ...args` in `cwd` with `env`: its exit code and output. */
 function runKey(cwd: string, args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [NEW_KEY, ...args], { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [NEW_KEY, ...args], { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, ...COMPILE_CACHE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

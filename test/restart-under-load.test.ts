@@ -37,7 +37,8 @@ test('PostgreSQL and Redis restart under load: 503s with Retry-After, never a ha
       const port = await freePort();
       return startFleet(t, { env: { ...env, FLEET_PORT: String(port), FLEET_PUBLIC_URL: `http://127.0.0.1:${port}` } });
     };
-    const nodes: RunningFleet[] = [await node(), await node()];
+    // Both start at once on the empty database: exactly one creates the first organization.
+    const nodes: RunningFleet[] = await Promise.all([node(), node()]);
 
     const call = (fleet: RunningFleet, method: string, pathname: string, body?: unknown) =>
       fetch(fleet.url + pathname, {

@@ -149,9 +149,8 @@ describe('rules on two service processes, one PostgreSQL and one Redis', { skip,
       const port = await freePort();
       return startFleet(ctx, { env: { ...env, FLEET_PORT: String(port), FLEET_PUBLIC_URL: `http://127.0.0.1:${port}` } });
     };
-    // One after the other: the first creates the organization the second then finds.
-    a = await node();
-    b = await node();
+    // Both start at once on the empty database: exactly one creates the first organization.
+    [a, b] = await Promise.all([node(), node()]);
     const geofence = await json(a, 'POST', '/v2/geofences', { name: 'Depot', geometry: CIRCLE });
     assert.equal(geofence.status, 201, JSON.stringify(geofence.body));
     geofenceId = geofence.body.id;
@@ -172,7 +171,7 @@ describe('rules on two service processes, one PostgreSQL and one Redis', { skip,
     const start = Date.now() - 600_000;
     const steps = 8;
     await Promise.all(vehicles.map((id) => drive(id, start, steps)));
-    for (const [i, id] of vehicles.entries()) await checkDrive(i % 2 === 0 ? a : b, id, start, steps);
+    await Promise.all(vehicles.map((id, i) => checkDrive(i % 2 === 0 ? a : b, id, start, steps)));
     // Both nodes read the same state.
     assert.deepEqual((await json(b, 'GET', `/v2/geofences/${geofenceId}/vehicles`)).body, { vehicleIds: vehicles });
     assert.deepEqual((await json(a, 'GET', '/v2/fleet/vehicles/c-1/geofences')).body, { geofences: [{ id: geofenceId, name: 'Depot' }] });
@@ -186,13 +185,13 @@ describe('rules on two service processes, one PostgreSQL and one Redis', { skip,
     // Each last heard from two minutes ago, through either node.
     for (const [i, id] of vehicles.entries()) await send(i % 2 === 0 ? a : b, id, Date.now() - 120_000, { speed: 0 });
 
-    for (const id of vehicles) await eventsOf(a, id, 'alert.opened', 1);
+    await Promise.all(vehicles.map((id) => eventsOf(a, id, 'alert.opened', 1)));
     // Four more rounds of checks on each node: still one alert each.
     await sleep(4_000);
-    for (const [i, id] of vehicles.entries()) {
+    await Promise.all(vehicles.map(async (id, i) => {
       const opened = (await eventsOf(i % 2 === 0 ? b : a, id, 'alert.opened', 1)).filter((e) => e.data.ruleId === rule.body.id);
       assert.equal(opened.length, 1, `${id}: ${JSON.stringify(opened)}`);
-    }
+    }));
     const alerts = (await json(b, 'GET', `/v2/alerts?ruleId=${rule.body.id}&limit=100`)).body.alerts as { vehicleId: string; status: string }[];
     assert.deepEqual(alerts.map((x) => x.vehicleId).sort(), vehicles);
     assert.ok(alerts.every((x) => x.status === 'open'));
@@ -220,7 +219,7 @@ describe('rules on two service processes, one PostgreSQL and one Redis', { skip,
     })));
     assert.deepEqual(await a.closed, { code: null, signal: 'SIGKILL' });
     assert.ok(reroutes.every((n) => n > 0), `every vehicle had records meant for the killed node taken by the other: ${reroutes.join(', ')}`);
-    for (const id of vehicles) await checkDrive(b, id, start, steps);
+    await Promise.all(vehicles.map((id) => checkDrive(b, id, start, steps)));
     // b still judges new records on its own: k-1 leaves the geofence (it ended inside).
     await send(b, 'k-1', start + steps * 10_000, { location: OUTSIDE, speed: 10 });
     const exits = await eventsOf(b, 'k-1', 'geofence.exited', expected(steps)['geofence.exited'] + 1);

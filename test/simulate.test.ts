@@ -12,7 +12,8 @@ import { COMPILE_CACHE, type Exit, request, type RunningFleet, startFleet, withT
 import { waitUntil } from './helpers/wait.ts';
 
 const SIMULATE = fileURLToPath(new URL('../src/cli/simulate.ts', import.meta.url));
-const TEST_TIMEOUT = 45_000;
+// Bounds, not expectations: two tests run at once beside other test files on a busy machine.
+const TEST_TIMEOUT = 90_000;
 const adminKey = () => generateApiKey();
 
 interface Simulator {
@@ -48,7 +49,7 @@ function simulate(t: TestContext, args: string[], key: string): Simulator {
     stdout: () => out,
     stderr: () => err,
     closed,
-    waitFor(predicate, what, ms = 10_000) {
+    waitFor(predicate, what, ms = 30_000) {
       const output = () => `\n--- stdout:\n${out}\n--- stderr:\n${err}`;
       return waitUntil(() => {
         if (predicate()) return true;
@@ -106,7 +107,9 @@ function freePort(): Promise<number> {
   });
 }
 
-describe('npm run simulate', () => {
+// Each test has a service and simulators of its own, and most of its time is theirs, spent waiting
+// for a simulator's records or its vehicles' moves: two at a time.
+describe('npm run simulate', { concurrency: 2 }, () => {
   test('over HTTP: registers its vehicles, sends what it says, stops cleanly; a re-run reuses and resumes them', { timeout: TEST_TIMEOUT }, async (t) => {
     const key = adminKey();
     const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: key, FLEET_MQTT_PORT: '0' } });

@@ -17,7 +17,7 @@ import { ssoStoreContract } from './contract/sso-store.ts';
 import { telemetryStoreContract } from './contract/telemetry-store.ts';
 import { vehicleStoreContract } from './contract/vehicle-store.ts';
 import { webhookAttemptsContract } from './contract/webhook-attempts.ts';
-import { openAnotherNode, openPostgresTestStores, skipUnlessPostgres } from './helpers/postgres.ts';
+import { openAnotherNode, postgresStoresAhead, skipUnlessPostgres } from './helpers/postgres.ts';
 
 async function sqlite(): Promise<Stores> {
   const dir = mkdtempSync(path.join(tmpdir(), 'fleet-contract-'));
@@ -33,7 +33,8 @@ async function sqlite(): Promise<Stores> {
   return wrapped;
 }
 
-const postgres = (): Promise<Stores> => openPostgresTestStores({ label: 'contract' });
+// Each test's schema is made and migrated while the one before runs (it takes longer than most tests).
+const postgres: () => Promise<Stores> = postgresStoresAhead({ label: 'contract' });
 
 const contracts = (name: string, makeStores: () => Promise<Stores>, anotherNode?: (stores: Stores) => Promise<Stores>) => {
   vehicleStoreContract(name, makeStores);

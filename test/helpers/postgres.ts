@@ -2,6 +2,7 @@
 // store, dropped afterwards. When the server cannot be reached the PostgreSQL suites are skipped
 // with a loud message, except under CI=true, where that is a failure.
 import { randomBytes } from 'node:crypto';
+import { after } from 'node:test';
 import pg from 'pg';
 import { createPostgresStores } from '../../src/storage/postgres/index.ts';
 import type { Stores } from '../../src/storage/stores.ts';
@@ -74,21 +75,7 @@ export async function freshSchema(label = 'test'): Promise<{ name: string; drop(
 export async function openPostgresTestStores(options: { label?: string; url?: string; keepDays?: number; poolSize?: number } = {}): Promise<
   Stores & { schema: string }
 > {
-  const schema = await freshSchema(options.label);
-  let stores: Stores;
-  try {
-    stores = await createPostgresStores({
-      url: options.url ?? TEST_DATABASE_URL,
-      poolSize: options.poolSize ?? 5,
-      schema: schema.name,
-      applicationName: schema.name,
-      // Few partitions make a fresh schema quick; the partition tests ask for what they need.
-      keepDays: options.keepDays ?? 2,
-    });
-  } catch (error) {
-    await schema.drop();
-    throw error;
-  }
+  const { stores, schema } = await storesOnFreshSchema(options);
   return {
     ...stores,
     schema: schema.name,
@@ -96,6 +83,61 @@ export async function openPostgresTestStores(options: { label?: string; url?: st
       await stores.close();
       await schema.drop();
     },
+  };
+}
+
+async function storesOnFreshSchema(options: { label?: string; url?: string; keepDays?: number; poolSize?: number }) {
+  const schema = await freshSchema(options.label);
+  try {
+    const stores = await createPostgresStores({
+      url: options.url ?? TEST_DATABASE_URL,
+      poolSize: options.poolSize ?? 5,
+      schema: schema.name,
+      applicationName: schema.name,
+      // Few partitions make a fresh schema quick; the partition tests ask for what they need.
+      keepDays: options.keepDays ?? 2,
+    });
+    return { stores, schema };
+  } catch (error) {
+    await schema.drop();
+    throw error;
+  }
+}
+
+/**
+ * openPostgresTestStores for a suite whose tests each open stores in turn (the store contracts):
+ * the next test's schema is made and migrated while the current test runs, and a closed test's
+ * schema is dropped while the next one runs, so a test waits for neither. Each test still gets a
+ * schema of its own, fresh and migrated. Call it at the top level of a test file: the schema
+ * made for a test that never came, and the drops still under way, are finished after the file.
+ */
+export function postgresStoresAhead(options: { label?: string; keepDays?: number; poolSize?: number } = {}): () => Promise<Stores & { schema: string }> {
+  let next: Promise<Stores & { schema: string }> | undefined;
+  const drops: Promise<void>[] = [];
+  const open = () => {
+    const opening = storesOnFreshSchema(options).then(({ stores, schema }) => ({
+      ...stores,
+      schema: schema.name,
+      async close() {
+        await stores.close();
+        const drop = schema.drop();
+        drop.catch(() => {});
+        drops.push(drop);
+      },
+    }));
+    // Awaited by the test that takes it; until then a failure must not go unhandled.
+    opening.catch(() => {});
+    return opening;
+  };
+  after(async () => {
+    const spare = await next?.catch(() => undefined);
+    await spare?.close();
+    await Promise.all(drops);
+  });
+  return () => {
+    const current = next ?? open();
+    next = open();
+    return current;
   };
 }
 
