@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { contains } from '../src/geofences/geometry.ts';
-import type { GeofenceGeometry } from '../src/geofences/schema.ts';
 import { createRuleEngine } from '../src/rules/engine.ts';
 import { newId } from '../src/ids.ts';
 import type { GeofenceRecord, Geometry } from '../src/geofences/model.ts';
@@ -55,7 +54,7 @@ function suite(backend: 'sqlite' | 'postgres') {
     const inside = (e: ReturnType<typeof createRuleEngine>, lng: number, lat: number) =>
       e.commitRules.judge(org, 'v', [{ timestamp: ++ts, data: { location: { lng, lat } } }], undefined, [], ts)?.state.inside ?? [];
     const expected = (lng: number, lat: number) =>
-      [...all.values()].filter((g) => contains(g.geometry as GeofenceGeometry, lng, lat)).map((g) => g.id).sort();
+      [...all.values()].filter((g) => contains(g.geometry, lng, lat)).map((g) => g.id).sort();
     const compare = async (points: number, fresh: boolean) => {
       let hits = 0;
       const other = fresh ? createRuleEngine({ store, trips: false }) : undefined;
