@@ -3,6 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
+import { startPeopleCleanup } from '../src/people/cleanup.ts';
+import { DEFAULT_PEOPLE_SETTINGS } from '../src/people/service.ts';
 import { totpCode, stepAt } from '../src/people/totp.ts';
 import { createTestApp } from './helpers/app.ts';
 import { manualClock } from './helpers/clock.ts';
@@ -259,6 +261,22 @@ describe('sign-in and sessions', () => {
     }
     clock.advance(60 * 60_000);
     assert.equal((await app.request('GET', '/v2/fleet/vehicles', { key: null, headers: { cookie: busy } })).statusCode, 401, '7 days after sign-in');
+  });
+
+  test('sessions that ended or went idle are deleted in the background, live ones kept', async (t) => {
+    const clock = manualClock(Date.now());
+    const app = await createTestApp({ clock, env: { FLEET_SESSION_IDLE_MINUTES: '60' } });
+    t.after(() => app.close());
+    const idle = await signUp(app, 'idle@x.io', 'viewer');
+    clock.advance(30 * 60_000);
+    const busy = await signUp(app, 'busy@x.io', 'viewer');
+    const cleanup = startPeopleCleanup({ store: app.stores.people, clock, settings: { ...DEFAULT_PEOPLE_SETTINGS, idleMs: 60 * 60_000 }, log: console });
+    t.after(() => cleanup.stop());
+    assert.equal(await cleanup.runOnce(), 0, 'nothing has ended yet');
+    clock.advance(31 * 60_000);
+    assert.equal(await cleanup.runOnce(), 1, 'the first session has been idle over an hour');
+    assert.equal((await asBrowser(app, busy, 'GET', '/auth/session')).statusCode, 200);
+    assert.equal((await asBrowser(app, idle, 'GET', '/auth/session')).statusCode, 401);
   });
 
   test('changing the password ends the other sessions; a role change applies at the next request', async (t) => {

@@ -17,6 +17,7 @@ export function addLifecycle(app: FastifyInstance, parts: Services): void {
   app.addHook('onClose', async () => {
     parts.retention.stop();
     parts.eventRetention.stop();
+    parts.peopleCleanup.stop();
     offline.stop();
     await deliveries.stop();
     parts.pacing?.close();

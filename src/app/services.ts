@@ -15,6 +15,7 @@ import { createHistoryService } from '../history/service.ts';
 import { registerReading } from '../http/metrics.ts';
 import { createDeviceGuard } from '../protocols/guard.ts';
 import { createProtocolIngest } from '../protocols/ingest.ts';
+import { startPeopleCleanup } from '../people/cleanup.ts';
 import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
 import { createOsmandListener } from '../protocols/osmand/listener.ts';
 import { createTeltonikaListener } from '../protocols/teltonika/listener.ts';
@@ -56,10 +57,9 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   const auth = createAuthService({
     store: stores.auth, clock, maxApiKeys: config.quotas.apiKeys, verifyAccessToken: oauth.verifyAccessToken, events,
   });
-  const people = createPeopleService({
-    store: stores.people, organizations: stores.auth, clock, events,
-    settings: { ...DEFAULT_PEOPLE_SETTINGS, publicUrl: config.publicUrl, idleMs: config.sessions.idleMinutes * 60_000 },
-  });
+  const peopleSettings = { ...DEFAULT_PEOPLE_SETTINGS, publicUrl: config.publicUrl, idleMs: config.sessions.idleMinutes * 60_000 };
+  const people = createPeopleService({ store: stores.people, organizations: stores.auth, clock, events, settings: peopleSettings });
+  const peopleCleanup = startPeopleCleanup({ store: stores.people, clock, settings: peopleSettings, log });
   const sso = createSsoService({
     store: stores.sso, people, clock, publicUrl: config.publicUrl, allowPrivate: config.sso.allowPrivate,
   });
@@ -162,6 +162,6 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     eventCounts, outbound, pacing, deliveries, webhooks,
     feed: createFeedService({ store: stores.events }),
     history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles }),
-    mqtt, devices, protocolIngest, deviceGuard, listeners, retention, eventRetention,
+    mqtt, devices, protocolIngest, deviceGuard, listeners, retention, eventRetention, peopleCleanup,
   };
 }

@@ -88,6 +88,11 @@ export interface PeopleStore {
   /** Sets the password hash (the user's own change). */
   setPassword(userId: string, passwordHash: string, at: number): Promise<void>;
 
+  /**
+   * Deletes what can no longer be used: sessions past their end or idle since before `idleBefore`,
+   * expired invitations, and failed sign-ins from before `failuresBefore`. The number of rows deleted.
+   */
+  deleteExpired(now: number, idleBefore: number, failuresBefore: number): Promise<number>;
   /** Records a failed sign-in for the email and forgets its failures older than `forgetBefore`. */
   recordLoginFailure(emailKey: string, at: number, forgetBefore: number): Promise<void>;
   /** The times of the email's failed sign-ins since `since`, oldest first. */

@@ -289,6 +289,32 @@ export function peopleStoreContract(name: string, open: () => Promise<PeopleStor
       assert.equal(await store.insertUser(user(a, { email: gone.email }), invite()), true);
     });
 
+    test('what can no longer be used is deleted: ended or idle sessions, expired invitations, old failures', async () => {
+      const { store, organizations: [a] } = await fresh();
+      const u = await add(store, user(a));
+      const live = session(u, { idHash: 'live', lastSeenAt: T0 + 5000, expiresAt: T0 + DAY });
+      const idle = session(u, { idHash: 'idle', lastSeenAt: T0 + 1000, expiresAt: T0 + DAY });
+      const ended = session(u, { idHash: 'ended', lastSeenAt: T0 + 9000, expiresAt: T0 + 10_000 });
+      for (const s of [live, idle, ended]) await store.insertSession(s);
+      const kept = invite(T0 + DAY);
+      const expired = invite(T0 + 10_000);
+      await store.replaceInvitation(u.id, expired);
+      const other = await add(store, user(a));
+      await store.replaceInvitation(other.id, kept);
+      await store.recordLoginFailure('ada@example.com', T0, 0);
+      await store.recordLoginFailure('ada@example.com', T0 + 20_000, 0);
+
+      // At T0 + 10 s: sessions idle since before T0 + 2 s, or ended, go; failures before T0 + 1 s go.
+      assert.equal(await store.deleteExpired(T0 + 10_000, T0 + 2000, T0 + 1000), 4);
+      assert.ok(await store.findSession(live.idHash));
+      assert.equal(await store.findSession(idle.idHash), undefined);
+      assert.equal(await store.findSession(ended.idHash), undefined);
+      assert.equal(await store.acceptInvitation(expired.tokenHash, 'pw', T0), undefined, 'the expired invitation is gone');
+      assert.deepEqual(await store.loginFailures('ada@example.com', 0), [T0 + 20_000]);
+      assert.ok(await store.acceptInvitation(kept.tokenHash, 'pw', T0), 'the live invitation stays');
+      assert.equal(await store.deleteExpired(T0 + 10_000, T0 + 2000, T0 + 1000), 0, 'nothing more');
+    });
+
     test('failed sign-ins: counted per email since a time, the old ones forgotten, all cleared', async () => {
       const { store } = await fresh();
       await store.recordLoginFailure('ada@example.com', T0, T0 - 1000);

@@ -184,6 +184,15 @@ export function createPostgresPeopleStore(db: Database): PeopleStore {
       await db.query({ name: 'people.delete-session', text: 'DELETE FROM user_sessions WHERE id_hash = $1', values: [idHash] });
     },
 
+    async deleteExpired(now, idleBefore, failuresBefore) {
+      const counts = await Promise.all([
+        db.query({ name: 'people.expired-sessions', text: 'DELETE FROM user_sessions WHERE expires_at <= $1 OR last_seen_at <= $2', values: [now, idleBefore] }),
+        db.query({ name: 'people.expired-invitations', text: 'DELETE FROM user_invitations WHERE expires_at <= $1', values: [now] }),
+        db.query({ name: 'people.old-failures', text: 'DELETE FROM login_failures WHERE at < $1', values: [failuresBefore] }),
+      ]);
+      return counts.reduce((sum, result) => sum + (result.rowCount ?? 0), 0);
+    },
+
     async deleteUserSessions(userId, keepIdHash) {
       await db.query({
         name: 'people.delete-other-sessions',

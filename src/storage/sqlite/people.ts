@@ -46,6 +46,9 @@ export function createSqlitePeopleStore(db: DatabaseSync): PeopleStore {
   const deleteSession = db.prepare('DELETE FROM user_sessions WHERE id_hash = ?');
   const deleteUserSessions = db.prepare('DELETE FROM user_sessions WHERE user_id = ?');
   const deleteOtherSessions = db.prepare('DELETE FROM user_sessions WHERE user_id = ? AND id_hash <> ?');
+  const expiredSessions = db.prepare('DELETE FROM user_sessions WHERE expires_at <= ? OR last_seen_at <= ?');
+  const expiredInvitations = db.prepare('DELETE FROM user_invitations WHERE expires_at <= ?');
+  const oldFailures = db.prepare('DELETE FROM login_failures WHERE at < ?');
   const recordLogin = db.prepare('UPDATE users SET last_login_at = ? WHERE id = ?');
   const setPassword = db.prepare('UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?');
 
@@ -153,6 +156,11 @@ export function createSqlitePeopleStore(db: DatabaseSync): PeopleStore {
 
     async deleteSession(idHash) {
       write(db, () => deleteSession.run(idHash));
+    },
+
+    async deleteExpired(now, idleBefore, failuresBefore) {
+      return transaction(db, () => Number(expiredSessions.run(now, idleBefore).changes)
+        + Number(expiredInvitations.run(now).changes) + Number(oldFailures.run(failuresBefore).changes));
     },
 
     async deleteUserSessions(userId, keepIdHash) {
