@@ -11,11 +11,12 @@ import { fileURLToPath } from 'node:url';
 import { COMPILE_CACHE, printedKeys, request, spawnFleet, startFleet, tempDir, withTimeout } from './helpers/process.ts';
 
 const NEW_KEY = fileURLToPath(new URL('../src/cli/new-key.ts', import.meta.url));
+const NEW_USER = fileURLToPath(new URL('../src/cli/new-user.ts', import.meta.url));
 const TIMEOUT = 90_000;
 
-/** `node src/cli/new-key.ts ...args` in `cwd` with `env`: its exit code and output. */
-function runKey(cwd: string, args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [NEW_KEY, ...args], { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, ...COMPILE_CACHE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `node src/cli/new-key.ts ...args` (or another command) in `cwd` with `env`: its exit code and output. */
+function runKey(cwd: string, args: string[], env: Record<string, string> = {}, script = NEW_KEY) {
+  const child = spawn(process.execPath, [script, ...args], { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, ...COMPILE_CACHE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -69,7 +70,18 @@ describe('the first start', { concurrency: 2 }, () => {
     assert.deepEqual(printedKeys(made.stdout), [key], 'stdout is the key alone');
     assert.match(made.stderr, /shown once/);
 
+    // npm run user: an invitation link from the same store, the service stopped; bad options refused.
+    assert.equal((await runKey(cwd, ['--email', 'first@example.com', '--role', 'owner'], env, NEW_USER)).code, 2);
+    const invited = await runKey(cwd, ['--email', 'first@example.com', '--role', 'admin'], env, NEW_USER);
+    assert.equal(invited.code, 0, invited.stderr);
+    const link = invited.stdout.trim();
+    assert.match(link, /^http:\/\/localhost:8080\/#\/invitation\?token=[A-Za-z0-9_-]+$/, 'stdout is the link alone');
+    assert.match(invited.stderr, /as admin of/);
+
     const again = await startFleet(t, { cwd, env });
+    const accepted = await request(again, 'POST', '/auth/invitations/accept', { body: { token: new URL(link).hash.split('token=')[1], password: 'the first admin\'s passphrase' } });
+    assert.equal(accepted.status, 200, await accepted.clone().text());
+    assert.equal(((await accepted.json()) as { user: { role: string } }).user.role, 'admin');
     const listed = await request(again, 'GET', '/v2/api-keys', { key });
     assert.equal(listed.status, 200, 'the new key is an admin key');
     const names = ((await listed.json()) as { apiKeys: { name: string }[] }).apiKeys.map((k) => k.name);

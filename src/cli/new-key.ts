@@ -10,8 +10,7 @@ import { createAuthService } from '../auth/service.ts';
 import { generateApiKey } from '../auth/keys.ts';
 import { SCOPES } from '../auth/scopes.ts';
 import { systemClock } from '../clock.ts';
-import { loadConfig } from '../config.ts';
-import { openStores } from '../storage/stores.ts';
+import { withOrganization } from './organization-store.ts';
 
 const USAGE = `Usage:
   npm run --silent key                  a new key in Fleet's format, stored nowhere (for FLEET_ADMIN_KEY)
@@ -49,28 +48,10 @@ if (args.help === true) {
 }
 
 async function addAdminKey(organizationId: string | undefined, name: string): Promise<void> {
-  const loaded = loadConfig();
-  if (!loaded.ok) fail(`invalid configuration:\n${loaded.errors.map((e) => `  - ${e}`).join('\n')}`, 2);
-  let stores;
-  try {
-    stores = await openStores(loaded.config);
-  } catch (error) {
-    fail(`cannot open the store: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  try {
+  await withOrganization(fail, organizationId, async ({ stores, organization }) => {
     const auth = createAuthService({ store: stores.auth, clock: systemClock });
-    const organization = organizationId === undefined
-      ? (await auth.listOrganizations({ limit: 1, offset: 0 })).organizations[0]
-      : await stores.auth.getOrganization(organizationId);
-    if (organization === undefined) {
-      fail(organizationId === undefined
-        ? 'the store has no organization yet: start the service once (it makes the first one and prints its key)'
-        : `no organization "${organizationId}" in the store`);
-    }
     const { key, secret } = await auth.createKey(organization.id, { name, scopes: SCOPES, expiresAt: null });
     process.stderr.write(`Admin API key ${key.id} of ${organization.name} (${organization.id}), shown once, store it now:\n`);
     process.stdout.write(`${secret}\n`);
-  } finally {
-    await stores.close();
-  }
+  });
 }

@@ -5,10 +5,9 @@
 import { parseArgs } from 'node:util';
 import { SCOPES } from '../auth/scopes.ts';
 import { systemClock } from '../clock.ts';
-import { loadConfig } from '../config.ts';
 import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
 import { ROLES, type Role } from '../people/roles.ts';
-import { openStores } from '../storage/stores.ts';
+import { withOrganization } from './organization-store.ts';
 import { isAppError } from '../errors.ts';
 
 const USAGE = `Usage:
@@ -53,36 +52,20 @@ if (args.help === true) {
 }
 
 async function invite(email: string, role: Role, name: string, organizationId: string | undefined): Promise<void> {
-  const loaded = loadConfig();
-  if (!loaded.ok) fail(`invalid configuration:\n${loaded.errors.map((e) => `  - ${e}`).join('\n')}`, 2);
-  let stores;
-  try {
-    stores = await openStores(loaded.config);
-  } catch (error) {
-    fail(`cannot open the store: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  try {
-    const organization = organizationId === undefined
-      ? (await stores.auth.listOrganizations({ limit: 1, offset: 0 })).organizations[0]
-      : await stores.auth.getOrganization(organizationId);
-    if (organization === undefined) {
-      fail(organizationId === undefined
-        ? 'the store has no organization yet: start the service once (it makes the first one)'
-        : `no organization "${organizationId}" in the store`);
-    }
+  await withOrganization(fail, organizationId, async ({ stores, config, organization }) => {
     const people = createPeopleService({
       store: stores.people, organizations: stores.auth, clock: systemClock, events: { emit() {} },
-      settings: { ...DEFAULT_PEOPLE_SETTINGS, publicUrl: loaded.config.publicUrl },
+      settings: { ...DEFAULT_PEOPLE_SETTINGS, publicUrl: config.publicUrl },
     });
     // The command line acts for the organization with every scope, as its first admin key would.
     const operator = { organizationId: organization.id, credentialId: 'cli', scopes: new Set(SCOPES), platform: organization.platform };
-    const { user, invitation } = await people.createUser(operator, { email, name, role });
-    process.stderr.write(`Invited ${user.email} (${user.id}) as ${user.role} of ${organization.name}. Open this link within 72 hours to set a password:\n`);
-    process.stdout.write(`${invitation.url}\n`);
-  } catch (error) {
-    if (isAppError(error)) fail(error.detail ?? error.message);
-    throw error;
-  } finally {
-    await stores.close();
-  }
+    try {
+      const { user, invitation } = await people.createUser(operator, { email, name, role });
+      process.stderr.write(`Invited ${user.email} (${user.id}) as ${user.role} of ${organization.name}. Open this link within 72 hours to set a password:\n`);
+      process.stdout.write(`${invitation.url}\n`);
+    } catch (error) {
+      if (isAppError(error)) fail(error.detail ?? error.message);
+      throw error;
+    }
+  });
 }
