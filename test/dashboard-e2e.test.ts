@@ -54,7 +54,7 @@ test('the dashboard: sign in, list, filter, page, open a vehicle, change its sta
   const readOnly = await ctx.keyWith(['fleet:read', 'telemetry:read']);
 
   mkdirSync(SHOTS, { recursive: true });
-  const { page, pageErrors, cspViolations, close } = await openBrowser({ width: 1360, height: 900 });
+  const { page, pageErrors, cspViolations, consoleErrors, close } = await openBrowser({ width: 1360, height: 900 });
   t.after(close);
   const requests: string[] = [];
   page.on('request', (request) => requests.push(request.url()));
@@ -223,6 +223,15 @@ test('the dashboard: sign in, list, filter, page, open a vehicle, change its sta
     const stored = await ctx.request('GET', '/v2/fleet/vehicles/van-02');
     assert.equal(stored.json<{ status: string }>().status, 'maintenance');
     await shot('04-vehicle');
+  });
+
+  await t.test('a vehicle that has sent nothing yet: "No telemetry yet", and no failed request in the console', async () => {
+    const before = consoleErrors.length;
+    await page.goto(`${origin}/#/vehicles/van-20`);
+    // Shown once the vehicle's details have arrived (and, before, once a latest-state request failed).
+    await page.getByText('No telemetry yet.').waitFor();
+    // (The map's tiles come from a dead origin on purpose: their failures are not the API's.)
+    assert.deepEqual(consoleErrors.slice(before).filter((e) => e.includes('/v2/')), []);
   });
 
   await t.test('an error from the API is shown with its title and detail', async () => {

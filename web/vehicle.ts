@@ -152,13 +152,16 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
     caption.textContent = `${speeds} speed and ${batteries} battery readings from ${formatTime(new Date(from).toISOString())} to ${formatTime(new Date(to).toISOString())}.`;
   }
 
-  async function loadVehicle() {
+  async function loadVehicle(): Promise<VehicleDetails | undefined> {
     try {
-      showDetails(await api<VehicleDetails>('GET', `/v2/fleet/vehicles/${encode(id)}`, { signal }));
+      const vehicle = await api<VehicleDetails>('GET', `/v2/fleet/vehicles/${encode(id)}`, { signal });
+      showDetails(vehicle);
+      return vehicle;
     } catch (error) {
-      if (signal.aborted) return;
+      if (signal.aborted) return undefined;
       replace(details, problemBox(error));
       replace(change);
+      return undefined;
     }
   }
 
@@ -254,8 +257,13 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
     }
   });
 
-  void loadVehicle();
-  void loadLatest();
+  // A vehicle that has sent nothing yet has no latest state to ask for (the answer would be a 404
+  // in the browser's console); its first record arrives on the live stream.
+  void loadVehicle().then((vehicle) => {
+    if (vehicle === undefined) return;
+    if (vehicle.lastUpdate === null) showLatest();
+    else void loadLatest();
+  });
   void loadChart();
   void loadHistory();
 

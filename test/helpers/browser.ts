@@ -48,6 +48,8 @@ export interface BrowserPage {
   page: Page;
   pageErrors: string[];
   cspViolations: string[];
+  /** Every error the console shows (a failed request's status among them), as its text and URL. */
+  consoleErrors: string[];
   close: () => Promise<void>;
 }
 
@@ -61,11 +63,13 @@ export async function openBrowser(viewport = { width: 1360, height: 900 }, timeo
   const pageErrors: string[] = [];
   const cspViolations: string[] = [];
   page.on('pageerror', (error) => pageErrors.push(error.message));
+  const consoleErrors: string[] = [];
   page.on('console', (message) => {
     if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+    if (message.type() === 'error') consoleErrors.push(`${message.text()} ${message.location().url}`);
   });
   return {
-    browser, page, pageErrors, cspViolations,
+    browser, page, pageErrors, cspViolations, consoleErrors,
     async close() {
       await browser.close();
       rmSync(profile, { recursive: true, force: true });
