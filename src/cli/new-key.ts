@@ -10,7 +10,7 @@ import { createAuthService } from '../auth/service.ts';
 import { generateApiKey } from '../auth/keys.ts';
 import { SCOPES } from '../auth/scopes.ts';
 import { systemClock } from '../clock.ts';
-import { withOrganization } from './organization-store.ts';
+import { type Fail, failureOf, withOrganization } from './organization-store.ts';
 
 const USAGE = `Usage:
   npm run --silent key                  a new key in Fleet's format, stored nowhere (for FLEET_ADMIN_KEY)
@@ -23,10 +23,7 @@ The store is the one the service uses, FLEET_DATABASE_URL (default sqlite:./data
 embedded store can be opened by one process at a time: stop the service first.
 `;
 
-function fail(message: string, code = 1): never {
-  process.stderr.write(`fleet key: ${message}\n`);
-  process.exit(code);
-}
+const fail: Fail = failureOf('key');
 
 let args;
 try {

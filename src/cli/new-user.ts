@@ -7,7 +7,7 @@ import { SCOPES } from '../auth/scopes.ts';
 import { systemClock } from '../clock.ts';
 import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
 import { ROLES, type Role } from '../people/roles.ts';
-import { withOrganization } from './organization-store.ts';
+import { type Fail, failureOf, withOrganization } from './organization-store.ts';
 import { isAppError } from '../errors.ts';
 
 const USAGE = `Usage:
@@ -22,10 +22,7 @@ sqlite:./data/fleet.db). The embedded store can be opened by one process at a ti
 service first, or invite through the API (POST /v2/users) while it runs.
 `;
 
-function fail(message: string, code = 1): never {
-  process.stderr.write(`fleet user: ${message}\n`);
-  process.exit(code);
-}
+const fail: Fail = failureOf('user');
 
 let args;
 try {

@@ -7,6 +7,14 @@ import { type Stores, openStores } from '../storage/stores.ts';
 /** Ends the command with a message on stderr and an exit code (2: bad usage or configuration). */
 export type Fail = (message: string, code?: number) => never;
 
+/** The `Fail` of the command `fleet <name>`. */
+export function failureOf(name: string): Fail {
+  return (message, code = 1) => {
+    process.stderr.write(`fleet ${name}: ${message}\n`);
+    process.exit(code);
+  };
+}
+
 /**
  * Runs `work` with the configured store and the organization `organizationId` names (default: the
  * first one, made on the first start), then closes the store. Every way it cannot fails the command.

@@ -2,6 +2,7 @@
 // background, a step at a time, yielding between steps. A feed cursor from before the oldest kept
 // event then answers 410 (the log remembers how far it pruned).
 import type { Clock } from '../clock.ts';
+import { startPeriodic } from '../periodic.ts';
 import type { EventStore } from './store.ts';
 
 const STEP = 1000;
@@ -15,10 +16,7 @@ export function startEventRetention(deps: {
   log: { error(obj: object, msg: string): void };
   intervalMs?: number;
 }): { runOnce(): Promise<number>; stop(): void } {
-  let running = false;
-  async function runOnce(): Promise<number> {
-    if (running) return 0;
-    running = true;
+  return startPeriodic(async () => {
     let total = 0;
     try {
       const before = deps.clock.now() - deps.days * DAY_MS;
@@ -30,12 +28,7 @@ export function startEventRetention(deps: {
       }
     } catch (error) {
       deps.log.error({ err: error }, 'event retention failed; will retry');
-    } finally {
-      running = false;
     }
     return total;
-  }
-  const timer = setInterval(() => void runOnce(), deps.intervalMs ?? 600_000);
-  timer.unref();
-  return { runOnce, stop: () => clearInterval(timer) };
+  }, deps.intervalMs ?? 600_000);
 }

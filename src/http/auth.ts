@@ -131,11 +131,7 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
     if (token === undefined) {
       const secret = sessionSecret(request);
       if (secret === undefined || request.headers.authorization !== undefined) throw unauthorized();
-      const principal = await sessions.resolve(secret);
-      if (principal === undefined) throw noSession();
-      request.authRefusal = refusal(request, config, principal) ?? null;
-      request.principal = principal;
-      return;
+      return fromSession(request, config, secret);
     }
     let principal: Principal;
     try {
@@ -152,14 +148,19 @@ export const authPlugin = fp(async function auth(app: FastifyInstance, opts: { a
     request.principal = principal;
   }
 
-  /** A route of the person's own account: only the session cookie counts. */
-  async function authenticateSession(request: FastifyRequest, config: FastifyContextConfig): Promise<void> {
-    const secret = sessionSecret(request);
-    if (secret === undefined) throw noSession();
+  /** The principal of a session cookie's secret, from the cache or the store; 401 when it has none. */
+  async function fromSession(request: FastifyRequest, config: FastifyContextConfig, secret: string): Promise<void> {
     const principal = sessions.cached(secret) ?? (await sessions.resolve(secret));
     if (principal === undefined) throw noSession();
     request.authRefusal = refusal(request, config, principal) ?? null;
     request.principal = principal;
+  }
+
+  /** A route of the person's own account: only the session cookie counts. */
+  async function authenticateSession(request: FastifyRequest, config: FastifyContextConfig): Promise<void> {
+    const secret = sessionSecret(request);
+    if (secret === undefined) throw noSession();
+    return fromSession(request, config, secret);
   }
 
   // Callback-style, with a synchronous path for a token verified moments ago (the common case of

@@ -3,6 +3,7 @@
 // needed to refuse them (each is judged by its times when presented); this only keeps the tables
 // from growing with every sign-in.
 import type { Clock } from '../clock.ts';
+import { startPeriodic } from '../periodic.ts';
 import type { PeopleSettings } from './service.ts';
 import type { PeopleStore } from './store.ts';
 
@@ -13,21 +14,13 @@ export function startPeopleCleanup(deps: {
   log: { error(obj: object, msg: string): void };
   intervalMs?: number;
 }): { runOnce(): Promise<number>; stop(): void } {
-  let running = false;
-  async function runOnce(): Promise<number> {
-    if (running) return 0;
-    running = true;
+  return startPeriodic(async () => {
     try {
       const now = deps.clock.now();
       return await deps.store.deleteExpired(now, now - deps.settings.idleMs, now - deps.settings.lockoutWindowMs);
     } catch (error) {
       deps.log.error({ err: error }, 'deleting ended sessions failed; will retry');
       return 0;
-    } finally {
-      running = false;
     }
-  }
-  const timer = setInterval(() => void runOnce(), deps.intervalMs ?? 600_000);
-  timer.unref();
-  return { runOnce, stop: () => clearInterval(timer) };
+  }, deps.intervalMs ?? 600_000);
 }
