@@ -98,6 +98,9 @@ if (first !== undefined) {
 } else if (config.adminKey !== undefined) {
   app.log.info('FLEET_ADMIN_KEY is only used on the first start of an empty store; the store already has organizations');
 }
+// Requests are served from "Server listening" on; from this line on, the first start's organization
+// and admin key (whichever node of a cluster made them) are in the store too.
+app.log.info('started');
 
 /** What a port already in use means, with the variable that moves it; undefined for another error. */
 function portInUse(error: unknown): string | undefined {

@@ -137,8 +137,8 @@ export interface RunningFleet extends FleetProcess {
 }
 
 /**
- * Spawns main.ts on 127.0.0.1 with FLEET_PORT=0 (unless given) and resolves once it logs the
- * address it listens on, from which the real port is taken. No overload refusals unless the test
+ * Spawns main.ts on 127.0.0.1 with FLEET_PORT=0 (unless given) and resolves once it has started:
+ * it logs the address it listens on (the real port is taken from it), then `started`. No overload refusals unless the test
  * asks for them: beside the rest of a run on a busy machine, a process's event loop lags for
  * reasons of the machine's, not of the test's (as in testConfig).
  */
@@ -163,6 +163,9 @@ export async function startFleet(t: TestContext, options: SpawnOptions = {}): Pr
     return false;
   }, 'the "Server listening at" log line', 60_000);
   if (port === undefined) throw new Error('unreachable: no port');
+  // Served from the line above on; the first start's organization and admin key are in the store
+  // from this one on (made after listening, so that a start that cannot listen makes nothing).
+  await proc.waitFor(() => proc.logs().some((line) => line.msg === 'started'), 'the "started" log line', 30_000);
   return { ...proc, port, url: `http://127.0.0.1:${port}` };
 }
 
