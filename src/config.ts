@@ -129,6 +129,8 @@ export interface Config {
   telemetry: { retentionDays: number };
   /** Events are kept this many days; webhooks may reach private addresses only when allowed. */
   events: { retentionDays: number };
+  /** The audit log: entries older than this many days are deleted. */
+  audit: { retentionDays: number };
   /** How often each node runs the offline alert check, seconds; whether trips are detected live. */
   rules: { offlineCheckSeconds: number; tripEvents: boolean };
   webhooks: { allowPrivate: boolean; endpointConcurrency: number };
@@ -202,6 +204,7 @@ export const VARIABLES = {
   FLEET_QUOTA_DEVICES: { default: '10000', doc: 'Registered devices per organization.' },
   FLEET_QUOTA_GEOFENCE_VERTICES: { default: '1000000', doc: 'Positions over all geofences of an organization (a circle counts one).' },
   FLEET_EVENT_RETENTION_DAYS: { default: '30', doc: 'Events (the feed) and webhook deliveries older than this many days are deleted in the background.' },
+  FLEET_AUDIT_RETENTION_DAYS: { default: '365', doc: 'Audit log entries older than this many days (1 to 36500) are deleted in the background.' },
   FLEET_SESSION_IDLE_MINUTES: {
     default: '720',
     doc: 'A person\'s session ends after this many minutes without a request (5 to 10080); whatever its use, it ends 7 days after sign-in.',
@@ -380,6 +383,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     geofenceVertices: int('FLEET_QUOTA_GEOFENCE_VERTICES', 0, 100_000_000),
   };
   const eventRetentionDays = int('FLEET_EVENT_RETENTION_DAYS', 1, 36_500);
+  const auditRetentionDays = int('FLEET_AUDIT_RETENTION_DAYS', 1, 36_500);
   const offlineCheckSeconds = int('FLEET_OFFLINE_CHECK_SECONDS', 1, 3600);
   const idleMinutes = int('FLEET_SESSION_IDLE_MINUTES', 5, 10_080);
   const tripEvents = read('FLEET_TRIP_EVENTS');
@@ -421,6 +425,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       oauth: { tokenTtlSeconds, external },
       telemetry: { retentionDays },
       events: { retentionDays: eventRetentionDays },
+      audit: { retentionDays: auditRetentionDays },
       rules: { offlineCheckSeconds, tripEvents: tripEvents === 'true' },
       webhooks: { allowPrivate: allowPrivate === 'true', endpointConcurrency },
       sessions: { idleMinutes },

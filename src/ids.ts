@@ -11,6 +11,7 @@
 // (auth/oauth/clients.ts), webhook signing secrets (webhooks/signing.ts), stream tickets
 // (streams/tickets.ts) and access tokens' `jti` (auth/oauth/tokens.ts).
 import { randomBytes } from 'node:crypto';
+import { noteNewId } from './audit/context.ts';
 import { base62, randomBase62 } from './base62.ts';
 
 /** Random ids: the characters after the prefix. */
@@ -27,7 +28,7 @@ const RANDOM = {
 } as const satisfies Record<string, { alphabet: 'base62' | 'base64url'; length: number }>;
 
 /** Time-ordered ids: the base62 characters after the prefix, the first TIME_LENGTH of them the time. */
-const TIME_ORDERED = { evt: 24, alert: 20, dlv: 20 } as const satisfies Record<string, number>;
+const TIME_ORDERED = { evt: 24, alert: 20, dlv: 20, aud: 20 } as const satisfies Record<string, number>;
 
 /** Base62 digits of the time (ms): eight cover every millisecond up to the year 8000. */
 const TIME_LENGTH = 8;
@@ -41,7 +42,10 @@ export function newId(prefix: IdPrefix): string {
   const random = alphabet === 'base62'
     ? randomBase62(length)
     : randomBytes(Math.ceil((length * 3) / 4)).toString('base64url').slice(0, length);
-  return `${prefix}_${random}`;
+  const id = `${prefix}_${random}`;
+  // A creation's resource is the first id of its kind it makes (audit/actions.ts).
+  noteNewId(prefix, id);
+  return id;
 }
 
 /** A new id of the kind `prefix` names: the time `at` (ms) in its first characters, random ones after. */

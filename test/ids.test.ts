@@ -15,6 +15,7 @@ import { AlertIdParams, RuleIdParams } from '../src/rules/schema.ts';
 import { UserIdParams } from '../src/people/schema.ts';
 import { StreamIdParams } from '../src/streams/schema.ts';
 import { DeliveryParams, WebhookIdParams } from '../src/webhooks/schema.ts';
+import { AuditQuery } from '../src/audit/schema.ts';
 
 const BASE64URL_16 = /^[A-Za-z0-9_-]{16}$/;
 const base62 = (length: number) => new RegExp(`^[0-9A-Za-z]{${length}}$`);
@@ -35,6 +36,7 @@ const TIME_ORDERED_FORMS: Record<TimeOrderedIdPrefix, { rest: RegExp; param?: TS
   evt: { rest: base62(24) },
   alert: { rest: base62(20), param: AlertIdParams.properties.id },
   dlv: { rest: base62(20), param: DeliveryParams.properties.deliveryId },
+  aud: { rest: base62(20), param: AuditQuery.properties.cursor },
 };
 
 test('every kind of id has its public form, one its routes accept, and 10,000 of a kind are distinct', () => {
@@ -42,7 +44,7 @@ test('every kind of id has its public form, one its routes accept, and 10,000 of
     ...Object.entries(FORMS).map(([prefix, form]) => [prefix, () => newId(prefix as IdPrefix), form] as [string, () => string, typeof form]),
     ...Object.entries(TIME_ORDERED_FORMS).map(([prefix, form]) => [prefix, () => newTimeOrderedId(prefix as TimeOrderedIdPrefix), form] as [string, () => string, typeof form]),
   ];
-  assert.equal(kinds.length, 12);
+  assert.equal(kinds.length, 13);
   for (const [prefix, make, { rest, param }] of kinds) {
     const ids = Array.from({ length: 10_000 }, make);
     for (const id of ids) {

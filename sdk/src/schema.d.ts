@@ -657,6 +657,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log, newest first
+         * @description Every change through the API and every sign-in, refusal (401 of a presented credential, 403) and failure, with who made it. Entries are never changed; they are kept `FLEET_AUDIT_RETENTION_DAYS` days. The platform organization also sees the entries of no organization (sign-ins naming no known account, unknown credentials). Follow `nextCursor` for older entries.
+         *
+         *     Needs scope `audit:read`.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/devices": {
         parameters: {
             query?: never;
@@ -1921,6 +1943,59 @@ export interface components {
             limit: number;
             offset: number;
             total: number;
+        };
+        /** @description One audited request: who did what to which resource, and how it ended. */
+        AuditEntry: {
+            /**
+             * @description What was done, e.g. `vehicle.created`, `user.updated`, `session.login_failed` (docs/API.md "Audit log" lists them).
+             * @example vehicle.updated
+             */
+            action: string;
+            actor: {
+                /** @description The user, API key or OAuth client id (`ext:<subject>` for an external issuer's token). */
+                id: string | null;
+                /** @description Its name when the entry was written. */
+                name: string | null;
+                /**
+                 * @description `system`: the service itself (the command line); `anonymous`: no valid credential.
+                 * @enum {unknown}
+                 */
+                type: "user" | "apiKey" | "oauthClient" | "system" | "anonymous";
+            };
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            at: string;
+            /** @example aud_0kS9xY2b7QfE3mN1pLcT */
+            id: string;
+            ip: string | null;
+            method: string;
+            /**
+             * @description `denied`: 401 or 403; `failed`: any other error; `succeeded`: otherwise.
+             * @enum {unknown}
+             */
+            outcome: "succeeded" | "denied" | "failed";
+            /** @description The request path, without its query string. */
+            path: string;
+            /** @description The X-Request-Id of the request (as in the logs). */
+            requestId: string | null;
+            resource: {
+                id: string | null;
+                /** @description e.g. `vehicle`, `user`, `apiKey` */
+                type: string | null;
+            };
+            /** @description The response status; for a committed change, the route's success status. */
+            status: number;
+            userAgent: string | null;
+        };
+        /** @description A page of the audit log. */
+        AuditLogPage: {
+            /** @description Newest first. */
+            entries: components["schemas"]["AuditEntry"][];
+            /** @description Null on the last page. */
+            nextCursor: string | null;
         };
         /** @description OAuth 2.0 authorization server metadata (RFC 8414). */
         AuthorizationServerMetadata: {
@@ -5440,6 +5515,52 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description e.g. `vehicle.updated`. */
+                action?: string;
+                /** @description Entries of this user, API key or OAuth client. */
+                actorId?: string;
+                /** @description From `nextCursor` of the previous page. */
+                cursor?: string;
+                /** @description Inclusive start. */
+                from?: string;
+                /** @description Page size. */
+                limit?: number;
+                outcome?: "succeeded" | "denied" | "failed";
+                /** @description With resourceType, one resource's entries. */
+                resourceId?: string;
+                /** @description e.g. `vehicle`. */
+                resourceType?: string;
+                /** @description Exclusive end. */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the audit log. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLogPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

@@ -6,6 +6,8 @@ import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import pkg from '../../package.json' with { type: 'json' };
+import { auditPlugin } from '../audit/plugin.ts';
+import { auditRoutes } from '../audit/routes.ts';
 import { apiKeyRoutes } from '../auth/keys-routes.ts';
 import { oauthRoutes } from '../auth/oauth/routes.ts';
 import type { Clock } from '../clock.ts';
@@ -149,6 +151,8 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
   await app.register(authPlugin, {
     auth, sessions: { cached: (secret) => parts.people.cachedSessionPrincipal(secret), resolve: (secret) => parts.people.sessionPrincipal(secret) },
   });
+  // After auth (an entry names the principal); its preHandler hook is the last before each handler.
+  await app.register(auditPlugin, { store: deps.stores.audit, clock: core.clock });
   // Before every route: routes flagged `secret` get their no-store hook as they are added.
   await app.register(secretResponsesPlugin);
   // Right after auth: its onRequest hook needs the principal, and must refuse before any other work.
@@ -187,6 +191,7 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
   await app.register(organizationRoutes, { auth });
   await app.register(peopleRoutes, { people: parts.people, publicUrl: config.publicUrl });
   await app.register(ssoRoutes, { sso: parts.sso, publicUrl: config.publicUrl });
+  await app.register(auditRoutes, { store: deps.stores.audit });
   await app.register(deviceRoutes, { service: parts.devices });
   await app.register(osmandRoutes, { path: '/osmand', ingest: parts.protocolIngest });
   await app.register(oauthRoutes, { oauth: parts.oauth, publicUrl: config.publicUrl });

@@ -18,6 +18,7 @@ export function addLifecycle(app: FastifyInstance, parts: Services): void {
     parts.retention.stop();
     parts.eventRetention.stop();
     parts.peopleCleanup.stop();
+    parts.auditRetention.stop();
     offline.stop();
     await deliveries.stop();
     parts.pacing?.close();

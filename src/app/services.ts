@@ -16,6 +16,7 @@ import { registerReading } from '../http/metrics.ts';
 import { createDeviceGuard } from '../protocols/guard.ts';
 import { createProtocolIngest } from '../protocols/ingest.ts';
 import { startPeopleCleanup } from '../people/cleanup.ts';
+import { startAuditRetention } from '../audit/retention.ts';
 import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
 import { createOsmandListener } from '../protocols/osmand/listener.ts';
 import { createTeltonikaListener } from '../protocols/teltonika/listener.ts';
@@ -60,6 +61,7 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   const peopleSettings = { ...DEFAULT_PEOPLE_SETTINGS, publicUrl: config.publicUrl, idleMs: config.sessions.idleMinutes * 60_000 };
   const people = createPeopleService({ store: stores.people, organizations: stores.auth, clock, events, settings: peopleSettings });
   const peopleCleanup = startPeopleCleanup({ store: stores.people, clock, settings: peopleSettings, log });
+  const auditRetention = startAuditRetention({ store: stores.audit, clock, retentionDays: config.audit.retentionDays, log });
   const sso = createSsoService({
     store: stores.sso, people, clock, publicUrl: config.publicUrl, allowPrivate: config.sso.allowPrivate,
   });
@@ -162,6 +164,6 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     eventCounts, outbound, pacing, deliveries, webhooks,
     feed: createFeedService({ store: stores.events }),
     history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles }),
-    mqtt, devices, protocolIngest, deviceGuard, listeners, retention, eventRetention, peopleCleanup,
+    mqtt, devices, protocolIngest, deviceGuard, listeners, retention, eventRetention, peopleCleanup, auditRetention,
   };
 }

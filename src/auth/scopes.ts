@@ -46,6 +46,8 @@ export interface Principal {
   organizationId: string;
   /** The credential's id, recorded as `by` in audit trails such as the status history. */
   credentialId: string;
+  /** The credential's name (a key's, a client's, a person's), as the audit log shows who acted. */
+  name?: string;
   scopes: ReadonlySet<Scope>;
   /** The organization created on first start operates the service itself (metrics, organizations). */
   platform: boolean;

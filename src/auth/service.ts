@@ -70,6 +70,7 @@ export function createAuthService(deps: {
     const principal: Principal = {
       organizationId: found.organization.id,
       credentialId: found.key.id,
+      name: found.key.name,
       scopes: new Set(found.key.scopes),
       platform: found.organization.platform,
       ...(found.key.expiresAt === null ? {} : { expiresAt: found.key.expiresAt }),

@@ -2,6 +2,7 @@
 // factors (docs/API.md "Users and sessions"). Routes are in routes.ts; the session cookie is read
 // by the auth plugin (http/auth.ts) through `sessionPrincipal`.
 import { createHash, randomBytes } from 'node:crypto';
+import { noteAudit } from '../audit/context.ts';
 import { AppError } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import type { EventPort } from '../events/port.ts';
@@ -206,6 +207,7 @@ export function createPeopleService(deps: {
       lastSeenAt: now,
       expiresAt: now + settings.absoluteMs,
     };
+    noteAudit({ actor: { type: 'user', id: user.id, name: user.name }, organizationId: user.organizationId, resourceId: user.id });
     await store.insertSession(session);
     await store.recordLogin(user.id, now);
     return { secret, session, user: { ...user, lastLoginAt: now } };
@@ -238,6 +240,7 @@ export function createPeopleService(deps: {
       });
     }
     const user = await store.findUserByEmail(emailKey);
+    if (user !== undefined) noteAudit({ organizationId: user.organizationId, resourceId: user.id });
     // An unknown email, a user without a password and a wrong password cost the same hash.
     const passwordOk = user === undefined || user.passwordHash === null
       ? await verifyNothing(spec.password)
@@ -297,6 +300,7 @@ export function createPeopleService(deps: {
       const principal: SessionPrincipal = {
         organizationId: found.user.organizationId,
         credentialId: found.user.id,
+        name: found.user.name,
         scopes: scopesOf(found.user.role),
         platform: organization.platform,
         expiresAt: found.session.expiresAt,

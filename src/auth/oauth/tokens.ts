@@ -143,7 +143,7 @@ export function createTokens(deps: TokenDeps) {
     // A token never grants more than its client holds now.
     const scopes = knownScopes(claims.scope).filter((scope) => client.scopes.includes(scope));
     return {
-      organizationId: organization.id, credentialId: client.id, scopes: new Set(scopes), platform: organization.platform, expiresAt: claims.exp * 1000,
+      organizationId: organization.id, credentialId: client.id, name: client.name, scopes: new Set(scopes), platform: organization.platform, expiresAt: claims.exp * 1000,
     };
   }
 

@@ -22,6 +22,14 @@ export interface PostgresOptions {
 
 export type Row = Record<string, unknown>;
 
+export interface CommitHook {
+  pending(): boolean;
+  run(client: Queryable): Promise<(() => void) | undefined>;
+}
+
+/** A statement that may write (a CTE may hold a write too): with an audit entry pending, a transaction. */
+const WRITE = /^\s*(INSERT|UPDATE|DELETE|WITH)\b/i;
+
 /** What a statement runs on: the pool (one statement, autocommit) or a transaction's client. */
 export interface Queryable {
   query<R extends pg.QueryResultRow = Row>(config: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>>;
@@ -30,6 +38,12 @@ export interface Queryable {
 export interface Database extends Queryable {
   /** Runs `fn` in one transaction on one connection; rolls back if it throws. */
   transaction<T>(fn: (client: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * What runs just before each COMMIT (the audit entry of the request under way, storage/postgres/
+   * audit.ts): it returns what to call once COMMIT succeeded. `pending` says whether a single write
+   * statement must become a transaction to carry it.
+   */
+  beforeCommit(hook: CommitHook): void;
   end(): Promise<void>;
 }
 
@@ -111,8 +125,13 @@ export function openPostgres(options: PostgresOptions): Database {
     });
   }
 
-  return {
+  let commitHook: CommitHook | undefined;
+
+  const database: Database = {
     async query<R extends pg.QueryResultRow = Row>(config: string | pg.QueryConfig, values?: unknown[]) {
+      if (commitHook?.pending() === true && WRITE.test(typeof config === 'string' ? config : config.text)) {
+        return database.transaction((client) => client.query<R>(config, values));
+      }
       try {
         return await pool.query<R>(config, values);
       } catch (error) {
@@ -144,7 +163,9 @@ export function openPostgres(options: PostgresOptions): Database {
       let broken: Error | undefined;
       try {
         const result = await fn(client);
+        const committed = commitHook?.pending() === true ? await commitHook.run(client) : undefined;
         await client.query('COMMIT');
+        committed?.();
         return result;
       } catch (error) {
         if (lost !== undefined || isUnavailable(error)) {
@@ -162,12 +183,17 @@ export function openPostgres(options: PostgresOptions): Database {
       }
     },
 
+    beforeCommit(hook) {
+      commitHook = hook;
+    },
+
     async end() {
       if (ended) return;
       ended = true;
       await pool.end();
     },
   };
+  return database;
 }
 
 /** A lock that lives until the transaction ends; `key` names what it guards (two nodes, one key). */

@@ -7,6 +7,7 @@ import { createPostgresWebhookStore } from './webhooks.ts';
 import { createPostgresDeviceStore } from './devices.ts';
 import { type Database, type PostgresOptions, migrate, openPostgres } from './database.ts';
 import { createPostgresOAuthStore } from './oauth.ts';
+import { createPostgresAuditStore } from './audit.ts';
 import { createPostgresPeopleStore } from './people.ts';
 import { createPostgresSsoStore } from './sso.ts';
 import { createPostgresTelemetryStore } from './telemetry.ts';
@@ -46,6 +47,7 @@ export function postgresStores(db: Database): Stores {
     webhooks: createPostgresWebhookStore(db),
     devices: createPostgresDeviceStore(db),
     people: createPostgresPeopleStore(db),
+    audit: createPostgresAuditStore(db),
     sso: createPostgresSsoStore(db),
     async ping() {
       await db.query({ name: 'ping', text: 'SELECT 1' });

@@ -92,8 +92,12 @@ export function migrate(db: DatabaseSync): void {
 export function transaction<T>(db: DatabaseSync, fn: () => T): T {
   try {
     db.exec('BEGIN IMMEDIATE');
+    const hook = commitHooks.get(db);
+    const begun = hook?.pending() === true ? hook.begin() : undefined;
     const result = fn();
+    const committed = begun?.();
     db.exec('COMMIT');
+    committed?.();
     return result;
   } catch (error) {
     if (db.isTransaction) db.exec('ROLLBACK');
@@ -101,8 +105,26 @@ export function transaction<T>(db: DatabaseSync, fn: () => T): T {
   }
 }
 
+/**
+ * What runs in each transaction of `db` (the audit entry of the request under way,
+ * storage/sqlite/audit.ts): `begin` runs after BEGIN and returns what runs just before COMMIT,
+ * which returns what to call once COMMIT succeeded. `pending` says whether a single write
+ * statement must become a transaction to carry it.
+ */
+export interface CommitHook {
+  pending(): boolean;
+  begin(): () => (() => void) | undefined;
+}
+
+const commitHooks = new WeakMap<DatabaseSync, CommitHook>();
+
+export function beforeCommit(db: DatabaseSync, hook: CommitHook): void {
+  commitHooks.set(db, hook);
+}
+
 /** One write statement outside a transaction (`fn` runs it), with a full disk thrown as in `transaction`. */
 export function write<T>(db: DatabaseSync, fn: () => T): T {
+  if (commitHooks.get(db)?.pending() === true) return transaction(db, fn);
   try {
     return fn();
   } catch (error) {

@@ -8,6 +8,7 @@ import { createSqliteRuleWrites, createSqliteRulesStore } from './rules.ts';
 import { createSqliteWebhookStore } from './webhooks.ts';
 import { createSqliteDeviceStore } from './devices.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
+import { createSqliteAuditStore } from './audit.ts';
 import { createSqlitePeopleStore } from './people.ts';
 import { createSqliteSsoStore } from './sso.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
@@ -50,6 +51,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     webhooks: createSqliteWebhookStore(db, wal),
     devices: createSqliteDeviceStore(db),
     people: createSqlitePeopleStore(db),
+    audit: createSqliteAuditStore(db),
     sso: createSqliteSsoStore(db),
     async ping() {
       ping.get();

@@ -49,7 +49,6 @@ export function createSqliteVehicleStore(
     return statements;
   }
 
-  /** A write transaction; a failed one leaves the kept statuses unsure, so they are dropped. */
   /**
    * A write transaction, synced to disk off the event loop (wal-sync.ts) like telemetry commits, so
    * a status change waits for the disk without holding up every other request. A failed one

@@ -1,0 +1,68 @@
+// The action and resource of each audited route, by operationId: one table, so that a route added
+// without its line is caught by the test that walks the route table (test/audit.test.ts).
+// `id`: where the resource's id is: a path parameter, a body member, the principal's own user (an
+// account route), or `new:<prefix>`, the first id of that kind the request makes (a creation).
+
+export interface AuditAction {
+  action: string;
+  resource: string;
+  id?: `param:${string}` | `body:${string}` | `new:${string}` | 'self';
+  /** Written at the response, not with a transaction: a sign-in's own writes are bookkeeping. */
+  atResponse?: true;
+}
+
+const table = {
+  registerVehicle: { action: 'vehicle.created', resource: 'vehicle', id: 'body:vehicleId' },
+  v1RegisterVehicle: { action: 'vehicle.created', resource: 'vehicle', id: 'body:vehicleId' },
+  updateVehicle: { action: 'vehicle.updated', resource: 'vehicle', id: 'param:id' },
+  deleteVehicle: { action: 'vehicle.deleted', resource: 'vehicle', id: 'param:id' },
+  changeVehicleStatus: { action: 'vehicle.status_changed', resource: 'vehicle', id: 'param:id' },
+  v1ChangeVehicleStatus: { action: 'vehicle.status_changed', resource: 'vehicle', id: 'param:id' },
+  createWebhook: { action: 'webhook.created', resource: 'webhook', id: 'new:wh' },
+  updateWebhook: { action: 'webhook.updated', resource: 'webhook', id: 'param:id' },
+  deleteWebhook: { action: 'webhook.deleted', resource: 'webhook', id: 'param:id' },
+  rotateWebhookSecret: { action: 'webhook.secret_rotated', resource: 'webhook', id: 'param:id' },
+  testWebhook: { action: 'webhook.tested', resource: 'webhook', id: 'param:id' },
+  retryWebhookDelivery: { action: 'webhook.delivery_retried', resource: 'webhook', id: 'param:id' },
+  createGeofence: { action: 'geofence.created', resource: 'geofence', id: 'new:gf' },
+  replaceGeofence: { action: 'geofence.replaced', resource: 'geofence', id: 'param:id' },
+  deleteGeofence: { action: 'geofence.deleted', resource: 'geofence', id: 'param:id' },
+  createAlertRule: { action: 'alert_rule.created', resource: 'alertRule', id: 'new:rule' },
+  replaceAlertRule: { action: 'alert_rule.replaced', resource: 'alertRule', id: 'param:id' },
+  deleteAlertRule: { action: 'alert_rule.deleted', resource: 'alertRule', id: 'param:id' },
+  acknowledgeAlert: { action: 'alert.acknowledged', resource: 'alert', id: 'param:id' },
+  resolveAlert: { action: 'alert.resolved', resource: 'alert', id: 'param:id' },
+  createApiKey: { action: 'api_key.created', resource: 'apiKey', id: 'new:key' },
+  revokeApiKey: { action: 'api_key.revoked', resource: 'apiKey', id: 'param:id' },
+  createOrganization: { action: 'organization.created', resource: 'organization', id: 'new:org' },
+  createUser: { action: 'user.invited', resource: 'user', id: 'new:usr' },
+  updateUser: { action: 'user.updated', resource: 'user', id: 'param:id' },
+  deleteUser: { action: 'user.deleted', resource: 'user', id: 'param:id' },
+  reinviteUser: { action: 'user.reinvited', resource: 'user', id: 'param:id' },
+  signIn: { action: 'session.login', resource: 'session', atResponse: true },
+  acceptInvitation: { action: 'user.invitation_accepted', resource: 'user', atResponse: true },
+  signOut: { action: 'session.logout', resource: 'session', id: 'self' },
+  changePassword: { action: 'user.password_changed', resource: 'user', id: 'self' },
+  beginTotp: { action: 'user.totp_started', resource: 'user', id: 'self' },
+  confirmTotp: { action: 'user.totp_enabled', resource: 'user', id: 'self' },
+  disableTotp: { action: 'user.totp_disabled', resource: 'user', id: 'self' },
+  putSso: { action: 'sso.configured', resource: 'sso' },
+  deleteSso: { action: 'sso.removed', resource: 'sso' },
+  ssoCallback: { action: 'session.sso_login', resource: 'session', atResponse: true },
+  registerDevice: { action: 'device.created', resource: 'device', id: 'new:dev' },
+  deleteDevice: { action: 'device.deleted', resource: 'device', id: 'param:id' },
+  createOAuthClient: { action: 'oauth_client.created', resource: 'oauthClient', id: 'new:oc' },
+  deleteOAuthClient: { action: 'oauth_client.deleted', resource: 'oauthClient', id: 'param:id' },
+  rotateOAuthSigningKey: { action: 'oauth.signing_key_rotated', resource: 'oauthSigningKey' },
+  createVehicleStream: { action: 'stream.created', resource: 'stream', id: 'new:str' },
+  createFleetStream: { action: 'stream.created', resource: 'stream', id: 'new:str' },
+  deleteStream: { action: 'stream.deleted', resource: 'stream', id: 'param:streamId' },
+  createStreamTicket: { action: 'stream.ticket_issued', resource: 'stream', id: 'param:streamId' },
+} as const satisfies Record<string, AuditAction>;
+
+/** Changes not audited: telemetry ingestion (by HTTP and the devices' own protocols). */
+export const NOT_AUDITED: ReadonlySet<string> = new Set(['ingestVehicleTelemetry', 'ingestFleetTelemetry', 'osmandReportPost']);
+
+export function auditActionOf(operationId: string | undefined): AuditAction | undefined {
+  return operationId === undefined ? undefined : (table as Record<string, AuditAction>)[operationId];
+}
