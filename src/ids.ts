@@ -48,7 +48,20 @@ export function newId(prefix: IdPrefix): string {
   return id;
 }
 
-/** A new id of the kind `prefix` names: the time `at` (ms) in its first characters, random ones after. */
+/** Base62 digits after the time that count the ids this process made in the same millisecond. */
+const SEQUENCE_LENGTH = 3;
+const SEQUENCE_MAX = 62 ** SEQUENCE_LENGTH - 1;
+let lastMs = -1;
+let sequence = 0;
+
+/**
+ * A new id of the kind `prefix` names: the time `at` (ms) in its first characters, then a count
+ * of the ids this process made in that millisecond (so that its ids of one millisecond sort in the
+ * order they were made: the audit log lists by id), random ones after.
+ */
 export function newTimeOrderedId(prefix: TimeOrderedIdPrefix, at: number = Date.now()): string {
-  return `${prefix}_${base62(Math.max(0, Math.floor(at)), TIME_LENGTH)}${randomBase62(TIME_ORDERED[prefix] - TIME_LENGTH)}`;
+  const ms = Math.max(0, Math.floor(at));
+  sequence = ms === lastMs ? Math.min(sequence + 1, SEQUENCE_MAX) : 0;
+  lastMs = ms;
+  return `${prefix}_${base62(ms, TIME_LENGTH)}${base62(sequence, SEQUENCE_LENGTH)}${randomBase62(TIME_ORDERED[prefix] - TIME_LENGTH - SEQUENCE_LENGTH)}`;
 }

@@ -13,6 +13,10 @@ import { type AuditActor, type AuditEntry, actorTypeOf, outcomeOf } from './entr
 import type { AuditStore } from './store.ts';
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set by the audit plugin as each route is added. */
+    audit?: RouteAudit;
+  }
   interface FastifyRequest {
     /** The audit scope of a change being handled (context.ts); null for other requests. */
     auditScope: AuditScope | null;
@@ -31,10 +35,13 @@ const pathOf = (request: FastifyRequest) => {
 };
 const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value.slice(0, MAX_TEXT) : null);
 
-/** The route's lowest 2xx status (or 3xx: a redirecting sign-in): what its committed change answers. */
-function successStatusOf(request: FastifyRequest): number {
-  const codes = Object.keys(request.routeOptions.schema?.response ?? {}).map(Number).filter((code) => code >= 200 && code < 400);
-  return codes.length === 0 ? 200 : Math.min(...codes);
+/** What the log does with a route's requests. */
+interface RouteAudit {
+  spec: AuditAction | undefined;
+  /** Each request is recorded (a change, or a sign-in); otherwise only refusals are. */
+  recorded: boolean;
+  /** The route's lowest 2xx status (or 3xx: a redirecting sign-in): what its committed change answers. */
+  successStatus: number;
 }
 
 /** Entries written after the response: batched, one transaction per batch, never in a request's scope. */
@@ -76,15 +83,21 @@ export const auditPlugin = fp(async function audit(app: FastifyInstance, opts: {
   app.decorate('auditFlush', () => writer.flush());
   app.addHook('onClose', () => writer.flush());
 
-  function actionSpec(request: FastifyRequest): AuditAction | undefined {
-    return auditActionOf(request.routeOptions.schema?.operationId);
-  }
+  // Settled once per route, read from its config by the hooks.
+  app.addHook('onRoute', (route) => {
+    const operationId = route.schema?.operationId;
+    const spec = auditActionOf(operationId);
+    const changes = [route.method].flat().some((method) => CHANGES.has(method));
+    const recorded = spec !== undefined
+      ? changes || spec.atResponse === true
+      : changes && AUDITED_PATHS.test(route.url) && (operationId === undefined || !NOT_AUDITED.has(operationId));
+    const codes = Object.keys(route.schema?.response ?? {}).map(Number).filter((code) => code >= 200 && code < 400);
+    route.config = { ...route.config, audit: { spec, recorded, successStatus: codes.length === 0 ? 200 : Math.min(...codes) } };
+  });
 
-  /** A change (or a sign-in) the log records whatever its outcome. */
-  function recorded(request: FastifyRequest, spec: AuditAction | undefined): boolean {
-    if (spec !== undefined) return CHANGES.has(request.method) || spec.atResponse === true;
-    const operationId = request.routeOptions.schema?.operationId;
-    return CHANGES.has(request.method) && AUDITED_PATHS.test(pathOf(request)) && (operationId === undefined || !NOT_AUDITED.has(operationId));
+  /** The route's audit settings; for a request no route matched, those of a change under the audited paths. */
+  function routeAudit(request: FastifyRequest): RouteAudit {
+    return request.routeOptions.config.audit ?? { spec: undefined, recorded: CHANGES.has(request.method) && AUDITED_PATHS.test(pathOf(request)), successStatus: 200 };
   }
 
   function resourceIdOf(request: FastifyRequest, spec: AuditAction | undefined): string | null {
@@ -126,11 +139,11 @@ export const auditPlugin = fp(async function audit(app: FastifyInstance, opts: {
 
   // Last before the handler: the change's transactions run in the scope.
   app.addHook('preHandler', (request, _reply, done) => {
-    const spec = actionSpec(request);
-    if (!recorded(request, spec)) return done();
+    const { spec, recorded, successStatus } = routeAudit(request);
+    if (!recorded) return done();
     const scope: AuditScope = {
       build: (s, status) => entryOf(request, spec, s, status),
-      successStatus: successStatusOf(request),
+      successStatus,
       newIdPrefix: spec?.id?.startsWith('new:') === true ? spec.id.slice(4) : undefined,
       inTransaction: spec?.atResponse !== true,
       written: false,
@@ -146,12 +159,14 @@ export const auditPlugin = fp(async function audit(app: FastifyInstance, opts: {
     const scope = request.auditScope;
     if (scope !== null) {
       scope.closed = true;
-      if (!scope.written) writer.add(entryOf(request, actionSpec(request), scope, status));
+      if (!scope.written) writer.add(entryOf(request, routeAudit(request).spec, scope, status));
       return done();
     }
-    const spec = actionSpec(request);
+    // The common case, a read that succeeded, asks nothing more.
+    if (status < 400 && !CHANGES.has(request.method) && status !== 302) return done();
+    const { spec, recorded } = routeAudit(request);
     const presented = request.headers.authorization !== undefined || request.cookies?.[SESSION_COOKIE] !== undefined;
-    if (recorded(request, spec) || status === 403 || (status === 401 && presented)) writer.add(entryOf(request, spec, null, status));
+    if (recorded || status === 403 || (status === 401 && presented)) writer.add(entryOf(request, spec, null, status));
     done();
   });
 }, { name: 'audit', dependencies: ['auth'] });

@@ -3,6 +3,7 @@
 // SIGKILL loses nothing: a delivery claimed but not recorded is claimed again when its lease runs
 // out. Attempts' results are written together, one transaction for many. Given a pacing (the
 // embedded store's), it keeps to its share of an event loop that other work saturates (pacing.ts).
+import { outsideAudit } from '../audit/context.ts';
 import type { Clock } from '../clock.ts';
 import type { LoggedEvent } from '../events/store.ts';
 import { wants } from '../events/types.ts';
@@ -99,10 +100,12 @@ export function createDeliveryWorker(deps: {
   function schedule(delay: number): void {
     clearTimeout(timer);
     dueAt = performance.now() + delay;
-    timer = setTimeout(() => {
+    // Woken by a request's commit, the cycle is still not part of that request's change: its
+    // transactions carry no audit entry of the request (audit/context.ts).
+    timer = outsideAudit(() => setTimeout(() => {
       dueAt = undefined;
       void cycle();
-    }, delay);
+    }, delay));
   }
 
   /**
