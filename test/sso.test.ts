@@ -266,6 +266,13 @@ describe('single sign-on', () => {
     const refused = await signIn('ana');
     assert.equal(refused.statusCode, 403, refused.body);
     assert.equal(cookieValue(refused, 'fleet_session'), undefined);
+
+    // Each sign-in through the provider is in the organization's audit log, the refused one too.
+    await app.app.auditFlush();
+    const signIns = (await fleet('GET', '/v2/audit-log?resourceType=session')).json().entries
+      .map((e: { action: string; status: number; actor: { type: string; id: string | null } }) => `${e.action} ${e.status} ${e.actor.type}:${e.actor.id}`);
+    const ana = `user:${session.user.id}`;
+    assert.deepEqual(signIns, ['session.sso_login_failed 403 anonymous:null', `session.sso_login 302 ${ana}`, `session.sso_login 302 ${ana}`, `session.sso_login 302 ${ana}`]);
   });
 
   test('no mapped group, an email domain not allowed, an unverified email, another organization\'s email: refused', async () => {

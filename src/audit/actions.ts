@@ -48,7 +48,7 @@ const table = {
   disableTotp: { action: 'user.totp_disabled', resource: 'user', id: 'self' },
   putSso: { action: 'sso.configured', resource: 'sso' },
   deleteSso: { action: 'sso.removed', resource: 'sso' },
-  ssoCallback: { action: 'session.sso_login', resource: 'session', atResponse: true },
+  finishSso: { action: 'session.sso_login', resource: 'session', atResponse: true },
   registerDevice: { action: 'device.created', resource: 'device', id: 'new:dev' },
   deleteDevice: { action: 'device.deleted', resource: 'device', id: 'param:id' },
   createOAuthClient: { action: 'oauth_client.created', resource: 'oauthClient', id: 'new:oc' },
@@ -62,6 +62,9 @@ const table = {
 
 /** Changes not audited: telemetry ingestion (by HTTP and the devices' own protocols). */
 export const NOT_AUDITED: ReadonlySet<string> = new Set(['ingestVehicleTelemetry', 'ingestFleetTelemetry', 'osmandReportPost']);
+
+/** Every operationId the table names. */
+export const AUDITED_OPERATIONS: readonly string[] = Object.keys(table);
 
 export function auditActionOf(operationId: string | undefined): AuditAction | undefined {
   return operationId === undefined ? undefined : (table as Record<string, AuditAction>)[operationId];

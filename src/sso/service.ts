@@ -3,6 +3,7 @@
 // in the store under a random id the browser holds in the `fleet_sso` cookie, so that any node can
 // finish it, once. The provider's discovery document and keys are fetched through the same
 // private-address guard as webhook deliveries (webhooks/outbound.ts).
+import { noteAudit } from '../audit/context.ts';
 import * as oidc from 'openid-client';
 import { Agent, fetch as undiciFetch } from 'undici';
 import type { Principal } from '../auth/scopes.ts';
@@ -204,6 +205,7 @@ export function createSsoService(deps: {
     if (loginId === undefined || loginId === '') throw failed('No sign-in is under way in this browser (the fleet_sso cookie is missing); start again.');
     const login = await store.takeLogin(hashToken(loginId), clock.now());
     if (login === undefined) throw failed('This sign-in is unknown, expired or already finished; start again.');
+    noteAudit({ organizationId: login.organizationId });
     const config = await store.getConfig(login.organizationId);
     if (config === undefined) throw notConfigured();
     const provider = await providerOf(config).catch((error: unknown) => {
