@@ -52,6 +52,7 @@ describe('defaults', () => {
       oauth: { tokenTtlSeconds: 900, external: undefined },
       telemetry: { retentionDays: 30 },
       events: { retentionDays: 30 },
+      audit: { retentionDays: 365 },
       rules: { offlineCheckSeconds: 15, tripEvents: true },
       webhooks: { allowPrivate: false, endpointConcurrency: 32 },
       sessions: { idleMinutes: 720 },
