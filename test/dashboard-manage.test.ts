@@ -509,7 +509,7 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     assert.ok(opened.length >= 2, 'two open alerts');
     await ctx.request('POST', `/v2/alerts/${opened[0]!.id}/acknowledge`, { body: {} });
     await ctx.request('POST', '/v2/webhooks', { body: { url: `${receiver.url}/a/rather/long/path/of/the/dispatch/office/receiver`, eventTypes: ['*'] } });
-    const pages: Array<[string, string]> = [['Alerts', 'Alerts'], ['Events', 'Event log'], ['Vehicles', 'Vehicles'], ['Devices', 'Devices'], ['Webhooks', 'Webhooks'], ['API keys', 'API keys']];
+    const pages: Array<[string, string]> = [['Alerts', 'Alerts'], ['Events', 'Event log'], ['Vehicles', 'Vehicles'], ['Devices', 'Devices'], ['Webhooks', 'Webhooks'], ['API keys', 'API keys'], ['Audit log', 'Audit log']];
     for (const width of [1280, 1440]) {
       await page.setViewportSize({ width, height: 900 });
       for (const [label, heading] of pages) {

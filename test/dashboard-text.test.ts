@@ -1,6 +1,6 @@
 // Names people typed are shown as text on every page of the dashboard, never read as HTML: a
-// geofence, a vehicle and an alert rule named with markup are shown on the pages that show them
-// (the geofence's shape also in its map tooltip), in headless Chromium against a real service,
+// geofence, a vehicle, an alert rule and an API key named with markup are shown on the pages that
+// show them (the geofence's shape also in its map tooltip, the key as who acted in the audit log), in headless Chromium against a real service,
 // and no element of those names ends up in the page. Every wait is for a condition.
 //
 // Without /usr/bin/chromium the browser suite is skipped with a loud message, except under
@@ -15,7 +15,7 @@ const skip = skipUnlessChromium('the dashboard text browser tests');
 /** A name that, read as HTML, adds elements marked `data-injected` (and runs a handler, if allowed). */
 const markup = (what: string) =>
   `${what} <img src="/none.png" data-injected="${what}" onerror="document.body.dataset.ran='${what}'"><b data-injected="${what}">bold</b>`;
-const NAMES = { geofence: markup('Depot'), vehicle: markup('Van'), rule: markup('Inside') };
+const NAMES = { geofence: markup('Depot'), vehicle: markup('Van'), rule: markup('Inside'), key: markup('Gate') };
 
 test('names with markup are text on every page that shows them, map tooltips included', { skip, timeout: 120_000 }, async (t) => {
   const port = await freePort();
@@ -31,6 +31,9 @@ test('names with markup are text on every page that shows them, map tooltips inc
   assert.equal(rule.statusCode, 201, rule.body);
   // Inside the geofence: an event of entering it and an open alert of the rule.
   assert.equal((await ctx.request('POST', '/v2/telemetry/van-1', { body: { data: { location: { lat: 52.52, lng: 13.4 } } } })).statusCode, 202);
+  // A change by the key named with markup: the audit log names it as who acted.
+  const gate = (await ctx.auth.createKey(ctx.organizationId, { name: NAMES.key, scopes: ['fleet:write'] })).secret;
+  await ctx.registerVehicle('van-2', {}, gate);
 
   const { page, pageErrors, cspViolations, close } = await openBrowser({ width: 1360, height: 900 });
   t.after(close);
@@ -55,6 +58,7 @@ test('names with markup are text on every page that shows them, map tooltips inc
     { hash: '#/events', heading: 'Event log', shows: [] },
     { hash: '#/manage/vehicles', heading: 'Vehicles', shows: [{ name: NAMES.vehicle, within: 'table' }] },
     { hash: '#/vehicles/van-1', heading: 'van-1', shows: [] },
+    { hash: '#/audit', heading: 'Audit log', shows: [{ name: NAMES.key, within: 'table' }] },
   ];
   for (const { hash, heading, shows } of pages) {
     await t.test(hash, async () => {

@@ -45,6 +45,8 @@ export type Role = Schemas['Role'];
 export type Session = Schemas['Session'];
 export type TotpEnrolment = Schemas['TotpEnrolment'];
 export type RecoveryCodes = Schemas['RecoveryCodes'];
+export type AuditEntry = Schemas['AuditEntry'];
+export type AuditLogPage = Schemas['AuditLogPage'];
 
 /** One problem in a request, as the service names it: a JSON Pointer (`/configuration/capacity`) and a message. */
 export interface FieldError {

@@ -1,6 +1,6 @@
 // The service's closed lists that the pages offer as choices, mirrored from its sources so the
-// browser needs nothing from them; test/dashboard-manage.test.ts checks that each agrees with the
-// server's. No DOM here, so the test can import it.
+// browser needs nothing from them; test/dashboard-manage.test.ts and test/dashboard-audit.test.ts
+// check that each agrees with the server's. No DOM here, so the test can import it.
 
 /** The scopes of docs/API.md "Authentication and scopes". */
 export const SCOPES = [
@@ -25,3 +25,30 @@ export const THRESHOLD_FIELDS = ['speed', 'battery', 'temperature', 'odometer', 
 
 /** The protocols of docs/API.md "Devices and protocols". */
 export const PROTOCOLS = ['osmand', 'teltonika'] as const;
+
+/** How an audited request ended (docs/API.md "Audit log"). */
+export const AUDIT_OUTCOMES = ['succeeded', 'denied', 'failed'] as const;
+
+/**
+ * The actions the audit log records, offered as suggestions for its filter (any text may still be
+ * typed): each audited route's action, the `_failed` form of a sign-in's, and those of requests
+ * no route names (a rejected credential, a refusal, a path that does not exist, another failure).
+ */
+export const AUDIT_ACTIONS = [
+  'access.denied', 'alert.acknowledged', 'alert.resolved', 'alert_rule.created', 'alert_rule.deleted', 'alert_rule.replaced',
+  'api_key.created', 'api_key.revoked', 'credential.rejected', 'device.created', 'device.deleted',
+  'geofence.created', 'geofence.deleted', 'geofence.replaced', 'oauth.signing_key_rotated', 'oauth_client.created', 'oauth_client.deleted',
+  'organization.created', 'request.failed', 'request.not_found',
+  'session.login', 'session.login_failed', 'session.logout', 'session.sso_login', 'session.sso_login_failed',
+  'sso.configured', 'sso.removed', 'stream.created', 'stream.deleted', 'stream.ticket_issued',
+  'user.deleted', 'user.invitation_accepted', 'user.invitation_accepted_failed', 'user.invited', 'user.password_changed', 'user.reinvited',
+  'user.totp_disabled', 'user.totp_enabled', 'user.totp_started', 'user.updated',
+  'vehicle.created', 'vehicle.deleted', 'vehicle.status_changed', 'vehicle.updated',
+  'webhook.created', 'webhook.deleted', 'webhook.delivery_retried', 'webhook.secret_rotated', 'webhook.tested', 'webhook.updated',
+] as const;
+
+/** The kinds of resource an audit entry names. */
+export const AUDIT_RESOURCE_TYPES = [
+  'alert', 'alertRule', 'apiKey', 'device', 'geofence', 'oauthClient', 'oauthSigningKey', 'organization', 'session', 'sso', 'stream',
+  'user', 'vehicle', 'webhook',
+] as const;

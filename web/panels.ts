@@ -1,9 +1,11 @@
-// The dashboard's sections beyond the fleet: alerts, the event log and the management panels,
-// each at its own hash route, and the navigation between them. A person signed in with a password
-// is offered only the sections their role's scopes open; an API key's scopes are not known to the
-// page, so a key is offered every section and a panel it cannot use says which scope is missing.
+// The dashboard's sections beyond the fleet: alerts, the event log, the management panels and the
+// audit log, each at its own hash route, and the navigation between them. A person signed in with
+// a password is offered only the sections their role's scopes open; an API key's scopes are not
+// known to the page, so a key is offered every section and a panel it cannot use says which scope
+// is missing.
 import { h, replace } from './dom.ts';
 import { renderAlerts } from './alerts.ts';
+import { renderAudit } from './audit.ts';
 import { renderEvents } from './events.ts';
 import { renderManageDevices } from './manage-devices.ts';
 import { renderManageKeys } from './manage-keys.ts';
@@ -30,6 +32,7 @@ const PANELS: Panel[] = [
   { hash: '#/manage/webhooks', label: 'Webhooks', title: 'Webhooks', needs: 'webhooks', render: renderManageWebhooks },
   { hash: '#/manage/keys', label: 'API keys', title: 'API keys', needs: 'admin', render: renderManageKeys },
   { hash: '#/manage/users', label: 'Users', title: 'Users', needs: 'users', render: renderManageUsers },
+  { hash: '#/audit', label: 'Audit log', title: 'Audit log', needs: 'audit:read', render: renderAudit },
 ];
 
 /** What the navigation offers: every section (an API key), or those a person's scopes open; undefined: signed out. */
