@@ -20,6 +20,7 @@ import {
   typeFor,
 } from '../src/cli/simulation.ts';
 import { contains } from '../src/geofences/geometry.ts';
+import { DEFAULT_TRIP_SETTINGS, type TripEvent, advanceInPlace, initialTripState } from '../src/history/trips.ts';
 import type { GeofenceGeometry } from '../src/geofences/schema.ts';
 import { validateGeometry } from '../src/geofences/validation.ts';
 import { compileDataValidator } from '../src/schema/validation.ts';
@@ -103,6 +104,23 @@ describe('a long run of every vehicle type', () => {
         checked++;
       }
       assert.ok(checked > 1000, `${type}: only ${checked} movements checked`);
+    }
+  });
+
+  test('vehicles park now and then: the service\'s own trip detection finds trips with stops between them', () => {
+    for (const { type, steps } of runs) {
+      const parked = steps.filter((s) => s.mode === 'parked');
+      assert.ok(parked.every((s) => s.data.speed === 0), `${type} moved while parked`);
+      const events: TripEvent[] = [];
+      const state = initialTripState();
+      const start = Date.parse('2026-11-27T08:00:00Z');
+      for (const [i, s] of steps.entries()) {
+        advanceInPlace(state, { timestamp: start + i * 1000, data: s.data }, DEFAULT_TRIP_SETTINGS, events);
+      }
+      const ended = events.filter((e) => e.type === 'trip.ended');
+      const stops = events.filter((e) => e.type === 'stop.started');
+      // 12 hours: a stop every hour or two at least, as a delivery round has them.
+      assert.ok(ended.length >= 6 && stops.length >= 6, `${type}: ${ended.length} trips ended and ${stops.length} stops in 12 hours`);
     }
   });
 
@@ -244,9 +262,12 @@ describe('geofences on the routes (--geofences)', () => {
   /** The simulator's fleet at its start: 20 vehicles of the usual mix. */
   const fleet = (seed: number) => Array.from({ length: 20 }, (_, i) => createVehicle(`sim-${String(i + 1).padStart(4, '0')}`, typeFor(i), { seed }));
 
-  /** Drives a fresh copy of the geofence's vehicle, sampled every `every` s: when it went in and out. */
-  function crossings(seed: number, vehicleId: string, geometry: GeofenceGeometry, every: number, seconds: number) {
-    const v = createVehicle(vehicleId, typeFor(Number(vehicleId.slice(-4)) - 1), { seed });
+  /**
+   * Drives the geofence's vehicle (of the fleet it was placed for, as the simulator does), sampled
+   * every `every` s: when it went in and out.
+   */
+  function crossings(vehicles: readonly VehicleState[], vehicleId: string, geometry: GeofenceGeometry, every: number, seconds: number) {
+    const v = vehicles.find((x) => x.id === vehicleId)!;
     const out: { inside: boolean; at: number }[] = [];
     let inside = false;
     for (let t = every; t <= seconds; t += every) {
@@ -286,8 +307,9 @@ describe('geofences on the routes (--geofences)', () => {
 
   test('the default run (20 vehicles, 10 records/s): each vehicle drives into its geofence within a minute, and once out again', () => {
     for (let seed = 0; seed < 10; seed++) {
-      for (const g of geofencesOnRoutes(fleet(seed), 5, { prefix: 'sim', secondsBetweenRecords: 2 })) {
-        const seen = crossings(seed, g.vehicleId, g.geometry, 2, 180);
+      const vehicles = fleet(seed);
+      for (const g of geofencesOnRoutes(vehicles, 5, { prefix: 'sim', secondsBetweenRecords: 2 })) {
+        const seen = crossings(vehicles, g.vehicleId, g.geometry, 2, 180);
         assert.ok(seen.length >= 1 && seen[0]!.inside && seen[0]!.at <= 60, `seed ${seed}, ${g.name}: ${JSON.stringify(seen)}`);
         assert.deepEqual(seen.map((c) => c.inside), [true, false], `seed ${seed}, ${g.name}: one way in and one way out in 3 minutes`);
       }
@@ -299,8 +321,9 @@ describe('geofences on the routes (--geofences)', () => {
     const radius = (every: number) => (geofencesOnRoutes(vehicles, 1, { prefix: 's', secondsBetweenRecords: every })[0]!.geometry as { radius: number }).radius;
     assert.equal(radius(0.1), 40, 'never smaller than 40 m');
     assert.ok(radius(20) > 300, `at 20 s between records: ${radius(20)} m`);
-    for (const g of geofencesOnRoutes(vehicles, 4, { prefix: 's', secondsBetweenRecords: 20 })) {
-      const seen = crossings(3, g.vehicleId, g.geometry, 20, 900);
+    const sparse = fleet(3);
+    for (const g of geofencesOnRoutes(sparse, 4, { prefix: 's', secondsBetweenRecords: 20 })) {
+      const seen = crossings(sparse, g.vehicleId, g.geometry, 20, 900);
       assert.equal(seen[0]?.inside, true, `${g.name}: entered although sampled every 20 s (${JSON.stringify(seen)})`);
     }
   });

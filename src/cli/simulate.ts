@@ -39,6 +39,10 @@ const USAGE = `Usage: npm run simulate -- [options]
   --seed N           varies routes and everything random (default 0)
   -h, --help         this text
 
+Vehicles drive loops around the city, stop at lights, park for 5 to 15 minutes now and then (a
+delivery: half of them within their first quarter of an hour), and charge at their depot, so
+trips, stops and reports have something to show early on.
+
 The key needs fleet:write to register vehicles (already registered ones are reused) and
 telemetry:write to send; with fleet:read and telemetry:read a re-run resumes each vehicle
 where the service last saw it. --geofences needs fleet:read and rules.`;

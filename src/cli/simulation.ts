@@ -1,6 +1,7 @@
 // The simulator's motion model, pure and deterministic (a seeded random source, no clock, no I/O):
 // each vehicle drives a loop of waypoints around a city centre at speeds plausible for its type,
-// accelerating and braking, stopping at lights and stops, and charging at its depot. Values stay
+// accelerating and braking, stopping at lights and stops, parking now and then (a delivery, a
+// break: long enough for the service to see a stop between two trips), and charging at its depot. Values stay
 // within the ranges of docs/API.md "Telemetry". src/cli/simulate.ts drives it against a running service.
 import type { TelemetryData } from '../telemetry/schema.ts';
 
@@ -169,12 +170,17 @@ const DIAGNOSTICS: readonly Record<string, string | number | boolean>[] = [
 
 /** Diagnostic events per vehicle per hour of driving. */
 const DIAGNOSTIC_RATE_PER_HOUR = 3;
+/** Of the waypoints a vehicle reaches (its depot aside), the share where it parks for a while. */
+const PARK_CHANCE = 0.25;
+/** How long it parks there, seconds: past the service's 5 minutes that make a stop. */
+const PARK_SECONDS: readonly [number, number] = [300, 900];
 /** Below this on arrival at the depot, a vehicle parks and charges. */
 const CHARGE_BELOW = 40;
 /** Integration step: the model advances in steps of at most this many seconds. */
 const STEP_SECONDS = 0.5;
 
-export type Mode = 'driving' | 'dwelling' | 'charging';
+/** `dwelling`: at a light or a stop for seconds; `parked`: for minutes (a delivery, a break). */
+export type Mode = 'driving' | 'dwelling' | 'parked' | 'charging';
 
 export interface VehicleState {
   readonly id: string;
@@ -196,6 +202,10 @@ export interface VehicleState {
   mode: Mode;
   /** Heading home to charge: decided when starting the last segment of the loop. */
   chargeAtDepot: boolean;
+  /** Parks at the end of this segment: decided when starting it, so it brakes in good time. */
+  parkAhead: boolean;
+  /** Parks nowhere before its odometer reads this (km): it drives through its geofences first. */
+  noParkBeforeKm: number;
   /** Seconds left dwelling (stop, light), or the charge level to reach when charging. */
   waitSeconds: number;
   chargeTo: number;
@@ -238,6 +248,8 @@ export function createVehicle(id: string, type: SimType, options: { centre?: Lat
     stopAhead: undefined,
     mode: 'driving',
     chargeAtDepot: false,
+    parkAhead: false,
+    noParkBeforeKm: 0,
     waitSeconds: 0,
     chargeTo: 100,
     battery: between(rng, 45, 100),
@@ -257,6 +269,9 @@ export function createVehicle(id: string, type: SimType, options: { centre?: Lat
     if (resume.temperature !== undefined) vehicle.temperature = clamp(resume.temperature, -40, 60);
   }
   vehicle.chargeAtDepot = vehicle.segment === route.length - 1 && vehicle.battery < CHARGE_BELOW;
+  // Half the fleet parks at the end of the segment it starts on: a run shows trips and stops
+  // within its first quarter of an hour, not only after the first hour.
+  vehicle.parkAhead = !vehicle.chargeAtDepot && vehicle.segment !== route.length - 1 && rng() < 0.5;
   return vehicle;
 }
 
@@ -319,7 +334,7 @@ function turnAngle(v: VehicleState): number {
 /** Speed (m/s) the vehicle may have at the end of this segment. */
 function speedAtWaypoint(v: VehicleState): number {
   const arrivingAtDepot = (v.segment + 1) % v.route.length === 0;
-  if (v.profile.dwellSeconds[1] > 0 || (arrivingAtDepot && v.chargeAtDepot)) return 0;
+  if (v.profile.dwellSeconds[1] > 0 || v.parkAhead || (arrivingAtDepot && v.chargeAtDepot)) return 0;
   return (v.profile.cruiseKmh / 3.6) * Math.max(0.2, 1 - turnAngle(v) / 150);
 }
 
@@ -327,8 +342,10 @@ function arriveAtWaypoint(v: VehicleState): void {
   v.segment = (v.segment + 1) % v.route.length;
   v.along = 0;
   v.stopAhead = undefined;
-  // Decided on the way in, so the vehicle can brake for the charger in good time.
+  const park = v.parkAhead;
+  // Decided on the way in, so the vehicle can brake for the charger, or a parking place, in good time.
   if (v.segment === v.route.length - 1) v.chargeAtDepot = v.battery < CHARGE_BELOW;
+  v.parkAhead = v.segment !== v.route.length - 1 && v.rng() < PARK_CHANCE && v.odometerKm >= v.noParkBeforeKm;
   const [dwellMin, dwellMax] = v.profile.dwellSeconds;
   if (v.segment === 0) {
     // The depot: tyres are seen to, and a low battery is charged.
@@ -344,7 +361,11 @@ function arriveAtWaypoint(v: VehicleState): void {
       return;
     }
   }
-  if (dwellMax > 0) {
+  if (park) {
+    v.mode = 'parked';
+    v.waitSeconds = between(v.rng, PARK_SECONDS[0], PARK_SECONDS[1]);
+    v.speed = 0;
+  } else if (dwellMax > 0) {
     v.mode = 'dwelling';
     v.waitSeconds = between(v.rng, dwellMin, dwellMax);
     v.speed = 0;
@@ -358,7 +379,7 @@ function step(v: VehicleState, dt: number): void {
   if (v.mode === 'charging') {
     v.battery = Math.min(v.chargeTo, v.battery + (p.chargePerMinute / 60) * dt);
     if (v.battery >= v.chargeTo) v.mode = 'driving';
-  } else if (v.mode === 'dwelling') {
+  } else if (v.mode === 'dwelling' || v.mode === 'parked') {
     v.waitSeconds -= dt;
     if (v.waitSeconds <= 0) v.mode = 'driving';
   } else if (v.battery <= 0) {
@@ -528,7 +549,8 @@ const GEOFENCE_MAX_RADIUS_M = 2000;
  * (odd k), named `<prefix>-geofence-01`... Geofence k goes to the k-th vehicle, skipping the slow
  * kinds (robots) while there are others; a vehicle given several has them one after another
  * along its route. Each is wide enough to hold at least two of its vehicle's records at top
- * speed, `secondsBetweenRecords` apart, so no crossing falls between two records.
+ * speed, `secondsBetweenRecords` apart, so no crossing falls between two records. The vehicles
+ * are told to park nowhere before they have driven through theirs.
  */
 export function geofencesOnRoutes(
   vehicles: readonly VehicleState[], count: number, options: { prefix: string; secondsBetweenRecords: number },
@@ -546,6 +568,9 @@ export function geofencesOnRoutes(
     const start = (used.get(v.id) ?? 0) + GEOFENCE_GAP_M;
     used.set(v.id, start + 2 * radius);
     const { at, heading } = pointAhead(v, start + radius);
+    // It drives through the geofence, and a little past it, before it next parks.
+    v.parkAhead = false;
+    v.noParkBeforeKm = v.odometerKm + (start + 2 * radius + GEOFENCE_GAP_M) / 1000;
     const name = `${options.prefix}-geofence-${String(k + 1).padStart(digits, '0')}`;
     const centre = { lat: round(at.lat, 6), lng: round(at.lng, 6) };
     if (k % 2 === 0) {
