@@ -9,7 +9,7 @@ export interface LoadSpec {
   name: string;
   /** http://host:port */
   url: string;
-  method: 'GET' | 'POST' | 'PUT';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH';
   /** `{vehicle}` is replaced per request when a body plan is given. */
   path: string;
   headers?: Record<string, string>;
@@ -21,9 +21,11 @@ export interface LoadSpec {
    * `fleet`: bodies for `POST /v2/telemetry`, each record naming its vehicle. `status`: bodies for
    * `PUT /v2/fleet/vehicles/{vehicle}/status`, request k setting vehicle k mod V to `inactive`
    * when k div V is even, else `active` (every vehicle `active` at the start: each request a change).
-   * `track`: each vehicle's next records along its track (rows.ts trackBody).
+   * `track`: each vehicle's next records along its track (rows.ts trackBody). `rename`: bodies for
+   * `PATCH /v2/fleet/vehicles/{vehicle}`, request k giving vehicle k mod V the name `Van <start + k>`
+   * (a name it never had in the run).
    */
-  body?: Plan & { kind: 'records' | 'single' | 'fleet' | 'status' | 'track' };
+  body?: Plan & { kind: 'records' | 'single' | 'fleet' | 'status' | 'track' | 'rename' };
   /** One body for every request, built once: the cheapest load, for routes that store nothing. */
   fixedBody?: string;
 }
@@ -65,6 +67,10 @@ function statusBody(plan: Plan, k: number): string {
   return Math.floor(k / plan.vehicles.length) % 2 === 0 ? '{"status":"inactive"}' : '{"status":"active"}';
 }
 
+function renameBody(plan: Plan, k: number): string {
+  return `{"name":"Van ${plan.start + k}"}`;
+}
+
 function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
@@ -88,7 +94,8 @@ export async function runLoad(spec: LoadSpec): Promise<LoadOutcome> {
           ...req,
           path: spec.path.replace('{vehicle}', vehicleOf(plan, n)),
           body: plan.kind === 'records' ? recordsBody(plan, n) : plan.kind === 'fleet' ? fleetBody(plan, n)
-            : plan.kind === 'status' ? statusBody(plan, n) : plan.kind === 'track' ? trackBody(plan, n) : singleBody(plan, n),
+            : plan.kind === 'status' ? statusBody(plan, n) : plan.kind === 'track' ? trackBody(plan, n)
+              : plan.kind === 'rename' ? renameBody(plan, n) : singleBody(plan, n),
         };
       },
     };

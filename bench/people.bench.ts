@@ -1,9 +1,33 @@
 // People: reading the latest state with a session cookie against the same with an API key, in one
-// run, rounds taking turns so that a busy moment of the machine falls on both; and the cost of one
-// password hash (the work each sign-in attempt spends).
+// run, rounds taking turns so that a busy moment of the machine falls on both; the cost of one
+// password hash (the work each sign-in attempt spends); and a vehicle PATCH with its audit entry
+// against the same PATCH without one.
+//
+// The audit entry: two Fleets in this process, each on an embedded store of its own, with the
+// same 1,000 vehicles; request k of a run renames vehicle k mod 1,000 (a name it never had), so
+// the 50 requests under way touch 50 different vehicles and no two wait for the same row. One
+// Fleet is as built: each PATCH inserts its `vehicle.updated` entry in its own transaction, just
+// before COMMIT. The other is the same but for that entry: the commit hook of its database answers
+// that no transaction carries one, so a PATCH commits what it would without the audit log. The
+// audit plugin is left as it is on both (its scope is set on every change); on the baseline it
+// then hands the entry no transaction took to its after-response writer, whose store drops it. So
+// both build one entry per PATCH: what is compared is the entry's row in the commit (the INSERT,
+// its indexes, the change counts around it), not the plugin's bookkeeping, which both pay. Both
+// audit stores count what their writers are handed (the audited one passes it on).
+//
+// The Fleets take turns for BENCH_ROUNDS rounds of BENCH_SECONDS after a warm-up of each, the
+// first of a round alternating; the ratio is the median of the rounds' ratios (beside it, the CPU
+// this process spent per PATCH, which a busy machine blurs less than the throughput). Afterwards
+// each database is counted: the audited one must hold one `vehicle.updated` entry per committed
+// PATCH (its `vehicle.updated` events, appended by the same transactions) and none written after
+// the response; the baseline none at all.
 import { performance } from 'node:perf_hooks';
+import type { AuditEntry } from '../src/audit/entry.ts';
+import type { AuditStore } from '../src/audit/store.ts';
 import { hashPassword } from '../src/people/password.ts';
-import { type LoadResult, TABLE_HEAD, load, median, row, startBenchFleet, tempDatabases } from './lib.ts';
+import { beforeCommit } from '../src/storage/sqlite/database.ts';
+import { type LoadResult, TABLE_HEAD, load, loadVarying, median, row, startBenchFleet, tempDatabases } from './lib.ts';
+import type { LoadOutcome } from './load.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 4);
@@ -49,4 +73,122 @@ console.log(`password hash (scrypt): ${median(hashMs).toFixed(0)} ms median of 5
 
 await fleet.app.close();
 await fleet.stores.close();
+
+// Vehicle PATCH with and without its audit entry.
+const VEHICLES = Array.from({ length: 1000 }, (_, i) => `veh-${String(i).padStart(4, '0')}`);
+const WARMUP_SECONDS = 1;
+
+/** `store`, counting by action the entries its after-response writer hands it; `keep: false` drops them. */
+function countingAudit(store: AuditStore, keep: boolean) {
+  const handed = new Map<string, number>();
+  const audit: AuditStore = {
+    ...store,
+    async insert(entries: readonly AuditEntry[]) {
+      for (const e of entries) handed.set(e.action, (handed.get(e.action) ?? 0) + 1);
+      if (keep) await store.insert(entries);
+    },
+  };
+  return { audit, handed };
+}
+
+const auditedStores = createSqliteStores(databases.file());
+const auditedWriter = countingAudit(auditedStores.audit, true);
+const audited = await startBenchFleet({ ...auditedStores, audit: auditedWriter.audit }, VEHICLES);
+const plainStores = createSqliteStores(databases.file());
+// Replaces the audit store's hook on this database: no transaction of it carries an entry.
+beforeCommit(plainStores.db, { pending: () => false, begin: () => () => undefined });
+const plainWriter = countingAudit(plainStores.audit, false);
+const plain = await startBenchFleet({ ...plainStores, audit: plainWriter.audit }, VEHICLES);
+
+type BenchFleet = typeof audited;
+let loads = 0;
+/** 2xx responses the load generator counted, per Fleet. */
+const answered = new Map<BenchFleet, number>([[audited, 0], [plain, 0]]);
+/**
+ * One run against `target`, with the CPU this process used per answered PATCH (ms; its threads
+ * too: WAL syncs, checkpoints), which a busy machine blurs less than the throughput.
+ */
+async function patch(target: BenchFleet, name: string, forSeconds: number): Promise<LoadOutcome & { cpuMs: number }> {
+  // Names of a run start where the last run's could not reach: every request a new name.
+  const start = ++loads * 10_000_000;
+  const cpu = process.cpuUsage();
+  const result = await loadVarying({
+    name, url: target.url, method: 'PATCH', path: '/v2/fleet/vehicles/{vehicle}', headers: target.headers, connections, seconds: forSeconds,
+    body: { kind: 'rename', vehicles: VEHICLES, size: 1, start },
+  });
+  if (result.non2xx + result.errors > 0) throw new Error(`${name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  const used = process.cpuUsage(cpu);
+  answered.set(target, answered.get(target)! + result.responses);
+  return { ...result, cpuMs: (used.user + used.system) / 1000 / result.responses };
+}
+
+const AUDITED = 'PATCH vehicle, audit entry in the commit';
+const PLAIN = 'PATCH vehicle, no audit entry (baseline)';
+await patch(audited, AUDITED, WARMUP_SECONDS);
+await patch(plain, PLAIN, WARMUP_SECONDS);
+const auditedRuns: Array<LoadOutcome & { cpuMs: number }> = [];
+const plainRuns: Array<LoadOutcome & { cpuMs: number }> = [];
+for (let round = 0; round < rounds; round++) {
+  if (round % 2 === 0) {
+    auditedRuns.push(await patch(audited, AUDITED, seconds));
+    plainRuns.push(await patch(plain, PLAIN, seconds));
+  } else {
+    plainRuns.push(await patch(plain, PLAIN, seconds));
+    auditedRuns.push(await patch(audited, AUDITED, seconds));
+  }
+}
+
+// Requests the generator abandoned at the end of a run may still have committed: give them a
+// moment, then let the writers finish what they were handed.
+await new Promise((resolve) => setTimeout(resolve, 500));
+await audited.app.auditFlush();
+await plain.app.auditFlush();
+const count = (target: BenchFleet, sql: string) => Number(((target === audited ? auditedStores : plainStores).db.prepare(sql).get()!).n);
+const updatedEvents = (target: BenchFleet) => count(target, "SELECT count(*) AS n FROM events WHERE type = 'vehicle.updated'");
+const auditedEntries = count(audited, "SELECT count(*) AS n FROM audit_log WHERE action = 'vehicle.updated' AND status = 200 AND outcome = 'succeeded'");
+const auditedUpdates = updatedEvents(audited);
+const plainRows = count(plain, 'SELECT count(*) AS n FROM audit_log');
+const plainUpdates = updatedEvents(plain);
+const problems: string[] = [];
+const committedOf = (label: string, target: BenchFleet, updates: number) => {
+  // Each 2xx answer is a committed PATCH; a request abandoned by the generator may have committed unseen.
+  const seen = answered.get(target)!;
+  if (updates < seen || updates > seen + connections * (rounds + 1)) problems.push(`${label}: ${updates} committed PATCHes against ${seen} answered`);
+};
+committedOf('audited', audited, auditedUpdates);
+committedOf('baseline', plain, plainUpdates);
+if (auditedEntries !== auditedUpdates) problems.push(`audited: ${auditedEntries} vehicle.updated entries for ${auditedUpdates} committed PATCHes`);
+if ((auditedWriter.handed.get('vehicle.updated') ?? 0) !== 0) problems.push(`audited: ${auditedWriter.handed.get('vehicle.updated')} vehicle.updated entries written after the response`);
+if (plainRows !== 0) problems.push(`baseline: ${plainRows} audit entries written`);
+// An entry left to the response is handed over once the response is sent: not for a request the
+// generator abandoned, committed or not (an entry in the commit does not depend on that).
+const plainHanded = plainWriter.handed.get('vehicle.updated') ?? 0;
+if (plainHanded < answered.get(plain)! || plainHanded > plainUpdates) problems.push(`baseline: ${plainHanded} entries handed to its writer for ${plainUpdates} committed PATCHes`);
+
+const summary = (runs: LoadOutcome[]): LoadResult => ({
+  name: runs[0]!.name, rps: median(runs.map((r) => r.rps)), p50: Math.round(median(runs.map((r) => r.p50)) * 100) / 100,
+  p99: Math.round(median(runs.map((r) => r.p99)) * 100) / 100, non2xx: 0, errors: 0,
+});
+console.log(`\nVehicle PATCH over ${VEHICLES.length} vehicles, ${connections} connections, ${rounds} rounds of ${seconds} s each, taking turns (medians shown)\n`);
+console.log(TABLE_HEAD);
+console.log(row(summary(auditedRuns)));
+console.log(row(summary(plainRuns)));
+const patchRatios = auditedRuns.map((a, i) => a.rps / plainRuns[i]!.rps);
+console.log(`\nPATCH with audit entry / without: ${median(patchRatios).toFixed(2)} x (median of ${rounds} rounds; goal >= 0.85)`);
+const cpuRatios = auditedRuns.map((a, i) => plainRuns[i]!.cpuMs / a.cpuMs);
+console.log(`server CPU per PATCH: ${median(auditedRuns.map((r) => r.cpuMs)).toFixed(3)} ms with the entry, ${median(plainRuns.map((r) => r.cpuMs)).toFixed(3)} ms without; ` +
+  `without / with ${median(cpuRatios).toFixed(2)} x (median of ${rounds} rounds)`);
+console.log(`rounds: ${patchRatios.map((r) => r.toFixed(2)).join(', ')}; load generator CPU ${median([...auditedRuns, ...plainRuns].map((r) => r.loadCpu)).toFixed(2)} of a core (median)`);
+console.log(`audited: ${auditedEntries} vehicle.updated entries for ${auditedUpdates} committed PATCHes (${answered.get(audited)} answered), none written after the response; ` +
+  `baseline: ${plainRows} entries for ${plainUpdates} committed PATCHes (${answered.get(plain)} answered; ${plainHanded} entries handed to its writer and dropped)`);
+
+// A store's checkpoint worker does not keep the process alive, yet closing the store waits for it
+// to exit: this timer does meanwhile, or the process could end with the close unsettled.
+const keepAlive = setInterval(() => {}, 1000);
+await audited.app.close();
+await plain.app.close();
+await auditedStores.close();
+await plainStores.close();
+clearInterval(keepAlive);
 databases.removeAll();
+if (problems.length > 0) throw new Error(`audit entries do not match the PATCHes: ${problems.join('; ')}`);

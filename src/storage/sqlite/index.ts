@@ -1,3 +1,4 @@
+import type { DatabaseSync } from 'node:sqlite';
 import { createCheckpointer } from './checkpointer.ts';
 import { openSqlite, openSqliteReader } from './database.ts';
 import { diskSpaceOf } from './disk-space.ts';
@@ -18,10 +19,18 @@ import { type SyncFile, createWalSync } from './wal-sync.ts';
 import type { Stores } from '../stores.ts';
 
 /**
+ * The embedded store's bundle, and `db`, the one connection every write of it goes through: what
+ * works on the same database beside the service in this process (a benchmark) reaches it there,
+ * since a commit hook (database.ts `beforeCommit`) belongs to a connection. The service itself
+ * uses only the bundle.
+ */
+export type SqliteStores = Stores & { readonly db: DatabaseSync };
+
+/**
  * `syncFile` syncs the WAL after telemetry commits (`fs.fdatasync`; a test passes one that fails);
  * `checkpointPages` is the WAL size that starts a checkpoint (checkpointer.ts; tests make it small).
  */
-export function createSqliteStores(file: string, options: { syncFile?: SyncFile; checkpointPages?: number } = {}): Stores {
+export function createSqliteStores(file: string, options: { syncFile?: SyncFile; checkpointPages?: number } = {}): SqliteStores {
   // Before opening: a second process must not even run the migrations on the owner's file.
   const owner = file === ':memory:' ? undefined : ownDatabaseFile(file);
   let db;
@@ -42,6 +51,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
   const ruleWrites = createSqliteRuleWrites(db, appendEvents);
   const disk = diskSpaceOf(db);
   return {
+    db,
     auth: createSqliteAuthStore(db),
     oauth: createSqliteOAuthStore(db),
     vehicles: createSqliteVehicleStore(db, wal, statuses, appendEvents, (organizationId, vehicleId) => ruleWrites.forget(organizationId, vehicleId)),
