@@ -182,13 +182,9 @@ console.log(`rounds: ${patchRatios.map((r) => r.toFixed(2)).join(', ')}; load ge
 console.log(`audited: ${auditedEntries} vehicle.updated entries for ${auditedUpdates} committed PATCHes (${answered.get(audited)} answered), none written after the response; ` +
   `baseline: ${plainRows} entries for ${plainUpdates} committed PATCHes (${answered.get(plain)} answered; ${plainHanded} entries handed to its writer and dropped)`);
 
-// A store's checkpoint worker does not keep the process alive, yet closing the store waits for it
-// to exit: this timer does meanwhile, or the process could end with the close unsettled.
-const keepAlive = setInterval(() => {}, 1000);
 await audited.app.close();
 await plain.app.close();
 await auditedStores.close();
 await plainStores.close();
-clearInterval(keepAlive);
 databases.removeAll();
 if (problems.length > 0) throw new Error(`audit entries do not match the PATCHes: ${problems.join('; ')}`);

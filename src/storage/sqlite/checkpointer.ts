@@ -90,6 +90,10 @@ export function createCheckpointer(db: DatabaseSync, file: string, options: { pa
       worker = undefined;
       if (running === undefined) return;
       const exited = once(running, 'exit');
+      // Until it has exited, the process waits for it: with nothing else left on the event loop
+      // (the last step of a shutdown), an unref'd worker would let the process end before the
+      // store's own connection is closed.
+      running.ref();
       running.postMessage('close');
       await exited;
     },
