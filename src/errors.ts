@@ -25,6 +25,7 @@ export const ERRORS = {
   'webhook-not-found': { status: 404, title: 'Webhook not found' },
   'delivery-not-found': { status: 404, title: 'Delivery not found' },
   'geofence-not-found': { status: 404, title: 'Geofence not found' },
+  'group-not-found': { status: 404, title: 'Group not found' },
   'alert-rule-not-found': { status: 404, title: 'Alert rule not found' },
   'alert-not-found': { status: 404, title: 'Alert not found' },
   'device-not-found': { status: 404, title: 'Device not found' },

@@ -25,6 +25,7 @@ const RANDOM = {
   rule: { alphabet: 'base62', length: 20 },
   wh: { alphabet: 'base62', length: 20 },
   usr: { alphabet: 'base62', length: 20 },
+  grp: { alphabet: 'base62', length: 20 },
 } as const satisfies Record<string, { alphabet: 'base62' | 'base64url'; length: number }>;
 
 /** Time-ordered ids: the base62 characters after the prefix, the first TIME_LENGTH of them the time. */

@@ -51,7 +51,7 @@ export interface paths {
         /**
          * List vehicles
          * @deprecated
-         * @description Ordered by id. `status` and `type` take one value or several, comma-separated.
+         * @description Ordered by id. `status` and `type` take one value or several, comma-separated; `groupId` keeps the vehicles of one group.
          *
          *     Needs scope `fleet:read`.
          */
@@ -764,7 +764,7 @@ export interface paths {
         };
         /**
          * List vehicles
-         * @description Ordered by id. `status` and `type` take one value or several, comma-separated.
+         * @description Ordered by id. `status` and `type` take one value or several, comma-separated; `groupId` keeps the vehicles of one group.
          *
          *     Needs scope `fleet:read`.
          */
@@ -808,7 +808,7 @@ export interface paths {
         head?: never;
         /**
          * Update a vehicle
-         * @description An RFC 7396 merge patch (`application/merge-patch+json`; `application/json` is accepted too) of `type`, `name` (null removes it) and `configuration` (each member merged; null removes it). `status` answers 409 (use PUT .../status); any other field answers 400.
+         * @description An RFC 7396 merge patch (`application/merge-patch+json`; `application/json` is accepted too) of `type`, `name` (null removes it), `configuration` (each member merged; null removes it) and `groupIds` (the whole list). `status` answers 409 (use PUT .../status); any other field answers 400.
          *
          *     Needs scope `fleet:write`.
          */
@@ -996,6 +996,106 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List vehicle groups
+         * @description Needs scope `fleet:read`.
+         */
+        get: operations["listGroups"];
+        put?: never;
+        /**
+         * Create a vehicle group
+         * @description Answers 403 `quota-exceeded` past `FLEET_QUOTA_GROUPS` groups.
+         *
+         *     Needs scope `fleet:write`.
+         */
+        post: operations["createGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a vehicle group
+         * @description Needs scope `fleet:read`.
+         */
+        get: operations["getGroup"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a vehicle group
+         * @description Its vehicles stay; they are no longer in it.
+         *
+         *     Needs scope `fleet:write`.
+         */
+        delete: operations["deleteGroup"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename or describe a vehicle group
+         * @description Needs scope `fleet:write`.
+         */
+        patch: operations["updateGroup"];
+        trace?: never;
+    };
+    "/v2/groups/{id}/vehicles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put vehicles in a group
+         * @description All or none: a vehicle that does not exist answers 404 `vehicle-not-found` and adds nothing. Those in the group already stay.
+         *
+         *     Needs scope `fleet:write`.
+         */
+        post: operations["addGroupVehicles"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/groups/{id}/vehicles/{vehicleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Take a vehicle out of a group
+         * @description 404 when the group does not exist or the vehicle is not in it.
+         *
+         *     Needs scope `fleet:write`.
+         */
+        delete: operations["removeGroupVehicle"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2638,7 +2738,7 @@ export interface components {
              * @description Stable machine-readable code.
              * @enum {unknown}
              */
-            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
+            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "group-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
             detail?: string;
             /** @description Each invalid value, on a `validation-failed` problem. */
             errors?: components["schemas"]["FieldError"][];
@@ -3155,6 +3255,7 @@ export interface components {
          *       "location": null,
          *       "battery": null,
          *       "lastUpdate": null,
+         *       "groupIds": [],
          *       "configuration": {
          *         "sensors": [
          *           "gps"
@@ -3177,6 +3278,8 @@ export interface components {
              * @example 2026-11-22T08:30:00.000Z
              */
             createdAt: string;
+            /** @description The groups it is in, by id; empty when none. */
+            groupIds: string[];
             /**
              * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
              * @example van-042
@@ -3244,6 +3347,67 @@ export interface components {
              */
             vehicleId: string;
         };
+        /** @description A named set of the organization's vehicles. */
+        VehicleGroup: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            createdAt: string;
+            description: string | null;
+            /** @example grp_7Qm2Lw9ZbT4kX1cNp8Rs */
+            id: string;
+            name: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            updatedAt: string;
+            /** @description Vehicles in the group now. */
+            vehicleCount: number;
+        };
+        /** @description What to change of a group. */
+        VehicleGroupChange: {
+            /** @description null removes it. */
+            description?: string | null;
+            /** @description e.g. "Berlin vans". */
+            name?: string;
+        };
+        /**
+         * @description A group to create.
+         * @example {
+         *       "name": "Berlin vans",
+         *       "description": "Depot Tempelhof"
+         *     }
+         */
+        VehicleGroupCreation: {
+            /** @description What the group is for. */
+            description?: string;
+            /** @description e.g. "Berlin vans". */
+            name: string;
+        };
+        /** @description A page of groups. */
+        VehicleGroupList: {
+            /** @description Oldest first. */
+            groups: components["schemas"]["VehicleGroup"][];
+            limit: number;
+            offset: number;
+            total: number;
+        };
+        /**
+         * @description Vehicles to put in the group.
+         * @example {
+         *       "vehicleIds": [
+         *         "van-042",
+         *         "van-043"
+         *       ]
+         *     }
+         */
+        VehicleGroupMembers: {
+            vehicleIds: string[];
+        };
         /** @description A page of vehicles. */
         VehicleList: {
             limit: number;
@@ -3269,6 +3433,8 @@ export interface components {
                 capacity?: number | null;
                 sensors?: string[] | null;
             } | null;
+            /** @description The groups it is in; each must exist (404 `group-not-found`). */
+            groupIds?: string[];
             /** @description null removes the name. */
             name?: string | null;
             type?: components["schemas"]["VehicleType"];
@@ -3311,6 +3477,8 @@ export interface components {
          */
         VehicleRegistration: {
             configuration?: components["schemas"]["VehicleConfiguration"];
+            /** @description The groups it is in; each must exist (404 `group-not-found`). */
+            groupIds?: string[];
             /** @description A person's name for the vehicle (optional). */
             name?: string;
             type: components["schemas"]["VehicleType"];
@@ -3427,6 +3595,8 @@ export interface components {
         VehicleSummary: {
             /** @description Last known state of charge, percent. */
             battery: number | null;
+            /** @description The groups it is in, by id; empty when none. */
+            groupIds: string[];
             /**
              * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
              * @example van-042
@@ -3865,6 +4035,8 @@ export interface operations {
     v1ListVehicles: {
         parameters: {
             query?: {
+                /** @description Only the vehicles in this group. */
+                groupId?: string;
                 /** @description Page size. */
                 limit?: number;
                 /** @description Items to skip. */
@@ -5756,6 +5928,8 @@ export interface operations {
     listVehicles: {
         parameters: {
             query?: {
+                /** @description Only the vehicles in this group. */
+                groupId?: string;
                 /** @description Page size. */
                 limit?: number;
                 /** @description Items to skip. */
@@ -6361,6 +6535,245 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["VehiclesInsideGeofence"];
                 };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listGroups: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: number;
+                /** @description Items to skip. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of groups. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VehicleGroupList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VehicleGroupCreation"];
+            };
+        };
+        responses: {
+            /** @description A named set of the organization's vehicles. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VehicleGroup"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example grp_7Qm2Lw9ZbT4kX1cNp8Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A named set of the organization's vehicles. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VehicleGroup"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example grp_7Qm2Lw9ZbT4kX1cNp8Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example grp_7Qm2Lw9ZbT4kX1cNp8Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VehicleGroupChange"];
+            };
+        };
+        responses: {
+            /** @description A named set of the organization's vehicles. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VehicleGroup"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    addGroupVehicles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example grp_7Qm2Lw9ZbT4kX1cNp8Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VehicleGroupMembers"];
+            };
+        };
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    removeGroupVehicle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example grp_7Qm2Lw9ZbT4kX1cNp8Rs */
+                id: string;
+                /**
+                 * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+                 * @example van-042
+                 */
+                vehicleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];

@@ -8,6 +8,7 @@ import type { Registry } from 'prom-client';
 import pkg from '../../package.json' with { type: 'json' };
 import { auditPlugin } from '../audit/plugin.ts';
 import { auditRoutes } from '../audit/routes.ts';
+import { groupRoutes } from '../groups/routes.ts';
 import { apiKeyRoutes } from '../auth/keys-routes.ts';
 import { oauthRoutes } from '../auth/oauth/routes.ts';
 import type { Clock } from '../clock.ts';
@@ -192,6 +193,7 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
   await app.register(peopleRoutes, { people: parts.people, publicUrl: config.publicUrl });
   await app.register(ssoRoutes, { sso: parts.sso, publicUrl: config.publicUrl });
   await app.register(auditRoutes, { store: deps.stores.audit });
+  await app.register(groupRoutes, { service: parts.groups });
   await app.register(deviceRoutes, { service: parts.devices });
   await app.register(osmandRoutes, { path: '/osmand', ingest: parts.protocolIngest });
   await app.register(oauthRoutes, { oauth: parts.oauth, publicUrl: config.publicUrl });

@@ -17,6 +17,7 @@ import { createDeviceGuard } from '../protocols/guard.ts';
 import { createProtocolIngest } from '../protocols/ingest.ts';
 import { startPeopleCleanup } from '../people/cleanup.ts';
 import { startAuditRetention } from '../audit/retention.ts';
+import { createGroupService } from '../groups/service.ts';
 import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
 import { createOsmandListener } from '../protocols/osmand/listener.ts';
 import { createTeltonikaListener } from '../protocols/teltonika/listener.ts';
@@ -88,6 +89,7 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     ...(deps.cluster === undefined ? {} : { cluster: { directory: deps.cluster.directory, node: deps.cluster.bus.node, log, events } }),
   });
   const ruleEngine = createRuleEngine({ store: stores.rules, trips: config.rules.tripEvents });
+  const groups = createGroupService({ store: stores.groups, clock, maxGroups: config.quotas.groups });
   const vehicles = createVehicleService({
     store: stores.vehicles, clock, maxVehicles: config.quotas.vehicles, latest: latestOf, events,
   });
@@ -164,6 +166,6 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     eventCounts, outbound, pacing, deliveries, webhooks,
     feed: createFeedService({ store: stores.events }),
     history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles }),
-    mqtt, devices, protocolIngest, deviceGuard, listeners, retention, eventRetention, peopleCleanup, auditRetention,
+    mqtt, devices, protocolIngest, deviceGuard, listeners, retention, eventRetention, peopleCleanup, auditRetention, groups,
   };
 }

@@ -57,6 +57,11 @@ const table = {
   createVehicleStream: { action: 'stream.created', resource: 'stream', id: 'new:str' },
   createFleetStream: { action: 'stream.created', resource: 'stream', id: 'new:str' },
   deleteStream: { action: 'stream.deleted', resource: 'stream', id: 'param:streamId' },
+  createGroup: { action: 'group.created', resource: 'group', id: 'new:grp' },
+  updateGroup: { action: 'group.updated', resource: 'group', id: 'param:id' },
+  deleteGroup: { action: 'group.deleted', resource: 'group', id: 'param:id' },
+  addGroupVehicles: { action: 'group.vehicles_added', resource: 'group', id: 'param:id' },
+  removeGroupVehicle: { action: 'group.vehicle_removed', resource: 'group', id: 'param:id' },
   createStreamTicket: { action: 'stream.ticket_issued', resource: 'stream', id: 'param:streamId' },
 } as const satisfies Record<string, AuditAction>;
 

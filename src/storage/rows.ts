@@ -23,6 +23,22 @@ export interface ColumnDecoders {
 
 export const VEHICLE_COLUMNS = 'organization_id, id, type, name, status, configuration, created_at, updated_at, status_changed_at';
 
+/**
+ * A vehicle's group ids as a JSON array, by id, for the select (or RETURNING) list of a statement
+ * over `vehicles` (not aliased), in each backend's SQL: every vehicle row read carries them.
+ */
+export const VEHICLE_GROUPS = {
+  sqlite: `(SELECT json_group_array(group_id) FROM (SELECT group_id FROM vehicle_group_members m
+     WHERE m.organization_id = vehicles.organization_id AND m.vehicle_id = vehicles.id ORDER BY group_id)) AS group_ids`,
+  postgres: `(SELECT coalesce(json_agg(m.group_id ORDER BY m.group_id), '[]'::json) FROM vehicle_group_members m
+     WHERE m.organization_id = vehicles.organization_id AND m.vehicle_id = vehicles.id) AS group_ids`,
+};
+
+function groupIdsOf(row: Row, d: ColumnDecoders): string[] {
+  if (row.group_ids === undefined) throw new Error('a vehicle row read without its group_ids (VEHICLE_GROUPS)');
+  return d.json<string[]>(row.group_ids);
+}
+
 const orNull = <T>(value: unknown): T | null => (value as T | null | undefined) ?? null;
 
 export function rowMappers(d: ColumnDecoders) {
@@ -63,6 +79,7 @@ export function rowMappers(d: ColumnDecoders) {
       createdAt: row.created_at as number,
       updatedAt: row.updated_at as number,
       statusChangedAt: row.status_changed_at as number,
+      groupIds: groupIdsOf(row, d),
     }),
     change: (row: Row): StatusChange => ({
       from: orNull<VehicleStatus>(row.from_status),

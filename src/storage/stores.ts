@@ -1,6 +1,7 @@
 // Every store the service uses, as one bundle handed to app.ts. Each backend (SQLite embedded,
 // PostgreSQL for cluster mode) provides the same bundle, and test/contract/ holds both to it.
 import type { AuditStore } from '../audit/store.ts';
+import type { GroupStore } from '../groups/store.ts';
 import type { OAuthStore } from '../auth/oauth/store.ts';
 import type { AuthStore } from '../auth/store.ts';
 import type { Config } from '../config.ts';
@@ -27,6 +28,7 @@ export interface Stores {
   people: PeopleStore;
   sso: SsoStore;
   audit: AuditStore;
+  groups: GroupStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -33,7 +33,7 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
       config: { scope: 'fleet:read' },
       schema: {
         summary: 'List vehicles',
-        description: 'Ordered by id. `status` and `type` take one value or several, comma-separated.',
+        description: 'Ordered by id. `status` and `type` take one value or several, comma-separated; `groupId` keeps the vehicles of one group.',
         querystring: VehicleListQuery,
         response: responses({ 200: VehicleList }),
       },
@@ -44,6 +44,7 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
       const { vehicles, total } = await service.list(request.principal, {
         statuses: splitList<VehicleStatus>(query.status),
         types: splitList<VehicleType>(query.type),
+        ...(query.groupId === undefined ? {} : { groupId: query.groupId }),
         limit,
         offset,
       });
@@ -117,7 +118,7 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
       schema: {
         summary: 'Update a vehicle',
         description: 'An RFC 7396 merge patch (`application/merge-patch+json`; `application/json` is accepted too) of ' +
-          '`type`, `name` (null removes it) and `configuration` (each member merged; null removes it). ' +
+          '`type`, `name` (null removes it), `configuration` (each member merged; null removes it) and `groupIds` (the whole list). ' +
           '`status` answers 409 (use PUT .../status); any other field answers 400.',
         params: VehicleIdParams,
         body: PatchVehicleBody,

@@ -51,8 +51,14 @@ export type Configuration = Static<typeof Configuration>;
 
 const VehicleName = PlainText({ minLength: 1, maxLength: 200, description: 'A person\'s name for the vehicle (optional).' });
 
+export const GROUP_ID_PATTERN = '^grp_[A-Za-z0-9]{20}$';
+/** The groups a vehicle is in (docs/API.md "Vehicle groups"): ids of the organization's groups. */
+const GroupIds = Type.Array(Type.String({ pattern: GROUP_ID_PATTERN }), {
+  maxItems: 100, uniqueItems: true, description: 'The groups it is in; each must exist (404 `group-not-found`).',
+});
+
 export const RegisterVehicleBody = named('VehicleRegistration', Type.Object(
-  { vehicleId: VehicleId, type: VehicleTypeSchema, name: Type.Optional(VehicleName), configuration: Type.Optional(Configuration) },
+  { vehicleId: VehicleId, type: VehicleTypeSchema, name: Type.Optional(VehicleName), configuration: Type.Optional(Configuration), groupIds: Type.Optional(GroupIds) },
   {
     additionalProperties: false,
     description: 'A vehicle to register.',
@@ -69,6 +75,7 @@ const listItemProperties = {
   location: Type.Union([Location, Type.Null()], { description: 'Last known position; null before any telemetry.' }),
   battery: Type.Union([Type.Number(), Type.Null()], { description: 'Last known state of charge, percent.' }),
   lastUpdate: Type.Union([IsoTimestamp, Type.Null()], { description: 'Time of the newest telemetry.' }),
+  groupIds: Type.Array(Type.String(), { description: 'The groups it is in, by id; empty when none.' }),
 };
 
 export const VehicleListItem = named('VehicleSummary', Type.Object(listItemProperties, {
@@ -89,7 +96,7 @@ export const VehicleDetails = named('Vehicle', Type.Object(
     description: 'A vehicle: identity, status, configuration and last known state.',
     examples: [
       {
-        id: 'van-042', type: 'van', name: 'Van 42', status: 'registered', location: null, battery: null, lastUpdate: null,
+        id: 'van-042', type: 'van', name: 'Van 42', status: 'registered', location: null, battery: null, lastUpdate: null, groupIds: [],
         configuration: { sensors: ['gps'], capacity: 12, autonomyLevel: 0 },
         createdAt: '2026-11-22T08:30:00.000Z', updatedAt: '2026-11-22T08:30:00.000Z', statusChangedAt: '2026-11-22T08:30:00.000Z',
       },
@@ -113,6 +120,7 @@ export const PatchVehicleBody = named('VehiclePatch', Type.Object(
     type: Type.Optional(VehicleTypeSchema),
     name: Type.Optional(Type.Union([VehicleName, Type.Null()], { description: 'null removes the name.' })),
     configuration: Type.Optional(Type.Union([ConfigurationPatch, Type.Null()], { description: 'Merged into the configuration; null clears it.' })),
+    groupIds: Type.Optional(GroupIds),
   },
   {
     additionalProperties: false,
@@ -134,6 +142,7 @@ export const VehicleListQuery = Type.Object(
       description: `One type or several, comma-separated: ${VEHICLE_TYPES.join(', ')}.`,
       examples: ['van'],
     })),
+    groupId: Type.Optional(Type.String({ pattern: GROUP_ID_PATTERN, description: 'Only the vehicles in this group.' })),
     ...Paging,
   },
   { additionalProperties: false },

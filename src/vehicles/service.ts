@@ -14,6 +14,7 @@ import { type LatestLookup, toDetails } from './view.ts';
 export interface ListOptions extends Page {
   statuses?: VehicleStatus[];
   types?: VehicleType[];
+  groupId?: string;
 }
 
 export type VehicleService = ReturnType<typeof createVehicleService>;
@@ -44,6 +45,7 @@ export function createVehicleService(deps: {
       createdAt: now,
       updatedAt: now,
       statusChangedAt: now,
+      groupIds: groupList(body.groupIds ?? []),
     };
     const registration: StatusChange = { from: null, to: 'registered', reason: null, at: now, by: who.credentialId };
     const events = [vehicleEvent('vehicle.registered', vehicle)];
@@ -56,6 +58,8 @@ export function createVehicleService(deps: {
         throw new AppError('vehicle-exists', `A vehicle "${body.vehicleId}" already exists in this organization.`);
       case 'quota':
         throw quotaExceeded(deps.maxVehicles ?? 0, 'vehicles');
+      case 'unknown-group':
+        throw unknownGroup(vehicle.groupIds);
     }
   }
 
@@ -75,7 +79,7 @@ export function createVehicleService(deps: {
     deps.events?.emit('recorded', { events });
   }
 
-  /** An RFC 7396 merge patch of `type`, `name` and `configuration`. */
+  /** An RFC 7396 merge patch of `type`, `name` and `configuration`; `groupIds` replaces the list. */
   async function update(who: Principal, id: string, patch: PatchVehicleBody): Promise<VehicleRecord> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const current = await get(who, id);
@@ -84,11 +88,13 @@ export function createVehicleService(deps: {
         type: patch.type ?? current.type,
         name: patch.name === undefined ? current.name : patch.name,
         configuration: patch.configuration === undefined ? current.configuration : mergeConfiguration(current.configuration, patch.configuration),
+        groupIds: patch.groupIds === undefined ? current.groupIds : groupList(patch.groupIds),
         // Never the same as before: the compare-and-set below tells this write from any other.
         updatedAt: Math.max(clock.now(), current.updatedAt + 1),
       };
       const events = [vehicleEvent('vehicle.updated', next)];
       const updated = await store.update(who.organizationId, id, current.updatedAt, next, events);
+      if (updated === 'unknown-group') throw unknownGroup(next.groupIds);
       if (updated !== undefined) {
         deps.events?.emit('recorded', { events });
         return updated;
@@ -142,6 +148,15 @@ function mergeConfiguration(current: Configuration, patch: PatchVehicleBody['con
     else out[key] = value;
   }
   return out;
+}
+
+/** A vehicle's groups as kept: each once, in order. */
+function groupList(groupIds: readonly string[]): string[] {
+  return [...new Set(groupIds)].sort();
+}
+
+function unknownGroup(groupIds: readonly string[]): AppError {
+  return new AppError('group-not-found', `One of the groups ${groupIds.map((g) => `"${g}"`).join(', ')} does not exist in this organization.`);
 }
 
 function notFound(id: string): AppError {

@@ -12,6 +12,8 @@ export interface VehicleRecord {
   createdAt: number;
   updatedAt: number;
   statusChangedAt: number;
+  /** The groups it is in, by id (docs/API.md "Vehicle groups"). */
+  groupIds: string[];
 }
 
 export interface StatusChange {
@@ -30,6 +32,8 @@ export interface Page {
 export interface VehicleFilter extends Page {
   statuses?: VehicleStatus[];
   types?: VehicleType[];
+  /** Only the vehicles in this group. */
+  groupId?: string;
 }
 
 /**
@@ -40,20 +44,22 @@ export interface VehicleFilter extends Page {
  */
 export interface VehicleStore {
   /**
-   * Stores the vehicle and its registration entry, unless the id is taken in the organization or
-   * the organization already has `maxVehicles` (counted in the same transaction as the insert).
+   * Stores the vehicle, its registration entry and its groups, unless the id is taken in the
+   * organization, the organization already has `maxVehicles` (counted in the same transaction as
+   * the insert), or one of its groups does not exist (`unknown-group`).
    */
-  insert(vehicle: VehicleRecord, registration: StatusChange, maxVehicles?: number, events?: readonly EventRecord[]): Promise<'created' | 'exists' | 'quota'>;
+  insert(vehicle: VehicleRecord, registration: StatusChange, maxVehicles?: number, events?: readonly EventRecord[]): Promise<'created' | 'exists' | 'quota' | 'unknown-group'>;
   get(organizationId: string, id: string): Promise<VehicleRecord | undefined>;
   /** Ordered by id ascending, so pages are stable. */
   list(organizationId: string, filter: VehicleFilter): Promise<{ vehicles: VehicleRecord[]; total: number }>;
   /** Removes the vehicle with its history; false when there was none. */
   delete(organizationId: string, id: string, events?: readonly EventRecord[]): Promise<boolean>;
   /**
-   * Compare-and-set: writes `next`'s type, name, configuration and updatedAt only while the
-   * vehicle's `updatedAt` is still `expectedUpdatedAt`. Undefined when it is gone or changed meanwhile.
+   * Compare-and-set: writes `next`'s type, name, configuration, groups and updatedAt only while
+   * the vehicle's `updatedAt` is still `expectedUpdatedAt`. Undefined when it is gone or changed
+   * meanwhile; `unknown-group` (nothing written) when one of `next`'s groups does not exist.
    */
-  update(organizationId: string, id: string, expectedUpdatedAt: number, next: VehicleRecord, events?: readonly EventRecord[]): Promise<VehicleRecord | undefined>;
+  update(organizationId: string, id: string, expectedUpdatedAt: number, next: VehicleRecord, events?: readonly EventRecord[]): Promise<VehicleRecord | undefined | 'unknown-group'>;
   /**
    * Compare-and-set: applies `change` only while the vehicle's status is still `change.from`, and
    * records it in the history in the same transaction. Undefined when the vehicle is gone or its

@@ -24,6 +24,7 @@ export function toListItem(v: VehicleRecord, latest: LatestSummary = NO_TELEMETR
     location: latest.location,
     battery: latest.battery,
     lastUpdate: latest.lastUpdate === null ? null : iso(latest.lastUpdate),
+    groupIds: v.groupIds,
   };
 }
 

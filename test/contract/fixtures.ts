@@ -54,7 +54,7 @@ export async function addOrganization(stores: Stores, overrides: Partial<Organiz
 /** A vehicle `id` of type van in `organizationId`, registered straight into `status`. */
 export async function addVehicle(stores: Stores, organizationId: string, id: string, status: VehicleStatus = 'active'): Promise<void> {
   await stores.vehicles.insert(
-    { organizationId, id, type: 'van', name: null, status, configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0 },
+    { organizationId, id, type: 'van', name: null, status, configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0, groupIds: [] },
     { from: null, to: status, reason: null, at: T0, by: 'k' },
   );
 }

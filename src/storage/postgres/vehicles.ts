@@ -1,11 +1,14 @@
 import type { VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
-import { VEHICLE_COLUMNS, postgresRows } from '../rows.ts';
+import { VEHICLE_COLUMNS, VEHICLE_GROUPS, postgresRows } from '../rows.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
 import { appendEvents } from './events.ts';
+import { allGroupsExist, replaceMemberships } from './groups.ts';
 
 const COLUMNS = VEHICLE_COLUMNS;
+/** What a vehicle is read as: its columns and its groups. */
+const READ = `${VEHICLE_COLUMNS}, ${VEHICLE_GROUPS.postgres}`;
 
-const SELECT_ONE = `SELECT ${COLUMNS} FROM vehicles WHERE organization_id = $1 AND id = $2`;
+const SELECT_ONE = `SELECT ${READ} FROM vehicles WHERE organization_id = $1 AND id = $2`;
 
 export function createPostgresVehicleStore(db: Database): VehicleStore {
   async function selectOne(q: Queryable, organizationId: string, id: string) {
@@ -16,6 +19,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
   return {
     async insert(v, registration, maxVehicles, events = []) {
       return db.transaction(async (client) => {
+        if (!(await allGroupsExist(client, v.organizationId, v.groupIds))) return 'unknown-group';
         if (maxVehicles !== undefined) {
           // Counted and inserted under one lock per organization: concurrent registrations on any
           // node cannot both take the last place.
@@ -35,6 +39,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
           ],
         });
         if (inserted.rowCount === 0) return 'exists';
+        await replaceMemberships(client, v.organizationId, v.id, v.groupIds);
         await client.query({
           name: 'vehicles.insert-change',
           text: `INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by)
@@ -58,11 +63,14 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
       const params: unknown[] = [organizationId];
       if (statuses.length > 0) where += ` AND status = ANY($${params.push(statuses)}::text[])`;
       if (types.length > 0) where += ` AND type = ANY($${params.push(types)}::text[])`;
-      const shape = `${statuses.length > 0 ? 's' : ''}${types.length > 0 ? 't' : ''}`;
+      if (filter.groupId !== undefined) {
+        where += ` AND EXISTS (SELECT 1 FROM vehicle_group_members m WHERE m.organization_id = vehicles.organization_id AND m.group_id = $${params.push(filter.groupId)} AND m.vehicle_id = vehicles.id)`;
+      }
+      const shape = `${statuses.length > 0 ? 's' : ''}${types.length > 0 ? 't' : ''}${filter.groupId === undefined ? '' : 'g'}`;
       const [page, count] = await Promise.all([
         db.query({
           name: `vehicles.page.${shape}`,
-          text: `SELECT ${COLUMNS} FROM vehicles WHERE ${where} ORDER BY id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+          text: `SELECT ${READ} FROM vehicles WHERE ${where} ORDER BY id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
           values: [...params, filter.limit, filter.offset],
         }),
         db.query<{ n: number }>({ name: `vehicles.count.${shape}`, text: `SELECT count(*) AS n FROM vehicles WHERE ${where}`, values: params }),
@@ -92,6 +100,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
 
     async update(organizationId, id, expectedUpdatedAt, next, events = []) {
       return db.transaction(async (client) => {
+        if (!(await allGroupsExist(client, organizationId, next.groupIds))) return 'unknown-group' as const;
         const { rows } = await client.query({
           name: 'vehicles.update',
           text: `UPDATE vehicles SET type = $3, name = $4, configuration = $5, updated_at = $6
@@ -99,8 +108,9 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
           values: [organizationId, id, next.type, next.name, JSON.stringify(next.configuration), next.updatedAt, expectedUpdatedAt],
         });
         if (rows[0] === undefined) return undefined;
+        await replaceMemberships(client, organizationId, id, next.groupIds);
         await appendEvents(client, events, next.updatedAt);
-        return postgresRows.vehicle(rows[0]);
+        return postgresRows.vehicle({ ...rows[0], group_ids: next.groupIds });
       });
     },
 
@@ -118,7 +128,9 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
                  INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by)
                  SELECT organization_id, id, $5, $3, $6, $4, $7 FROM changed
                )
-               SELECT * FROM changed`,
+               SELECT changed.*, (SELECT coalesce(json_agg(m.group_id ORDER BY m.group_id), '[]'::json) FROM vehicle_group_members m
+                 WHERE m.organization_id = changed.organization_id AND m.vehicle_id = changed.id) AS group_ids
+               FROM changed`,
         values: [organizationId, id, change.to, change.at, change.from, change.reason, change.by],
       });
       if (rows[0] === undefined) return undefined;

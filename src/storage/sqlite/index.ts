@@ -10,6 +10,7 @@ import { createSqliteWebhookStore } from './webhooks.ts';
 import { createSqliteDeviceStore } from './devices.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
 import { createSqliteAuditStore } from './audit.ts';
+import { createSqliteGroupStore, createSqliteMemberships } from './groups.ts';
 import { createSqlitePeopleStore } from './people.ts';
 import { createSqliteSsoStore } from './sso.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
@@ -54,7 +55,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     db,
     auth: createSqliteAuthStore(db),
     oauth: createSqliteOAuthStore(db),
-    vehicles: createSqliteVehicleStore(db, wal, statuses, appendEvents, (organizationId, vehicleId) => ruleWrites.forget(organizationId, vehicleId)),
+    vehicles: createSqliteVehicleStore(db, wal, statuses, appendEvents, createSqliteMemberships(db), (organizationId, vehicleId) => ruleWrites.forget(organizationId, vehicleId)),
     telemetry: createSqliteTelemetryStore(db, wal, statuses, ruleWrites, reader),
     events: createSqliteEventStore(db),
     rules: createSqliteRulesStore(db, ruleWrites),
@@ -62,6 +63,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     devices: createSqliteDeviceStore(db),
     people: createSqlitePeopleStore(db),
     audit: createSqliteAuditStore(db),
+    groups: createSqliteGroupStore(db),
     sso: createSqliteSsoStore(db),
     async ping() {
       ping.get();

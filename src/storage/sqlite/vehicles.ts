@@ -1,27 +1,31 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { EventRecord } from '../../events/types.ts';
 import type { VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
-import { VEHICLE_COLUMNS, sqliteRows } from '../rows.ts';
+import { VEHICLE_COLUMNS, VEHICLE_GROUPS, sqliteRows } from '../rows.ts';
+import type { Memberships } from './groups.ts';
 import type { AppendEvents } from './events.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
 import type { WalSync } from './wal-sync.ts';
 
 const COLUMNS = VEHICLE_COLUMNS;
+/** What a vehicle is read as: its columns and its groups. */
+const READ = `${VEHICLE_COLUMNS}, ${VEHICLE_GROUPS.sqlite}`;
 
 /** Status writes go through `statuses`, which the telemetry store reads; events through `appendEvents`. */
 /** `deleted` is told of each deletion (after it), so that memory kept of the vehicle elsewhere goes with it. */
 export function createSqliteVehicleStore(
-  db: DatabaseSync, wal: WalSync, statuses: VehicleStatuses, appendEvents: AppendEvents, deleted: (organizationId: string, vehicleId: string) => void = () => {},
+  db: DatabaseSync, wal: WalSync, statuses: VehicleStatuses, appendEvents: AppendEvents, memberships: Memberships,
+  deleted: (organizationId: string, vehicleId: string) => void = () => {},
 ): VehicleStore {
   const insertVehicle = db.prepare(
     `INSERT INTO vehicles (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
-  const selectOne = db.prepare(`SELECT ${COLUMNS} FROM vehicles WHERE organization_id = ? AND id = ?`);
+  const selectOne = db.prepare(`SELECT ${READ} FROM vehicles WHERE organization_id = ? AND id = ?`);
   const countAll = db.prepare('SELECT count(*) AS n FROM vehicles WHERE organization_id = ?');
   const deleteOne = db.prepare('DELETE FROM vehicles WHERE organization_id = ? AND id = ?');
   const updateOne = db.prepare(
     `UPDATE vehicles SET type = ?, name = ?, configuration = ?, updated_at = ?
-     WHERE organization_id = ? AND id = ? AND updated_at = ? RETURNING ${COLUMNS}`,
+     WHERE organization_id = ? AND id = ? AND updated_at = ? RETURNING ${VEHICLE_COLUMNS}`,
   );
   const historyPage = db.prepare(
     `SELECT from_status, to_status, reason, at, by FROM vehicle_status_history
@@ -33,15 +37,18 @@ export function createSqliteVehicleStore(
   // List statements differ by how many statuses and types filter them; keep one per shape.
   const listStatements = new Map<string, { page: StatementSync; count: StatementSync }>();
 
-  function listStatement(statusCount: number, types: number) {
-    const shape = `${statusCount}:${types}`;
+  function listStatement(statusCount: number, types: number, group: boolean) {
+    const shape = `${statusCount}:${types}:${group}`;
     let statements = listStatements.get(shape);
     if (statements === undefined) {
       let where = 'organization_id = ?';
       if (statusCount > 0) where += ` AND status IN (${Array(statusCount).fill('?').join(',')})`;
       if (types > 0) where += ` AND type IN (${Array(types).fill('?').join(',')})`;
+      if (group) {
+        where += ' AND EXISTS (SELECT 1 FROM vehicle_group_members m WHERE m.organization_id = vehicles.organization_id AND m.group_id = ? AND m.vehicle_id = vehicles.id)';
+      }
       statements = {
-        page: db.prepare(`SELECT ${COLUMNS} FROM vehicles WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`),
+        page: db.prepare(`SELECT ${READ} FROM vehicles WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`),
         count: db.prepare(`SELECT count(*) AS n FROM vehicles WHERE ${where}`),
       };
       listStatements.set(shape, statements);
@@ -68,6 +75,7 @@ export function createSqliteVehicleStore(
   return {
     async insert(v, registration, maxVehicles, events = []) {
       return write(() => {
+        if (!memberships.allExist(v.organizationId, v.groupIds)) return 'unknown-group';
         if (maxVehicles !== undefined && Number(countAll.get(v.organizationId)?.n ?? 0) >= maxVehicles) {
           return selectOne.get(v.organizationId, v.id) === undefined ? 'quota' : 'exists';
         }
@@ -75,6 +83,7 @@ export function createSqliteVehicleStore(
           v.organizationId, v.id, v.type, v.name, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt,
         );
         if (result.changes === 0) return 'exists';
+        memberships.replace(v.organizationId, v.id, v.groupIds);
         statuses.registered(v.organizationId, v.id, registration);
         appendEvents(events, v.createdAt);
         return 'created';
@@ -89,8 +98,8 @@ export function createSqliteVehicleStore(
     async list(organizationId, filter: VehicleFilter) {
       const statusFilter = filter.statuses ?? [];
       const types = filter.types ?? [];
-      const { page, count } = listStatement(statusFilter.length, types.length);
-      const params = [organizationId, ...statusFilter, ...types];
+      const { page, count } = listStatement(statusFilter.length, types.length, filter.groupId !== undefined);
+      const params = [organizationId, ...statusFilter, ...types, ...(filter.groupId === undefined ? [] : [filter.groupId])];
       return {
         vehicles: page.all(...params, filter.limit, filter.offset).map(sqliteRows.vehicle),
         total: Number(count.get(...params)?.n ?? 0),
@@ -112,10 +121,12 @@ export function createSqliteVehicleStore(
 
     async update(organizationId, id, expectedUpdatedAt, next, events = []) {
       return write(() => {
+        if (!memberships.allExist(organizationId, next.groupIds)) return 'unknown-group';
         const row = updateOne.get(next.type, next.name, JSON.stringify(next.configuration), next.updatedAt, organizationId, id, expectedUpdatedAt);
         if (row === undefined) return undefined;
+        memberships.replace(organizationId, id, next.groupIds);
         appendEvents(events, next.updatedAt);
-        return sqliteRows.vehicle(row);
+        return sqliteRows.vehicle({ ...row, group_ids: JSON.stringify(next.groupIds) });
       });
     },
 
