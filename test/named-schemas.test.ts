@@ -29,7 +29,7 @@ test('the serializer writes the named schemas out in place: no field a schema do
   assert.ok(!inlined.includes('$ref') && !inlined.includes('$id'), inlined.slice(0, 200));
   const serialize = serializerCompiler({ schema: VehicleDetails, method: 'GET', url: '/x', httpStatus: '200' }) as (value: unknown) => string;
   const vehicle = {
-    id: 'van-042', type: 'van', name: null, status: 'active', location: { lat: 1, lng: 2 }, battery: null, lastUpdate: null,
+    id: 'van-042', type: 'van', name: null, status: 'active', location: { lat: 1, lng: 2 }, battery: null, lastUpdate: null, groupIds: [],
     configuration: { capacity: 8, internal: 'x' }, createdAt: '2026-11-22T08:30:00.000Z', updatedAt: '2026-11-22T08:30:00.000Z', statusChangedAt: '2026-11-22T08:30:00.000Z',
     organizationId: 'org_hidden',
   };

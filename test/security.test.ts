@@ -105,6 +105,9 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/users': () => ({ email: `${unique('matrix')}@example.com`, name: 'Matrix', role: 'viewer' }),
   '/v2/users/:id': () => ({ name: unique('name') }),
   '/v2/users/:id/invitation': () => undefined,
+  '/v2/groups': () => ({ name: unique('group') }),
+  '/v2/groups/:id': () => ({ name: unique('group') }),
+  '/v2/groups/:id/vehicles': (id) => ({ vehicleIds: [id] }),
   // Refused at the issuer (a loopback address) before any request leaves: the route is reached all the same.
   '/v2/sso': () => ({ issuer: 'https://127.0.0.1/', clientId: 'fleet', clientSecret: 'matrix-secret', roleMap: { matrix: 'viewer' } }),
 };
@@ -191,6 +194,9 @@ const KNOWN_ROUTES: Record<string, number> = {
   'GET /v2/telemetry/:vehicleId/export': 200,
   'GET /v2/users': 200,
   'POST /v2/users': 201,
+  'GET /v2/groups': 200,
+  'POST /v2/groups': 201,
+  'GET /v2/audit-log': 200,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {

@@ -238,7 +238,7 @@ describe('list, pagination and filters', () => {
     assert.equal(body.offset, 0);
     assert.equal(body.total, 10);
     assert.deepEqual(body.vehicles.map((v: { id: string }) => v.id), [...ids].sort());
-    assert.deepEqual(Object.keys(body.vehicles[0]).sort(), ['battery', 'id', 'lastUpdate', 'location', 'name', 'status', 'type']);
+    assert.deepEqual(Object.keys(body.vehicles[0]).sort(), ['battery', 'groupIds', 'id', 'lastUpdate', 'location', 'name', 'status', 'type']);
   });
 
   test('pages are stable and disjoint, and cover the list', async () => {

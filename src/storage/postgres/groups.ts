@@ -17,12 +17,19 @@ export async function allGroupsExist(q: Queryable, organizationId: string, group
 
 /** Makes `groupIds` the vehicle's groups. */
 export async function replaceMemberships(q: Queryable, organizationId: string, vehicleId: string, groupIds: readonly string[]): Promise<void> {
+  const wanted = [...new Set(groupIds)];
+  // Two statements: in one, the insert's conflict check would see the rows the delete removes.
   await q.query({
-    name: 'groups.replace-memberships',
-    text: `WITH cleared AS (DELETE FROM vehicle_group_members WHERE organization_id = $1 AND vehicle_id = $2)
-           INSERT INTO vehicle_group_members (organization_id, group_id, vehicle_id)
+    name: 'groups.drop-memberships',
+    text: 'DELETE FROM vehicle_group_members WHERE organization_id = $1 AND vehicle_id = $2 AND NOT (group_id = ANY($3::text[]))',
+    values: [organizationId, vehicleId, wanted],
+  });
+  if (wanted.length === 0) return;
+  await q.query({
+    name: 'groups.add-memberships',
+    text: `INSERT INTO vehicle_group_members (organization_id, group_id, vehicle_id)
            SELECT $1, g, $2 FROM unnest($3::text[]) AS g ON CONFLICT DO NOTHING`,
-    values: [organizationId, vehicleId, [...new Set(groupIds)]],
+    values: [organizationId, vehicleId, wanted],
   });
 }
 
