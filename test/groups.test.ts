@@ -150,7 +150,7 @@ test('bad input: a problem response, nothing stored', async (t) => {
     ['GET', '/v2/fleet/vehicles?groupId=berlin', undefined],
   ];
   for (const [method, url, body] of cases) {
-    const res = await app.request(method as 'POST', url, body === undefined ? {} : { body });
+    const res = await app.request(method, url, body === undefined ? {} : { body });
     assert.equal(res.statusCode, 400, `${method} ${url} ${JSON.stringify(body)?.slice(0, 60)}: ${res.statusCode} ${res.body}`);
     assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
   }
