@@ -509,7 +509,16 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     assert.ok(opened.length >= 2, 'two open alerts');
     await ctx.request('POST', `/v2/alerts/${opened[0]!.id}/acknowledge`, { body: {} });
     await ctx.request('POST', '/v2/webhooks', { body: { url: `${receiver.url}/a/rather/long/path/of/the/dispatch/office/receiver`, eventTypes: ['*'] } });
-    const pages: Array<[string, string]> = [['Alerts', 'Alerts'], ['Events', 'Event log'], ['Vehicles', 'Vehicles'], ['Devices', 'Devices'], ['Webhooks', 'Webhooks'], ['API keys', 'API keys'], ['Audit log', 'Audit log']];
+    const group = await ctx.request('POST', '/v2/groups', {
+      body: { name: 'Delivery vans of Berlin Mitte, the long routes', description: 'Every van that leaves the Mitte depot for the long routes north and east of the city' },
+    });
+    assert.equal(group.statusCode, 201, group.body);
+    // Its name in the Groups column of the vehicles it has.
+    const members = await ctx.request('POST', `/v2/groups/${group.json<{ id: string }>().id}/vehicles`, {
+      body: { vehicleIds: ['delivery-van-berlin-mitte-0001', 'delivery-van-berlin-mitte-0002'] },
+    });
+    assert.equal(members.statusCode, 204, members.body);
+    const pages: Array<[string, string]> = [['Alerts', 'Alerts'], ['Events', 'Event log'], ['Groups', 'Groups'], ['Vehicles', 'Vehicles'], ['Devices', 'Devices'], ['Webhooks', 'Webhooks'], ['API keys', 'API keys'], ['Audit log', 'Audit log']];
     for (const width of [1280, 1440]) {
       await page.setViewportSize({ width, height: 900 });
       for (const [label, heading] of pages) {

@@ -47,6 +47,8 @@ export type TotpEnrolment = Schemas['TotpEnrolment'];
 export type RecoveryCodes = Schemas['RecoveryCodes'];
 export type AuditEntry = Schemas['AuditEntry'];
 export type AuditLogPage = Schemas['AuditLogPage'];
+export type VehicleGroup = Schemas['VehicleGroup'];
+export type VehicleGroupList = Schemas['VehicleGroupList'];
 
 /** One problem in a request, as the service names it: a JSON Pointer (`/configuration/capacity`) and a message. */
 export interface FieldError {

@@ -1,8 +1,9 @@
-// The fleet page: counts by status, filters by status and type, one page of the vehicle list
-// (the API's limit/offset paging), and the map. Battery, position and last update follow the
+// The fleet page: counts by status, filters by status, type and group, one page of the vehicle
+// list (the API's limit/offset paging, each vehicle's groups by name), and the map. Battery, position and last update follow the
 // live stream; the map shows every vehicle the stream reports, not only the current page.
 import { api, encode, explain, type VehicleList, type VehicleListItem } from './api.ts';
 import { formatBattery, formatTime, h, replace } from './dom.ts';
+import { type Group, groupNames, readGroups } from './groups.ts';
 import type { Live, LiveMessage } from './live.ts';
 import { createMap } from './map.ts';
 import { STATUSES, TYPES } from './transitions.ts';
@@ -36,7 +37,7 @@ export function remember(message: LiveMessage): void {
 }
 
 const PAGE_SIZES = [10, 25, 50, 100];
-const filters = { status: '', type: '', offset: 0, limit: 25 };
+const filters = { status: '', type: '', groupId: '', offset: 0, limit: 25 };
 
 interface Row {
   status: HTMLElement;
@@ -65,18 +66,22 @@ export function renderFleet(root: HTMLElement, ctx: { live: Live; tileUrl: strin
     h('option', { value: '' }, 'All statuses'), ...STATUSES.map((s) => h('option', { value: s }, s)));
   const typeSelect = h('select', { id: 'type-filter', name: 'type' },
     h('option', { value: '' }, 'All types'), ...TYPES.map((t) => h('option', { value: t }, t)));
+  // Its groups are offered once read; until then (or when they cannot be read) only "All groups".
+  const groupSelect = h('select', { id: 'group-filter', name: 'groupId', disabled: true }, h('option', { value: '' }, 'All groups'));
   const sizeSelect = h('select', { id: 'page-size', name: 'limit' }, ...PAGE_SIZES.map((n) => h('option', { value: n }, String(n))));
   statusSelect.value = filters.status;
   typeSelect.value = filters.type;
   sizeSelect.value = String(filters.limit);
   const filterForm = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter vehicles' },
-    h('label', {}, 'Status ', statusSelect), h('label', {}, 'Type ', typeSelect), h('label', {}, 'Per page ', sizeSelect));
+    h('label', {}, 'Status ', statusSelect), h('label', {}, 'Type ', typeSelect), h('label', {}, 'Group ', groupSelect),
+    h('label', {}, 'Per page ', sizeSelect));
   const message = h('div', { class: 'list-message', 'aria-live': 'polite' });
   const tbody = h('tbody');
   const table = h('table', { class: 'vehicles', 'aria-label': 'Vehicles' },
     h('thead', {}, h('tr', {},
       h('th', { scope: 'col' }, 'Vehicle'), h('th', { scope: 'col' }, 'Type'), h('th', { scope: 'col' }, 'Status'),
-      h('th', { scope: 'col', class: 'num' }, 'Battery'), h('th', { scope: 'col' }, 'Last update'), h('th', { scope: 'col' }, 'Position'))),
+      h('th', { scope: 'col', class: 'num' }, 'Battery'), h('th', { scope: 'col' }, 'Last update'), h('th', { scope: 'col' }, 'Position'),
+      h('th', { scope: 'col' }, 'Groups'))),
     tbody);
   const prev = h('button', { type: 'button', id: 'page-prev' }, '← Previous');
   const next = h('button', { type: 'button', id: 'page-next' }, 'Next →');
@@ -95,12 +100,31 @@ export function renderFleet(root: HTMLElement, ctx: { live: Live; tileUrl: strin
 
   const rows = new Map<string, Row>();
   let listToken = 0;
+  let groupsById = new Map<string, Group>();
+
+  /** Reads the groups: their names for the list, and the group filter's choices. */
+  async function loadGroups() {
+    try {
+      const groups = await readGroups(controller.signal);
+      groupsById = new Map(groups.map((g) => [g.id, g]));
+      replace(groupSelect, h('option', { value: '' }, 'All groups'), ...groups.map((g) => h('option', { value: g.id }, g.name)));
+      groupSelect.disabled = false;
+      // A group chosen on an earlier visit that is gone since: the filter is let go.
+      if (filters.groupId !== '' && !groupsById.has(filters.groupId)) filters.groupId = '';
+      groupSelect.value = filters.groupId;
+    } catch {
+      // The list shows the ids then; a page without groups is still the fleet.
+    }
+  }
 
   async function loadCounts() {
     try {
       const type = filters.type === '' ? undefined : filters.type;
+      const groupId = filters.groupId === '' ? undefined : filters.groupId;
       const totals = await Promise.all(['', ...STATUSES].map((status) =>
-        api<VehicleList>('GET', '/v2/fleet/vehicles', { query: { status: status === '' ? undefined : status, type, limit: 1 }, signal: controller.signal })
+        api<VehicleList>('GET', '/v2/fleet/vehicles', {
+          query: { status: status === '' ? undefined : status, type, groupId, limit: 1 }, signal: controller.signal,
+        })
           .then((list) => list.total)));
       replace(countsBox, ...['', ...STATUSES].map((status, i) => {
         const pressed = filters.status === status;
@@ -133,7 +157,8 @@ export function renderFleet(root: HTMLElement, ctx: { live: Live; tileUrl: strin
     if (lat !== undefined && lng !== undefined) map.setVehicle(vehicle.id, { lat, lng }, status);
     return h('tr', { 'data-vehicle-id': vehicle.id },
       h('th', { scope: 'row' }, h('a', { href: `#/vehicles/${encode(vehicle.id)}` }, vehicle.id)),
-      h('td', {}, vehicle.type), cells.status, cells.battery, cells.lastUpdate, cells.position);
+      h('td', {}, vehicle.type), cells.status, cells.battery, cells.lastUpdate, cells.position,
+      h('td', { class: 'cell-groups' }, groupNames(vehicle.groupIds, groupsById)));
   }
 
   async function loadList() {
@@ -144,7 +169,10 @@ export function renderFleet(root: HTMLElement, ctx: { live: Live; tileUrl: strin
     next.disabled = true;
     try {
       const list = await api<VehicleList>('GET', '/v2/fleet/vehicles', {
-        query: { status: filters.status || undefined, type: filters.type || undefined, limit: filters.limit, offset: filters.offset },
+        query: {
+          status: filters.status || undefined, type: filters.type || undefined, groupId: filters.groupId || undefined,
+          limit: filters.limit, offset: filters.offset,
+        },
         signal: controller.signal,
       });
       if (token !== listToken) return;
@@ -169,19 +197,22 @@ export function renderFleet(root: HTMLElement, ctx: { live: Live; tileUrl: strin
   }
 
   function setFilter(change: Partial<typeof filters>) {
-    const typeChanged = change.type !== undefined && change.type !== filters.type;
+    // The counts are of the vehicles of the type and group chosen.
+    const countsChanged = (change.type !== undefined && change.type !== filters.type) || (change.groupId !== undefined && change.groupId !== filters.groupId);
     Object.assign(filters, { offset: 0 }, change);
     statusSelect.value = filters.status;
     typeSelect.value = filters.type;
+    groupSelect.value = filters.groupId;
     for (const button of countsBox.querySelectorAll<HTMLButtonElement>('button.count')) {
       button.setAttribute('aria-pressed', String((button.dataset.status === 'all' ? '' : button.dataset.status) === filters.status));
     }
     void loadList();
-    if (typeChanged) void loadCounts();
+    if (countsChanged) void loadCounts();
   }
 
   statusSelect.addEventListener('change', () => setFilter({ status: statusSelect.value }));
   typeSelect.addEventListener('change', () => setFilter({ type: typeSelect.value }));
+  groupSelect.addEventListener('change', () => setFilter({ groupId: groupSelect.value }));
   sizeSelect.addEventListener('change', () => setFilter({ limit: Number(sizeSelect.value) }));
   filterForm.addEventListener('submit', (event) => event.preventDefault());
   prev.addEventListener('click', () => {
@@ -227,8 +258,12 @@ export function renderFleet(root: HTMLElement, ctx: { live: Live; tileUrl: strin
     flash(row.lastUpdate);
   });
 
-  void loadCounts();
-  void loadList();
+  // The list and counts wait for the groups: the rows name them, and a remembered group filter
+  // that no longer exists is let go before anything is read with it.
+  void loadGroups().then(() => {
+    void loadCounts();
+    void loadList();
+  });
 
   return () => {
     controller.abort();

@@ -37,7 +37,8 @@ export const AUDIT_OUTCOMES = ['succeeded', 'denied', 'failed'] as const;
 export const AUDIT_ACTIONS = [
   'access.denied', 'alert.acknowledged', 'alert.resolved', 'alert_rule.created', 'alert_rule.deleted', 'alert_rule.replaced',
   'api_key.created', 'api_key.revoked', 'credential.rejected', 'device.created', 'device.deleted',
-  'geofence.created', 'geofence.deleted', 'geofence.replaced', 'oauth.signing_key_rotated', 'oauth_client.created', 'oauth_client.deleted',
+  'geofence.created', 'geofence.deleted', 'geofence.replaced',
+  'group.created', 'group.deleted', 'group.updated', 'group.vehicle_removed', 'group.vehicles_added', 'oauth.signing_key_rotated', 'oauth_client.created', 'oauth_client.deleted',
   'organization.created', 'request.failed', 'request.not_found',
   'session.login', 'session.login_failed', 'session.logout', 'session.sso_login', 'session.sso_login_failed',
   'sso.configured', 'sso.removed', 'stream.created', 'stream.deleted', 'stream.ticket_issued',
@@ -49,6 +50,6 @@ export const AUDIT_ACTIONS = [
 
 /** The kinds of resource an audit entry names. */
 export const AUDIT_RESOURCE_TYPES = [
-  'alert', 'alertRule', 'apiKey', 'device', 'geofence', 'oauthClient', 'oauthSigningKey', 'organization', 'session', 'sso', 'stream',
+  'alert', 'alertRule', 'apiKey', 'device', 'geofence', 'group', 'oauthClient', 'oauthSigningKey', 'organization', 'session', 'sso', 'stream',
   'user', 'vehicle', 'webhook',
 ] as const;

@@ -1,8 +1,10 @@
-// Vehicles: register, edit (an RFC 7396 merge patch of what changed), change status, delete.
-// docs/API.md "Vehicles", "Status and transitions".
+// Vehicles: register, edit (an RFC 7396 merge patch of what changed), change status, delete; the
+// groups a vehicle is in shown by name and chosen when registering or editing it.
+// docs/API.md "Vehicles", "Status and transitions", "Vehicle groups".
 import { api, encode, type VehicleDetails, type VehicleList, type VehicleListItem } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { confirmButton, field, listOf, loading, numberOf, onSubmit, panelHeader, problemBox, select } from './forms.ts';
+import { type Group, groupNames, groupPicker, readGroups } from './groups.ts';
 import { nextStatuses, TYPES } from './transitions.ts';
 
 interface Vehicle extends VehicleDetails {
@@ -29,6 +31,9 @@ export function renderManageVehicles(root: HTMLElement): () => void {
   const sensorsInput = h('input', { type: 'text', name: 'sensors', autocomplete: 'off', spellcheck: 'false' });
   const capacityInput = h('input', { type: 'number', name: 'capacity', min: 0, step: 1 });
   const levelSelect = select(LEVELS, { placeholder: 'not set' });
+  /** Where the register form's group choice goes once the groups are read. */
+  const registerGroups = h('div', {}, loading('Reading the groups…'));
+  let registerPicker: ReturnType<typeof groupPicker> | undefined;
   const registerFeedback = h('div', { class: 'feedback', 'aria-live': 'polite' });
   const registerForm = h('form', { class: 'card form', 'aria-labelledby': 'register-title', novalidate: true },
     h('h2', { id: 'register-title' }, 'Register a vehicle'),
@@ -38,6 +43,7 @@ export function renderManageVehicles(root: HTMLElement): () => void {
     field(sensorsInput, { label: 'Sensors (optional)', path: '/configuration/sensors', help: 'Comma-separated, e.g. gps, lidar' }),
     field(capacityInput, { label: 'Capacity (optional)', path: '/configuration/capacity' }),
     field(levelSelect, { label: 'Autonomy level (optional)', path: '/configuration/autonomyLevel' }),
+    registerGroups,
     h('div', { class: 'form-actions' }, h('button', { type: 'submit', class: 'primary' }, 'Register')),
     registerFeedback);
 
@@ -49,7 +55,7 @@ export function renderManageVehicles(root: HTMLElement): () => void {
   const table = h('table', { class: 'manage-table', 'aria-label': 'Registered vehicles' },
     h('thead', {}, h('tr', {},
       h('th', { scope: 'col' }, 'Vehicle'), h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Type'),
-      h('th', { scope: 'col' }, 'Status'), h('th', { scope: 'col' }, 'Actions'))),
+      h('th', { scope: 'col' }, 'Status'), h('th', { scope: 'col' }, 'Groups'), h('th', { scope: 'col' }, 'Actions'))),
     tbody);
   const prev = h('button', { type: 'button' }, '← Previous');
   const next = h('button', { type: 'button' }, 'Next →');
@@ -75,11 +81,32 @@ export function renderManageVehicles(root: HTMLElement): () => void {
     const body: Record<string, unknown> = { vehicleId: idInput.value.trim(), type: typeSelect.value };
     if (nameInput.value.trim() !== '') body.name = nameInput.value.trim();
     if (Object.keys(configuration).length > 0) body.configuration = configuration;
+    const groupIds = registerPicker?.value() ?? [];
+    if (groupIds.length > 0) body.groupIds = groupIds;
     const created = await api<Vehicle>('POST', '/v2/fleet/vehicles', { body });
     registerForm.reset();
     void loadList();
     return `Registered ${created.id}.`;
   });
+
+  /** The organization's groups, for their names and to choose from; undefined until read, or when they could not be. */
+  let groups: Group[] | undefined;
+  let groupsById = new Map<string, Group>();
+  /** Why the groups could not be read, said where they would be chosen. */
+  let groupsProblem: unknown;
+
+  async function loadGroups() {
+    try {
+      groups = await readGroups(signal);
+      groupsById = new Map(groups.map((g) => [g.id, g]));
+      registerPicker = groupPicker(groups);
+      replace(registerGroups, registerPicker.element);
+    } catch (error) {
+      if (signal.aborted) return;
+      groupsProblem = error;
+      replace(registerGroups, groupsUnreadable(error));
+    }
+  }
 
   async function loadList() {
     table.setAttribute('aria-busy', 'true');
@@ -112,6 +139,7 @@ export function renderManageVehicles(root: HTMLElement): () => void {
     return h('tr', { 'data-vehicle-id': v.id },
       h('th', { scope: 'row' }, h('a', { href: `#/vehicles/${encode(v.id)}` }, v.id)),
       h('td', {}, v.name ?? '—'), h('td', {}, v.type), h('td', {}, statusBadge(v.status)),
+      h('td', { class: 'cell-groups' }, groupNames(v.groupIds, groupsById)),
       h('td', { class: 'actions' }, edit, remove));
   }
 
@@ -140,12 +168,14 @@ export function renderManageVehicles(root: HTMLElement): () => void {
     const sensors = h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false' });
     const capacity = h('input', { type: 'number', min: 0, step: 1 });
     const level = select(LEVELS, { placeholder: 'not set' });
+    const picker = groups === undefined ? undefined : groupPicker(groups, current.groupIds);
     const fill = (v: Vehicle) => {
       type.value = v.type;
       name.value = v.name ?? '';
       sensors.value = (v.configuration.sensors ?? []).join(', ');
       capacity.value = v.configuration.capacity === undefined ? '' : String(v.configuration.capacity);
       level.value = v.configuration.autonomyLevel === undefined ? '' : String(v.configuration.autonomyLevel);
+      picker?.set(v.groupIds);
     };
     fill(current);
     const editFeedback = h('div', { class: 'feedback', 'aria-live': 'polite' });
@@ -155,6 +185,7 @@ export function renderManageVehicles(root: HTMLElement): () => void {
       field(sensors, { label: 'Sensors', path: '/configuration/sensors', help: 'Comma-separated; empty removes them.' }),
       field(capacity, { label: 'Capacity', path: '/configuration/capacity' }),
       field(level, { label: 'Autonomy level', path: '/configuration/autonomyLevel' }),
+      picker === undefined ? groupsUnreadable(groupsProblem) : picker.element,
       h('div', { class: 'form-actions' }, h('button', { type: 'submit', class: 'primary' }, 'Save changes')),
       editFeedback);
     onSubmit(editForm, editFeedback, async () => {
@@ -172,6 +203,9 @@ export function renderManageVehicles(root: HTMLElement): () => void {
       const newLevel = level.value === '' ? null : Number(level.value);
       if (newLevel !== (current.configuration.autonomyLevel ?? null)) config.autonomyLevel = newLevel;
       if (Object.keys(config).length > 0) patch.configuration = config;
+      // The whole list replaces the vehicle's: sent only when the choice differs from it.
+      const newGroups = picker?.value();
+      if (newGroups !== undefined && [...newGroups].sort().join() !== [...current.groupIds].sort().join()) patch.groupIds = newGroups;
       if (Object.keys(patch).length === 0) return 'Nothing to change.';
       current = await api<Vehicle>('PATCH', `/v2/fleet/vehicles/${encode(current.id)}`, { body: patch, contentType: 'application/merge-patch+json' });
       fill(current);
@@ -226,8 +260,15 @@ export function renderManageVehicles(root: HTMLElement): () => void {
     offset += PAGE;
     void loadList();
   });
-  void loadList();
+  // The list waits for the groups, so that its rows name them.
+  void loadGroups().then(loadList);
   return () => controller.abort();
+}
+
+/** In place of the group choice when the groups could not be read: why, and that the vehicle's groups stay as they are. */
+function groupsUnreadable(error: unknown): HTMLElement {
+  return h('div', { class: 'field' }, h('p', { class: 'help' }, 'Groups cannot be chosen here now; a vehicle\'s groups stay as they are.'),
+    error === undefined ? null : problemBox(error));
 }
 
 function metaOf(v: Vehicle): Array<string | HTMLElement> {

@@ -1,12 +1,13 @@
-// The dashboard's sections beyond the fleet: alerts, the event log, the management panels and the
-// audit log, each at its own hash route, and the navigation between them. A person signed in with
-// a password is offered only the sections their role's scopes open; an API key's scopes are not
-// known to the page, so a key is offered every section and a panel it cannot use says which scope
-// is missing.
+// The dashboard's sections beyond the fleet: alerts, the event log, vehicle groups, the management
+// panels and the audit log, each at its own hash route, and the navigation between them. A person
+// signed in with a password is offered only the sections their role's scopes open; an API key's
+// scopes are not known to the page, so a key is offered every section and a panel it cannot use
+// says which scope is missing.
 import { h, replace } from './dom.ts';
 import { renderAlerts } from './alerts.ts';
 import { renderAudit } from './audit.ts';
 import { renderEvents } from './events.ts';
+import { renderGroups } from './groups.ts';
 import { renderManageDevices } from './manage-devices.ts';
 import { renderManageKeys } from './manage-keys.ts';
 import { renderManageUsers } from './manage-users.ts';
@@ -23,10 +24,12 @@ interface Panel {
 }
 
 // The management of vehicles and devices is for those who may change them (fleet:write); the
-// fleet's own pages show them to everyone who may read them.
+// fleet's own pages show them to everyone who may read them. Groups are for everyone who may read
+// the fleet: the page offers its changes only to those who may make them.
 const PANELS: Panel[] = [
   { hash: '#/alerts', label: 'Alerts', title: 'Alerts', needs: 'events:read', render: renderAlerts },
   { hash: '#/events', label: 'Events', title: 'Event log', needs: 'events:read', render: renderEvents },
+  { hash: '#/groups', label: 'Groups', title: 'Groups', needs: 'fleet:read', render: renderGroups },
   { hash: '#/manage/vehicles', label: 'Vehicles', title: 'Vehicles', needs: 'fleet:write', render: renderManageVehicles },
   { hash: '#/manage/devices', label: 'Devices', title: 'Devices', needs: 'fleet:write', render: renderManageDevices },
   { hash: '#/manage/webhooks', label: 'Webhooks', title: 'Webhooks', needs: 'webhooks', render: renderManageWebhooks },
