@@ -64,14 +64,7 @@ test('the dashboard\'s audit log: entries as text, filters, paging, and only for
   t.after(() => ctx.close());
   await ctx.app.listen({ host: '127.0.0.1', port });
 
-  const person = async (email: string, name: string, role: string) => {
-    const invited = await ctx.request('POST', '/v2/users', { body: { email, name, role } });
-    assert.equal(invited.statusCode, 201, invited.body);
-    const { id, invitation } = invited.json<{ id: string; invitation: { token: string } }>();
-    const accepted = await ctx.request('POST', '/auth/invitations/accept', { key: null, body: { token: invitation.token, password: PASSWORD } });
-    assert.equal(accepted.statusCode, 200, accepted.body);
-    return id;
-  };
+  const person = (email: string, name: string, role: string) => ctx.person(email, name, role, PASSWORD);
   const auditPage = async (query: Record<string, string>) => {
     await ctx.app.auditFlush();
     const res = await ctx.request('GET', '/v2/audit-log', { query });

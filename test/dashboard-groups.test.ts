@@ -40,13 +40,7 @@ test('the dashboard\'s groups: create, fill by id, take out, rename, filter by, 
   t.after(() => ctx.close());
   await ctx.app.listen({ host: '127.0.0.1', port });
 
-  const person = async (email: string, name: string, role: string) => {
-    const invited = await ctx.request('POST', '/v2/users', { body: { email, name, role } });
-    assert.equal(invited.statusCode, 201, invited.body);
-    const { invitation } = invited.json<{ invitation: { token: string } }>();
-    const accepted = await ctx.request('POST', '/auth/invitations/accept', { key: null, body: { token: invitation.token, password: PASSWORD } });
-    assert.equal(accepted.statusCode, 200, accepted.body);
-  };
+  const person = (email: string, name: string, role: string) => ctx.person(email, name, role, PASSWORD);
   const groups = async () => (await ctx.request('GET', '/v2/groups')).json<{ groups: Group[] }>().groups;
   const groupIdsOf = async (vehicleId: string) => (await ctx.request('GET', `/v2/fleet/vehicles/${vehicleId}`)).json<{ groupIds: string[] }>().groupIds;
   const membersOf = async (groupId: string) =>

@@ -117,6 +117,15 @@ export async function createTestApp(options: {
       const created = await auth.createOrganization({ name });
       return { organizationId: created.organization.id, key: created.secret };
     },
+    /** A person of the first organization, invited with `role` who has set `password`: their user id. */
+    async person(email: string, name: string, role: string, password: string): Promise<string> {
+      const invited = await request('POST', '/v2/users', { body: { email, name, role } });
+      if (invited.statusCode !== 201) throw new Error(`invite ${email}: ${invited.statusCode} ${invited.body}`);
+      const { id, invitation } = invited.json<{ id: string; invitation: { token: string } }>();
+      const accepted = await request('POST', '/auth/invitations/accept', { key: null, body: { token: invitation.token, password } });
+      if (accepted.statusCode !== 200) throw new Error(`accept ${email}: ${accepted.statusCode} ${accepted.body}`);
+      return id;
+    },
     async registerVehicle(vehicleId: string, body: Record<string, unknown> = {}, key?: string) {
       const res = await request('POST', '/v2/fleet/vehicles', { body: { vehicleId, type: 'van', ...body }, key });
       if (res.statusCode !== 201) throw new Error(`register ${vehicleId}: ${res.statusCode} ${res.body}`);
