@@ -2,7 +2,7 @@
 // PUT, PATCH and DELETE under /v2, /api/v1 and /auth but telemetry ingestion, every sign-in, every
 // 401 of a presented credential and every 403. A change's entry commits with it (context.ts);
 // the others are written once the response is sent, a few at a time.
-import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Clock } from '../clock.ts';
 import { SESSION_COOKIE } from '../http/auth.ts';
@@ -92,7 +92,25 @@ export const auditPlugin = fp(async function audit(app: FastifyInstance, opts: {
       ? changes || spec.atResponse === true
       : changes && AUDITED_PATHS.test(route.url) && (operationId === undefined || !NOT_AUDITED.has(operationId));
     const codes = Object.keys(route.schema?.response ?? {}).map(Number).filter((code) => code >= 200 && code < 400);
-    route.config = { ...route.config, audit: { spec, recorded, successStatus: codes.length === 0 ? 200 : Math.min(...codes) } };
+    const successStatus = codes.length === 0 ? 200 : Math.min(...codes);
+    route.config = { ...route.config, audit: { spec, recorded, successStatus } };
+    if (!recorded) return;
+    // The route's last hook before its handler, so the change's transactions run in the scope.
+    // On the recorded routes only: the others (reads, telemetry) pay nothing for it.
+    const enter: preHandlerHookHandler = (request, _reply, done) => {
+      const scope: AuditScope = {
+        build: (s, status) => entryOf(request, spec, s, status),
+        successStatus,
+        newIdPrefix: spec?.id?.startsWith('new:') === true ? spec.id.slice(4) : undefined,
+        inTransaction: spec?.atResponse !== true,
+        written: false,
+        closed: false,
+        note: {},
+      };
+      request.auditScope = scope;
+      runInAuditScope(scope, () => done());
+    };
+    route.preHandler = [...[route.preHandler ?? []].flat(), enter];
   });
 
   /** The route's audit settings; for a request no route matched, those of a change under the audited paths. */
@@ -137,23 +155,6 @@ export const auditPlugin = fp(async function audit(app: FastifyInstance, opts: {
     };
   }
 
-  // Last before the handler: the change's transactions run in the scope.
-  app.addHook('preHandler', (request, _reply, done) => {
-    const { spec, recorded, successStatus } = routeAudit(request);
-    if (!recorded) return done();
-    const scope: AuditScope = {
-      build: (s, status) => entryOf(request, spec, s, status),
-      successStatus,
-      newIdPrefix: spec?.id?.startsWith('new:') === true ? spec.id.slice(4) : undefined,
-      inTransaction: spec?.atResponse !== true,
-      written: false,
-      closed: false,
-      note: {},
-    };
-    request.auditScope = scope;
-    runInAuditScope(scope, () => done());
-  });
-
   app.addHook('onResponse', (request, reply, done) => {
     const status = reply.statusCode;
     const scope = request.auditScope;
@@ -162,8 +163,9 @@ export const auditPlugin = fp(async function audit(app: FastifyInstance, opts: {
       if (!scope.written) writer.add(entryOf(request, routeAudit(request).spec, scope, status));
       return done();
     }
-    // The common case, a read that succeeded, asks nothing more.
-    if (status < 400 && !CHANGES.has(request.method) && status !== 302) return done();
+    // The common case (a read, or a change not recorded: telemetry) answered below 400 asks
+    // nothing more: a recorded route that reached its handler has its scope, above.
+    if (status < 400) return done();
     const { spec, recorded } = routeAudit(request);
     const presented = request.headers.authorization !== undefined || request.cookies?.[SESSION_COOKIE] !== undefined;
     if (recorded || status === 403 || (status === 401 && presented)) writer.add(entryOf(request, spec, null, status));

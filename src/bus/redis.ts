@@ -82,9 +82,15 @@ export async function createRedisBus(options: RedisBusOptions): Promise<Bus> {
   });
   subscriber.on('ready', () => {
     if (!subscriberDown) return;
-    subscriberDown = false;
-    options.log.info({ redis: where }, 'bus: Redis is back; resynchronizing from the database');
-    resync();
+    // ioredis subscribes again by itself, but does not wait for Redis to confirm it: a message
+    // another node publishes before then is lost. So the node is back (up, resynchronized) only
+    // once a subscription sent after that one is confirmed; a failure waits for the next `ready`.
+    subscriber.subscribe(channel).then(() => {
+      if (closed || !subscriberDown || subscriber.status !== 'ready') return;
+      subscriberDown = false;
+      options.log.info({ redis: where }, 'bus: Redis is back; resynchronizing from the database');
+      resync();
+    }, () => undefined);
   });
   publisher.on('close', () => {
     if (!closed) publisherDown = true;
@@ -107,7 +113,7 @@ export async function createRedisBus(options: RedisBusOptions): Promise<Bus> {
     subscribe: (listener) => void listeners.push(listener),
     onResync: (listener) => void resyncs.push(listener),
     state(): BusState {
-      if (subscriber.status === 'ready' && publisher.status === 'ready') return 'up';
+      if (subscriber.status === 'ready' && publisher.status === 'ready' && !subscriberDown) return 'up';
       return { degraded: `Redis at ${where} is unreachable; live streams carry only this node's events` };
     },
     async close() {
