@@ -101,7 +101,11 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       assert.deepEqual((await app.request('PATCH', '/v2/fleet/vehicles/van-1', { body: { name: 'One' } })).json().groupIds, [b.id]);
       assert.deepEqual((await app.request('PUT', '/v2/fleet/vehicles/van-1/status', { body: { status: 'maintenance' } })).json().groupIds, [b.id]);
       // The vehicle.updated event carries them too.
-      const events = (await app.request('GET', '/v2/events?types=vehicle.updated&vehicleId=van-1')).json().events;
+      // On PostgreSQL an event is readable once every older transaction on the server has ended.
+      let events: { data: { groupIds: string[] } }[] = [];
+      for (const deadline = Date.now() + 15_000; events.length < 2 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+        events = (await app.request('GET', '/v2/events?types=vehicle.updated&vehicleId=van-1')).json().events;
+      }
       assert.deepEqual(events.map((e: { data: { groupIds: string[] } }) => e.data.groupIds), [[b.id], [b.id]]);
 
       // Another organization's group, or one that does not exist: 404, nothing changed or created.
