@@ -256,7 +256,15 @@ describe('single sign-on', () => {
     const listed = (await fleet('GET', '/v2/users')).json().users.filter((u: { email: string }) => u.email.toLowerCase() === 'ana@example.com');
     assert.equal(listed.length, 1);
 
+    // The organization's last active admin: the provider's lesser role is refused, and the role stays.
     accounts.set('ana', { ...accounts.get('ana'), groups: ['drivers'] });
+    const kept = await signIn('ana');
+    assert.equal(kept.statusCode, 409, kept.body);
+    assert.equal(kept.json().code, 'last-admin');
+    assert.equal(cookieValue(kept, 'fleet_session'), undefined);
+    assert.equal((await fleet('GET', `/v2/users/${session.user.id}`)).json().role, 'admin');
+    // With another active admin, the provider's role applies.
+    await app.person('second-admin@example.com', 'Second admin', 'admin', 'correct horse battery staple');
     const demoted = await sessionOf(await signIn('ana'));
     assert.equal(demoted.user.role, 'viewer');
 
@@ -272,7 +280,10 @@ describe('single sign-on', () => {
     const signIns = (await fleet('GET', '/v2/audit-log?resourceType=session')).json().entries
       .map((e: { action: string; status: number; actor: { type: string; id: string | null } }) => `${e.action} ${e.status} ${e.actor.type}:${e.actor.id}`);
     const ana = `user:${session.user.id}`;
-    assert.deepEqual(signIns, ['session.sso_login_failed 403 anonymous:null', `session.sso_login 302 ${ana}`, `session.sso_login 302 ${ana}`, `session.sso_login 302 ${ana}`]);
+    assert.deepEqual(signIns, [
+      'session.sso_login_failed 403 anonymous:null', `session.sso_login 302 ${ana}`, 'session.sso_login_failed 409 anonymous:null',
+      `session.sso_login 302 ${ana}`, `session.sso_login 302 ${ana}`,
+    ]);
   });
 
   test('no mapped group, an email domain not allowed, an unverified email, another organization\'s email: refused', async () => {

@@ -91,7 +91,7 @@ export async function ssoRoutes(instance: FastifyInstance, opts: { sso: SsoServi
         + 'checks the ID token (signature by the provider\'s keys, RS256 or ES256; `iss`, `aud`, `exp`, `nonce`; a verified email of an allowed domain). '
         + 'Then sets the session cookie `fleet_session` and answers 302 to the `returnTo` given at the start. A bad, expired or replayed state or a '
         + 'token that fails a check answers 400 (`sso-failed`); no mapped role 403 (`sso-no-role`); a disabled user or a domain not allowed 403; '
-        + 'an email of another organization\'s user 409 (`email-taken`).',
+        + 'an email of another organization\'s user 409 (`email-taken`); a role that would demote the organization\'s last active admin 409 (`last-admin`).',
       querystring: SsoCallbackQuery,
       response: responses({ 302: Redirect }, { authenticated: false, errors: [404, 409], headers: { 302: ['Location'] } }),
     },

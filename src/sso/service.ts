@@ -253,6 +253,9 @@ export function createSsoService(deps: {
     const user = await store.signInUser(candidate, now);
     if (user === 'email-taken') throw new AppError('email-taken', `The email "${email}" belongs to a user of another organization.`);
     if (user === 'disabled') throw new AppError('forbidden', 'This account is disabled; ask an admin.');
+    if (user === 'last-admin') {
+      throw new AppError('last-admin', 'The provider\'s role would demote the organization\'s last active admin: make another admin first, or map this person to admin.');
+    }
     // The role the provider gave applies to the user's other sessions too, on every node.
     if (user.id !== candidate.id) people.userChanged(user.id, false);
     return { signedIn: await people.startSession(user), returnTo: login.returnTo };

@@ -33,7 +33,8 @@ export interface SsoLoginRecord {
 }
 
 /** Why a sign-in found no user to sign in: the email is another organization's user's, or the user is disabled. */
-export type SsoRefusal = 'email-taken' | 'disabled';
+/** `last-admin`: the provider's role would leave the organization without an active admin. */
+export type SsoRefusal = 'email-taken' | 'disabled' | 'last-admin';
 
 export interface SsoStore {
   /** Creates or replaces the organization's configuration; a replacement keeps its createdAt. */
@@ -54,7 +55,8 @@ export interface SsoStore {
    * The user the provider signed in, by `candidate.emailKey`, in one transaction: created as
    * `candidate` when there is none; otherwise, when it is the candidate's organization's and not
    * disabled, given `candidate.role` (and made active if it was invited). A user of another
-   * organization, or a disabled one, is refused and left as it was.
+   * organization, or a disabled one, is refused and left as it was; so is the organization's last
+   * active admin whom the provider's role would demote.
    */
   signInUser(candidate: UserRecord, at: number): Promise<UserRecord | SsoRefusal>;
 }

@@ -95,6 +95,13 @@ export function ssoStoreContract(name: string, makeStores: MakeStores): void {
       ]);
       assert.equal((x as UserRecord).id, (y as UserRecord).id);
       assert.equal((await stores.people.listUsers(a, { limit: 100, offset: 0 })).users.filter((u) => u.emailKey === 'cy@example.com').length, 1);
+
+      // Ana is the organization's only active admin: the provider's lesser role is refused.
+      assert.equal(await stores.sso.signInUser(candidate(a, 'ana@example.com', { role: 'viewer' }), T0 + 70), 'last-admin');
+      assert.equal((await stores.people.getUser(a, first.id))?.role, 'admin');
+      // Another active admin: now it applies.
+      assert.notEqual(await stores.sso.signInUser(candidate(a, 'di@example.com', { role: 'admin' }), T0 + 80), 'last-admin');
+      assert.equal(((await stores.sso.signInUser(candidate(a, 'ana@example.com', { role: 'viewer' }), T0 + 90)) as UserRecord).role, 'viewer');
     });
   });
 }

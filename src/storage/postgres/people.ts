@@ -7,28 +7,28 @@ import type { Database, Queryable, Row } from './database.ts';
 
 const userOf = (row: Row) => toUser(row, (v) => v as string[], (v) => v as boolean);
 
-export function createPostgresPeopleStore(db: Database): PeopleStore {
-  /**
-   * The user, locked, with how many other active admins its organization has (locked too), or
-   * undefined. The organization's active admins are locked first, in id order, then the user: two
-   * transactions that each demote, disable or delete one of two admins serialize here, and the
-   * second counts after the first has committed.
-   */
-  async function lockForChange(client: Queryable, organizationId: string, id: string): Promise<{ user: UserRecord; others: number } | undefined> {
-    const admins = await client.query<{ id: string }>({
-      name: 'people.lock-admins',
-      text: "SELECT id FROM users WHERE organization_id = $1 AND role = 'admin' AND status = 'active' ORDER BY id FOR UPDATE",
-      values: [organizationId],
-    });
-    const { rows } = await client.query({
-      name: 'people.lock-user',
-      text: `SELECT ${USER_COLUMNS} FROM users WHERE organization_id = $1 AND id = $2 FOR UPDATE`,
-      values: [organizationId, id],
-    });
-    if (rows[0] === undefined) return undefined;
-    return { user: userOf(rows[0]), others: admins.rows.filter((row) => row.id !== id).length };
-  }
+/**
+ * The user, locked, with how many other active admins its organization has (locked too), or
+ * undefined. The organization's active admins are locked first, in id order, then the user: two
+ * transactions that each demote, disable or delete one of two admins serialize here, and the
+ * second counts after the first has committed.
+ */
+export async function lockForChange(client: Queryable, organizationId: string, id: string): Promise<{ user: UserRecord; others: number } | undefined> {
+  const admins = await client.query<{ id: string }>({
+    name: 'people.lock-admins',
+    text: "SELECT id FROM users WHERE organization_id = $1 AND role = 'admin' AND status = 'active' ORDER BY id FOR UPDATE",
+    values: [organizationId],
+  });
+  const { rows } = await client.query({
+    name: 'people.lock-user',
+    text: `SELECT ${USER_COLUMNS} FROM users WHERE organization_id = $1 AND id = $2 FOR UPDATE`,
+    values: [organizationId, id],
+  });
+  if (rows[0] === undefined) return undefined;
+  return { user: userOf(rows[0]), others: admins.rows.filter((row) => row.id !== id).length };
+}
 
+export function createPostgresPeopleStore(db: Database): PeopleStore {
   return {
     async insertUser(user, invite) {
       return db.transaction(async (client) => {

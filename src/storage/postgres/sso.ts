@@ -3,7 +3,8 @@
 // unique index of users' email_key.
 import type { Role } from '../../people/roles.ts';
 import type { SsoStore } from '../../sso/store.ts';
-import { USER_COLUMNS, toUser } from '../people-rows.ts';
+import { USER_COLUMNS, leavesNoAdmin, toUser } from '../people-rows.ts';
+import { lockForChange } from './people.ts';
 import { SSO_CONFIG_COLUMNS, SSO_LOGIN_COLUMNS, signedInAgain, toSsoConfig, toSsoLogin } from '../sso-rows.ts';
 import type { Database, Row } from './database.ts';
 
@@ -74,15 +75,18 @@ export function createPostgresSsoStore(db: Database): SsoStore {
         });
         if (inserted.rowCount === 1) return u;
         const { rows } = await client.query({
-          name: 'sso.lock-user-by-email',
-          text: `SELECT ${USER_COLUMNS} FROM users WHERE email_key = $1 FOR UPDATE`,
+          name: 'sso.user-by-email',
+          text: `SELECT ${USER_COLUMNS} FROM users WHERE email_key = $1`,
           values: [u.emailKey],
         });
-        if (rows[0] === undefined) return 'email-taken' as const;
-        const user = userOf(rows[0]);
-        if (user.organizationId !== u.organizationId) return 'email-taken' as const;
+        if (rows[0] === undefined || userOf(rows[0]).organizationId !== u.organizationId) return 'email-taken' as const;
+        // Locked as every change of a role is (the organization's active admins, then the user).
+        const found = await lockForChange(client, u.organizationId, userOf(rows[0]).id);
+        if (found === undefined) return 'email-taken' as const;
+        const { user, others } = found;
         if (user.status === 'disabled') return 'disabled' as const;
         const next = signedInAgain(user, u, at);
+        if (leavesNoAdmin(user, next, others)) return 'last-admin' as const;
         await client.query({
           name: 'sso.update-user',
           text: 'UPDATE users SET role = $2, status = $3, updated_at = $4 WHERE id = $1',

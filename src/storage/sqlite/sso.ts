@@ -5,7 +5,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import type { Role } from '../../people/roles.ts';
 import type { UserRecord } from '../../people/store.ts';
 import type { SsoStore } from '../../sso/store.ts';
-import { USER_COLUMNS, toUser } from '../people-rows.ts';
+import { USER_COLUMNS, leavesNoAdmin, toUser } from '../people-rows.ts';
 import type { Row } from '../rows.ts';
 import { SSO_CONFIG_COLUMNS, SSO_LOGIN_COLUMNS, signedInAgain, toSsoConfig, toSsoLogin } from '../sso-rows.ts';
 import { transaction, write } from './database.ts';
@@ -29,6 +29,7 @@ export function createSqliteSsoStore(db: DatabaseSync): SsoStore {
   const userByEmail = db.prepare(`SELECT ${USER_COLUMNS} FROM users WHERE email_key = ?`);
   const insertUser = db.prepare(`INSERT INTO users (${USER_COLUMNS}, totp_last_step) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`);
   const updateUser = db.prepare('UPDATE users SET role = ?, status = ?, updated_at = ? WHERE id = ?');
+  const otherActiveAdmins = db.prepare("SELECT count(*) AS n FROM users WHERE organization_id = ? AND id <> ? AND role = 'admin' AND status = 'active'");
 
   return {
     async putConfig(c) {
@@ -77,6 +78,7 @@ export function createSqliteSsoStore(db: DatabaseSync): SsoStore {
         if (user.organizationId !== candidate.organizationId) return 'email-taken' as const;
         if (user.status === 'disabled') return 'disabled' as const;
         const next = signedInAgain(user, candidate, at);
+        if (leavesNoAdmin(user, next, Number(otherActiveAdmins.get(user.organizationId, user.id)!.n))) return 'last-admin' as const;
         updateUser.run(next.role, next.status, at, user.id);
         return next;
       });
