@@ -16,7 +16,7 @@ import { auditActionOf } from '../src/audit/actions.ts';
 import { OUTCOMES } from '../src/audit/entry.ts';
 import { AUDIT_ACTIONS, AUDIT_OUTCOMES, AUDIT_RESOURCE_TYPES } from '../web/lists.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, PAGE_TIMEOUT, skipUnlessChromium } from './helpers/browser.ts';
+import { freePort, openBrowser, PAGE_TIMEOUT, skipUnlessChromium, signInWithPassword } from './helpers/browser.ts';
 import { waitUntil } from './helpers/wait.ts';
 
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard-audit/', import.meta.url));
@@ -100,13 +100,7 @@ test('the dashboard\'s audit log: entries as text, filters, paging, and only for
   const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true, animations: 'disabled' });
   const nav = page.getByRole('navigation', { name: 'Sections' });
   const navLinks = () => nav.getByRole('link').allInnerTexts();
-  const signInForm = page.getByRole('form', { name: 'Sign in', exact: true });
-  const signIn = async (email: string, name: string) => {
-    await signInForm.getByLabel('Email').fill(email);
-    await signInForm.getByLabel('Password').fill(PASSWORD);
-    await signInForm.getByRole('button', { name: 'Sign in' }).click();
-    await page.locator('#session .who-name', { hasText: name }).waitFor();
-  };
+  const signIn = (email: string, name: string) => signInWithPassword(page, email, PASSWORD, name);
   const table = page.getByRole('table', { name: 'Audit log entries', exact: true });
   const rows = table.locator('tbody tr');
   const filters = page.getByRole('search', { name: 'Filter the audit log' });

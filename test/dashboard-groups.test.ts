@@ -14,7 +14,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
+import { freePort, openBrowser, skipUnlessChromium, signInWithPassword } from './helpers/browser.ts';
 
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard-groups/', import.meta.url));
 const PASSWORD = 'correct horse battery staple';
@@ -68,13 +68,7 @@ test('the dashboard\'s groups: create, fill by id, take out, rename, filter by, 
   const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true, animations: 'disabled' });
   const nav = page.getByRole('navigation', { name: 'Sections' });
   const navLinks = () => nav.getByRole('link').allInnerTexts();
-  const signInForm = page.getByRole('form', { name: 'Sign in', exact: true });
-  const signIn = async (email: string, name: string) => {
-    await signInForm.getByLabel('Email').fill(email);
-    await signInForm.getByLabel('Password').fill(PASSWORD);
-    await signInForm.getByRole('button', { name: 'Sign in' }).click();
-    await page.locator('#session .who-name', { hasText: name }).waitFor();
-  };
+  const signIn = (email: string, name: string) => signInWithPassword(page, email, PASSWORD, name);
   const open = async (label: string, heading: string) => {
     await nav.getByRole('link', { name: label, exact: true }).click();
     await page.getByRole('heading', { level: 1, name: heading, exact: true }).waitFor();

@@ -95,14 +95,16 @@ export const auditPlugin = fp(async function audit(app: FastifyInstance, opts: {
     const successStatus = codes.length === 0 ? 200 : Math.min(...codes);
     route.config = { ...route.config, audit: { spec, recorded, successStatus } };
     if (!recorded) return;
+    const newIdPrefix = spec?.id?.startsWith('new:') === true ? spec.id.slice(4) : undefined;
+    const inTransaction = spec?.atResponse !== true;
     // The route's last hook before its handler, so the change's transactions run in the scope.
     // On the recorded routes only: the others (reads, telemetry) pay nothing for it.
     const enter: preHandlerHookHandler = (request, _reply, done) => {
       const scope: AuditScope = {
         build: (s, status) => entryOf(request, spec, s, status),
         successStatus,
-        newIdPrefix: spec?.id?.startsWith('new:') === true ? spec.id.slice(4) : undefined,
-        inTransaction: spec?.atResponse !== true,
+        newIdPrefix,
+        inTransaction,
         written: false,
         closed: false,
         note: {},
@@ -160,7 +162,7 @@ export const auditPlugin = fp(async function audit(app: FastifyInstance, opts: {
     const scope = request.auditScope;
     if (scope !== null) {
       scope.closed = true;
-      if (!scope.written) writer.add(entryOf(request, routeAudit(request).spec, scope, status));
+      if (!scope.written) writer.add(scope.build(scope, status));
       return done();
     }
     // The common case (a read, or a change not recorded: telemetry) answered below 400 asks

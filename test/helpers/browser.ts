@@ -102,3 +102,12 @@ export async function serveOrigin(server: Server, cleanup: Cleanup): Promise<str
   assert.ok(address !== null && typeof address === 'object');
   return `http://127.0.0.1:${address.port}`;
 }
+
+/** Signs in through the dashboard's password form; resolves once the header names the person. */
+export async function signInWithPassword(page: Page, email: string, password: string, name: string): Promise<void> {
+  const form = page.getByRole('form', { name: 'Sign in', exact: true });
+  await form.getByLabel('Email').fill(email);
+  await form.getByLabel('Password').fill(password);
+  await form.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('#session .who-name', { hasText: name }).waitFor();
+}

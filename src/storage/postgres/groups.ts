@@ -1,7 +1,7 @@
 // Vehicle groups in PostgreSQL, and the memberships the vehicle store writes with a vehicle.
 import type { GroupStore } from '../../groups/store.ts';
 import { GROUP_COLUMNS, GROUP_READ, toGroup } from '../groups-rows.ts';
-import type { Database, Queryable } from './database.ts';
+import { type Database, type Queryable, advisoryLock } from './database.ts';
 
 /** Whether every one of `groupIds` is a group of the organization. */
 export async function allGroupsExist(q: Queryable, organizationId: string, groupIds: readonly string[]): Promise<boolean> {
@@ -37,6 +37,10 @@ export function createPostgresGroupStore(db: Database): GroupStore {
   const selectOne = (q: Queryable, organizationId: string, id: string) => q.query({
     name: 'groups.get', text: `SELECT ${GROUP_READ} FROM vehicle_groups WHERE organization_id = $1 AND id = $2`, values: [organizationId, id],
   });
+  /** The group's row locked (a deletion on another node waits, or has happened); false when there is none. */
+  const lockGroup = async (q: Queryable, organizationId: string, id: string) => (await q.query({
+    name: 'groups.lock', text: 'SELECT 1 FROM vehicle_groups WHERE organization_id = $1 AND id = $2 FOR UPDATE', values: [organizationId, id],
+  })).rows.length > 0;
   const touch = (q: Queryable, organizationId: string, id: string, at: number) => q.query({
     name: 'groups.touch', text: 'UPDATE vehicle_groups SET updated_at = $3 WHERE organization_id = $1 AND id = $2', values: [organizationId, id, at],
   });
@@ -46,7 +50,7 @@ export function createPostgresGroupStore(db: Database): GroupStore {
       return db.transaction(async (client) => {
         if (maxGroups !== undefined) {
           // Counted and inserted under one lock per organization, on any node.
-          await client.query({ name: 'advisory-lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', values: [`fleet:groups:${g.organizationId}`] });
+          await advisoryLock(client, `fleet:groups:${g.organizationId}`);
           const { rows } = await client.query<{ n: number }>({
             name: 'groups.count', text: 'SELECT count(*)::int AS n FROM vehicle_groups WHERE organization_id = $1', values: [g.organizationId],
           });
@@ -92,11 +96,7 @@ export function createPostgresGroupStore(db: Database): GroupStore {
     },
     async addVehicles(organizationId, id, vehicleIds, at) {
       return db.transaction(async (client) => {
-        // The group's row locked: a deletion on another node waits, or has happened.
-        const { rows: group } = await client.query({
-          name: 'groups.lock', text: 'SELECT 1 FROM vehicle_groups WHERE organization_id = $1 AND id = $2 FOR UPDATE', values: [organizationId, id],
-        });
-        if (group.length === 0) return 'group-not-found' as const;
+        if (!(await lockGroup(client, organizationId, id))) return 'group-not-found' as const;
         const wanted = [...new Set(vehicleIds)];
         const { rows } = await client.query<{ id: string }>({
           name: 'groups.vehicles-of', text: 'SELECT id FROM vehicles WHERE organization_id = $1 AND id = ANY($2::text[]) FOR KEY SHARE', values: [organizationId, wanted],
@@ -116,10 +116,7 @@ export function createPostgresGroupStore(db: Database): GroupStore {
     },
     async removeVehicle(organizationId, id, vehicleId, at) {
       return db.transaction(async (client) => {
-        const { rows: group } = await client.query({
-          name: 'groups.lock', text: 'SELECT 1 FROM vehicle_groups WHERE organization_id = $1 AND id = $2 FOR UPDATE', values: [organizationId, id],
-        });
-        if (group.length === 0) return 'group-not-found' as const;
+        if (!(await lockGroup(client, organizationId, id))) return 'group-not-found' as const;
         const removed = await client.query({
           name: 'groups.remove',
           text: 'DELETE FROM vehicle_group_members WHERE organization_id = $1 AND group_id = $2 AND vehicle_id = $3',
