@@ -155,10 +155,14 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
     const heading = (121 * 37) % 360;
     assert.match(String(await found.getAttribute('aria-label')), new RegExp(`^car-0123, active, at .*, heading ${heading}°$`));
     assert.equal(await found.locator('.marker-arrow').evaluate((el) => el.style.transform), `rotate(${heading}deg)`);
-    // The marker is on screen.
-    const box = await found.boundingBox();
-    const view = await page.locator('.fleet .map-view').boundingBox();
-    assert.ok(box !== null && view !== null && box.x > view.x && box.x < view.x + view.width && box.y > view.y && box.y < view.y + view.height);
+    // The marker is on screen, once the map has finished moving to it (slower on a busy machine).
+    const onScreen = async () => {
+      const box = await found.boundingBox();
+      const view = await page.locator('.fleet .map-view').boundingBox();
+      return box !== null && view !== null && box.x > view.x && box.x < view.x + view.width && box.y > view.y && box.y < view.y + view.height;
+    };
+    for (const deadline = Date.now() + 5000; !(await onScreen()) && Date.now() < deadline;) await sleep(50);
+    assert.ok(await onScreen());
     await shot('11-map-search');
     await page.locator('#map-search').fill('no-such-car');
     await page.locator('.map-search button').click();
