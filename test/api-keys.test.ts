@@ -88,7 +88,7 @@ describe('listing and reading keys', () => {
     assert.equal(list.statusCode, 200);
     assert.ok(!list.body.includes(created.key), 'the secret is in the listing');
     const listed = list.json().apiKeys.find((k: { id: string }) => k.id === created.id);
-    assert.deepEqual(Object.keys(listed).sort(), ['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'prefix', 'scopes']);
+    assert.deepEqual(Object.keys(listed).sort(), ['createdAt', 'expiresAt', 'groupIds', 'id', 'lastUsedAt', 'name', 'prefix', 'scopes']);
     assert.equal(listed.lastUsedAt, null);
 
     await ctx.request('GET', '/v2/fleet/vehicles', { key: created.key });

@@ -129,6 +129,43 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       await app.registerVehicle('their-van', {}, other.key);
       assert.equal((await app.request('POST', `/v2/groups/${a.id}/vehicles`, { body: { vehicleIds: ['their-van'] } })).statusCode, 404);
     });
+
+    test('a key limited to a group: its lists, feed, alerts and devices, on this store; its group cannot be deleted', async (t) => {
+      const app = await createTestApp({ backend });
+      t.after(() => app.close());
+      const own = await createGroup(app, { name: 'own' });
+      const other = await createGroup(app, { name: 'other' });
+      await app.registerVehicle('in-1', { groupIds: [own.id] });
+      await app.registerVehicle('out-1', { groupIds: [other.id] });
+      await app.registerVehicle('loose-1');
+      const rule = await app.request('POST', '/v2/alert-rules', { body: { name: 'fast', condition: { kind: 'threshold', field: 'speed', op: '>', value: 100 } } });
+      assert.equal(rule.statusCode, 201, rule.body);
+      for (const id of ['in-1', 'out-1', 'loose-1']) {
+        assert.equal((await app.request('POST', `/v2/telemetry/${id}`, { body: { data: { speed: 150 } } })).statusCode, 202);
+        assert.equal((await app.request('POST', '/v2/devices', { body: { protocol: 'osmand', identifier: `dev-${id}`, vehicleId: id } })).statusCode, 201);
+      }
+      const made = await app.request('POST', '/v2/api-keys', { body: { name: 'own only', scopes: ['fleet:read', 'events:read', 'telemetry:read'], groupIds: [own.id] } });
+      assert.equal(made.statusCode, 201, made.body);
+      const key = made.json().key;
+      const vehicles = (await app.request('GET', '/v2/fleet/vehicles', { key })).json();
+      assert.deepEqual([vehicles.vehicles.map((v: { id: string }) => v.id), vehicles.total], [['in-1'], 1]);
+      const devices = (await app.request('GET', '/v2/devices', { key })).json();
+      assert.deepEqual([devices.devices.map((d: { vehicleId: string }) => d.vehicleId), devices.total], [['in-1'], 1]);
+      // The feed and alerts may take a moment on PostgreSQL (another test's open transaction hides newer events).
+      let events: { vehicleId: string; type: string }[] = [];
+      for (let i = 0; i < 50 && !events.some((e) => e.type === 'alert.opened'); i++) {
+        events = (await app.request('GET', '/v2/events', { key, query: { limit: '1000' } })).json().events;
+        if (!events.some((e) => e.type === 'alert.opened')) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.ok(events.length > 0);
+      assert.deepEqual([...new Set(events.map((e) => e.vehicleId))], ['in-1']);
+      const alerts = (await app.request('GET', '/v2/alerts', { key })).json().alerts;
+      assert.deepEqual(alerts.map((a: { vehicleId: string }) => a.vehicleId), ['in-1']);
+      const outAlert = (await app.request('GET', '/v2/alerts', { query: { vehicleId: 'out-1' } })).json().alerts[0];
+      assert.equal((await app.request('GET', `/v2/alerts/${outAlert.id}`, { key })).json().code, 'alert-not-found');
+      assert.equal((await app.request('DELETE', `/v2/groups/${own.id}`)).json().code, 'group-in-use');
+      assert.equal((await app.request('DELETE', `/v2/groups/${other.id}`)).statusCode, 204, 'a group nobody is limited to goes');
+    });
   });
 }
 

@@ -287,7 +287,7 @@ describe('OAuth clients: management, isolation, secrets', () => {
     const res = await ctx.request('POST', '/v2/oauth-clients', { body: { name: 'dispatch', scopes: ['fleet:read', 'telemetry:read'] } });
     assert.equal(res.statusCode, 201, res.body);
     const created = res.json();
-    assert.deepEqual(Object.keys(created).sort(), ['clientSecret', 'createdAt', 'id', 'name', 'scopes']);
+    assert.deepEqual(Object.keys(created).sort(), ['clientSecret', 'createdAt', 'groupIds', 'id', 'name', 'scopes']);
     assert.match(created.id, /^oc_[0-9A-Za-z]{22}$/);
     assert.match(created.clientSecret, /^[0-9A-Za-z]{43}$/);
     assert.equal(res.headers.location, `/v2/oauth-clients/${created.id}`);
@@ -305,7 +305,7 @@ describe('OAuth clients: management, isolation, secrets', () => {
     }
     const list = later[0]!.json();
     const listed = list.oauthClients.find((c: { id: string }) => c.id === created.id);
-    assert.deepEqual(listed, { id: created.id, name: 'dispatch', scopes: ['fleet:read', 'telemetry:read'], createdAt: created.createdAt });
+    assert.deepEqual(listed, { id: created.id, name: 'dispatch', scopes: ['fleet:read', 'telemetry:read'], groupIds: null, createdAt: created.createdAt });
     assert.equal(list.total, list.oauthClients.length);
     assert.deepEqual(later[1]!.json(), listed);
 

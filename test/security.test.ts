@@ -16,7 +16,8 @@ import {
 } from '../src/auth/keys.ts';
 import { randomBase62 } from '../src/base62.ts';
 import { newId } from '../src/ids.ts';
-import { holds, isScope, type Scope } from '../src/auth/scopes.ts';
+import { ORGANIZATION_WIDE, holds, isScope, type Scope } from '../src/auth/scopes.ts';
+import { vehicleParamOf } from '../src/http/vehicle-scope.ts';
 import { SCOPES, createTestApp, type TestApp } from './helpers/app.ts';
 
 type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE';
@@ -425,6 +426,7 @@ describe('credential lifetime', () => {
       displayPrefix: displayPrefixOf(secret),
       hash: hashSecret(secret),
       scopes: [...SCOPES],
+      groupIds: null,
       createdAt: now - 120_000,
       expiresAt: null,
       revokedAt: now - 60_000,
@@ -596,5 +598,141 @@ describe('organizations are isolated', () => {
     assert.equal(aStill.json().status, 'retired');
     const bGone = await ctx.request('GET', `/v2/fleet/vehicles/${shared}`, { key: bKey });
     assertProblem(bGone, 'GET', 404, 'vehicle-not-found', 'B\'s deleted vehicle');
+  });
+});
+
+describe('credentials limited to groups', () => {
+  const inside = 'scope-in';
+  const outside = 'scope-out';
+  const loose = 'scope-loose';
+  const ghost = 'scope-nowhere';
+  let scopedKey: string;
+  let own: string;
+  let other: string;
+
+  before(async () => {
+    const group = async (name: string) => (await ctx.request('POST', '/v2/groups', { body: { name } })).json<{ id: string }>().id;
+    own = await group('scope own');
+    other = await group('scope other');
+    await ctx.registerVehicle(inside, { groupIds: [own] });
+    await ctx.registerVehicle(outside, { groupIds: [other] });
+    await ctx.registerVehicle(loose);
+    for (const id of [inside, outside, loose]) {
+      const sent = await ctx.request('POST', `/v2/telemetry/${id}`, { body: { data: { speed: 10, location: { lat: 52.5, lng: 13.4 } } } });
+      assert.equal(sent.statusCode, 202, describeResponse(sent));
+    }
+    const created = await ctx.request('POST', '/v2/api-keys', {
+      body: { name: 'scoped', scopes: SCOPES.filter((scope) => !ORGANIZATION_WIDE.includes(scope)), groupIds: [own] },
+    });
+    assert.equal(created.statusCode, 201, describeResponse(created));
+    assert.deepEqual(created.json().groupIds, [own]);
+    scopedKey = created.json().key;
+  });
+
+  test('a vehicle outside its groups answers exactly like a missing one, on every route that names a vehicle', async () => {
+    const routes = ctx.app.routeTable.filter((r) => vehicleParamOf(r.url) !== undefined && r.method !== 'HEAD');
+    assert.ok(routes.length >= 17, `only ${routes.length} vehicle routes`);
+    // DELETE last, so a leaking delete cannot hide a leak in the other routes.
+    const ordered = [...routes].sort((x, y) => Number(x.method === 'DELETE') - Number(y.method === 'DELETE'));
+    const was = (await ctx.request('GET', `/v2/fleet/vehicles/${outside}`)).json();
+    for (const route of ordered) {
+      const method = route.method as Method;
+      const url = (id: string) => concreteUrl(route.url, id).replace(/\/v2\/groups\/[^/]+\//, `/v2/groups/${own}/`);
+      const missing = await ctx.request(method, url(ghost), { key: scopedKey, body: bodyFor(route, ghost), query: queryFor(route) });
+      assertProblem(missing, method, 404, 'vehicle-not-found', `${routeName(route)} on a vehicle that exists nowhere`);
+      for (const target of [outside, loose]) {
+        const name = `${routeName(route)} on ${target}`;
+        const hidden = await ctx.request(method, url(target), { key: scopedKey, body: bodyFor(route, target), query: queryFor(route) });
+        assertProblem(hidden, method, 404, 'vehicle-not-found', name);
+        const [h, m] = [hidden.json<Record<string, unknown>>(), missing.json<Record<string, unknown>>()];
+        assert.deepEqual(Object.keys(h).sort(), Object.keys(m).sort(), `${name}: problem fields`);
+        assert.equal(String(h.detail).replaceAll(target, '<id>'), String(m.detail).replaceAll(ghost, '<id>'), `${name}: detail reveals more than for a missing vehicle`);
+      }
+      const still = await ctx.request('GET', `/v2/fleet/vehicles/${outside}`);
+      assert.equal(still.statusCode, 200, `${routeName(route)}: the hidden vehicle is gone`);
+      assert.deepEqual(still.json(), was, `${routeName(route)}: the hidden vehicle changed`);
+    }
+    // The vehicle inside is there for it.
+    assert.equal((await ctx.request('GET', `/v2/fleet/vehicles/${inside}`, { key: scopedKey })).statusCode, 200);
+    assert.equal((await ctx.request('GET', `/v2/telemetry/${inside}`, { key: scopedKey })).statusCode, 200);
+  });
+
+  test('lists, counts, the feed, devices and groups leave out what it may not see', async () => {
+    for (const url of ['/v2/fleet/vehicles', '/api/v1/fleet']) {
+      const list = (await ctx.request('GET', url, { key: scopedKey, query: { limit: '1000' } })).json();
+      assert.deepEqual(list.vehicles.map((v: { id: string }) => v.id), [inside], url);
+      assert.equal(list.total, 1, `${url}: total`);
+    }
+    const otherGroup = (await ctx.request('GET', '/v2/fleet/vehicles', { key: scopedKey, query: { groupId: other } })).json();
+    assert.deepEqual([otherGroup.vehicles, otherGroup.total], [[], 0], 'another group is empty to it');
+    const groups = (await ctx.request('GET', '/v2/groups', { key: scopedKey })).json();
+    assert.deepEqual([groups.groups.map((g: { id: string }) => g.id), groups.total], [[own], 1]);
+    assertProblem(await ctx.request('GET', `/v2/groups/${other}`, { key: scopedKey }), 'GET', 404, 'group-not-found', 'another group');
+    const feed = (await ctx.request('GET', '/v2/events', { key: scopedKey, query: { limit: '1000' } })).json();
+    assert.ok(feed.events.length > 0);
+    assert.deepEqual([...new Set(feed.events.map((e: { vehicleId: string | null }) => e.vehicleId))], [inside], 'the feed: its vehicle\'s events only');
+    const all = (await ctx.request('GET', '/v2/events', { query: { limit: '1000' } })).json();
+    assert.ok(all.events.some((e: { vehicleId: string | null }) => e.vehicleId === outside), 'the whole organization\'s feed has the others');
+    // Many vehicles at once: all or nothing, as for a missing one.
+    const batch = await ctx.request('POST', '/v2/telemetry', {
+      key: scopedKey, body: { records: [{ vehicleId: inside, data: { speed: 1 } }, { vehicleId: outside, data: { speed: 1 } }] },
+    });
+    assertProblem(batch, 'POST', 404, 'vehicle-not-found', 'a batch naming a hidden vehicle');
+    const stream = await ctx.request('POST', '/v2/telemetry/stream', { key: scopedKey, body: { events: ['location'], vehicleIds: [inside, outside] } });
+    assertProblem(stream, 'POST', 404, 'vehicle-not-found', 'a stream naming a hidden vehicle');
+    // Devices: its vehicles' only.
+    for (const [id, identifier] of [[inside, 'scope-dev-in'], [outside, 'scope-dev-out']] as const) {
+      assert.equal((await ctx.request('POST', '/v2/devices', { body: { protocol: 'osmand', identifier, vehicleId: id } })).statusCode, 201);
+    }
+    const devices = (await ctx.request('GET', '/v2/devices', { key: scopedKey, query: { limit: '1000' } })).json();
+    assert.deepEqual(devices.devices.map((d: { vehicleId: string }) => [...new Set([d.vehicleId])]).flat().filter((v: string) => v !== inside), []);
+    assert.ok(devices.devices.some((d: { identifier: string }) => d.identifier === 'scope-dev-in'));
+    const outDevice = (await ctx.request('GET', '/v2/devices', { query: { vehicleId: outside } })).json().devices[0];
+    assertProblem(await ctx.request('GET', `/v2/devices/${outDevice.id}`, { key: scopedKey }), 'GET', 404, 'device-not-found', 'a hidden vehicle\'s device');
+    assertProblem(await ctx.request('DELETE', `/v2/devices/${outDevice.id}`, { key: scopedKey }), 'DELETE', 404, 'device-not-found', 'deleting a hidden vehicle\'s device');
+    assert.equal((await ctx.request('GET', `/v2/devices/${outDevice.id}`)).statusCode, 200, 'still there');
+  });
+
+  test('organization-wide scopes, groups and registration stay within its groups', async () => {
+    const wide = await ctx.request('POST', '/v2/api-keys', { body: { name: 'wide', scopes: ['fleet:read', 'webhooks'], groupIds: [own] } });
+    assertProblem(wide, 'POST', 400, 'validation-failed', 'a scoped key with an organization-wide scope');
+    assertProblem(await ctx.request('POST', '/v2/api-keys', { body: { name: 'nowhere', scopes: ['fleet:read'], groupIds: ['grp_00000000000000000000'] } }),
+      'POST', 404, 'group-not-found', 'a key limited to a group that does not exist');
+    for (const url of ['/v2/webhooks', '/v2/api-keys', '/v2/users', '/v2/audit-log', '/v2/alert-rules']) {
+      const res = await ctx.request(url === '/v2/alert-rules' ? 'POST' : 'GET', url, { key: scopedKey, body: url === '/v2/alert-rules' ? BODIES[url]!('x') : undefined });
+      assertProblem(res, url === '/v2/alert-rules' ? 'POST' : 'GET', 403, 'insufficient-scope', `${url} with a scoped key`);
+    }
+    assertProblem(await ctx.request('POST', '/v2/groups', { key: scopedKey, body: { name: 'mine' } }), 'POST', 403, 'outside-groups', 'creating a group');
+    assertProblem(await ctx.request('POST', `/v2/groups/${own}/vehicles`, { key: scopedKey, body: { vehicleIds: [outside] } }), 'POST', 403, 'outside-groups', 'adding a vehicle');
+    // Registration: into its groups (all of them by default), never another.
+    assertProblem(await ctx.request('POST', '/v2/fleet/vehicles', { key: scopedKey, body: { vehicleId: 'scope-new-1', type: 'van', groupIds: [other] } }),
+      'POST', 403, 'outside-groups', 'registering into another group');
+    assertProblem(await ctx.request('POST', '/v2/fleet/vehicles', { key: scopedKey, body: { vehicleId: 'scope-new-1', type: 'van', groupIds: [] } }),
+      'POST', 403, 'outside-groups', 'registering into no group');
+    const registered = await ctx.request('POST', '/v2/fleet/vehicles', { key: scopedKey, body: { vehicleId: 'scope-new-1', type: 'van' } });
+    assert.equal(registered.statusCode, 201, describeResponse(registered));
+    assert.deepEqual(registered.json().groupIds, [own]);
+    // Its change of a vehicle's groups keeps the groups it cannot see.
+    await ctx.request('POST', `/v2/groups/${other}/vehicles`, { body: { vehicleIds: ['scope-new-1'] } });
+    const seen = (await ctx.request('GET', '/v2/fleet/vehicles/scope-new-1', { key: scopedKey })).json();
+    assert.deepEqual(seen.groupIds, [own], 'only its own groups are shown');
+    const patched = await ctx.request('PATCH', '/v2/fleet/vehicles/scope-new-1', { key: scopedKey, body: { name: 'renamed', groupIds: [own] } });
+    assert.equal(patched.statusCode, 200, describeResponse(patched));
+    assert.deepEqual((await ctx.request('GET', '/v2/fleet/vehicles/scope-new-1')).json().groupIds, [own, other].sort());
+    assertProblem(await ctx.request('PATCH', '/v2/fleet/vehicles/scope-new-1', { key: scopedKey, body: { groupIds: [other] } }),
+      'PATCH', 403, 'outside-groups', 'moving a vehicle into another group');
+  });
+
+  test('a group a credential is limited to cannot be deleted until none is', async () => {
+    const group = (await ctx.request('POST', '/v2/groups', { body: { name: 'held' } })).json<{ id: string }>().id;
+    const key = (await ctx.request('POST', '/v2/api-keys', { body: { name: 'held', scopes: ['fleet:read'], groupIds: [group] } })).json();
+    const invited = await ctx.request('POST', '/v2/users', { body: { email: 'held@example.com', name: 'Held', role: 'viewer', groupIds: [group] } });
+    assert.equal(invited.statusCode, 201, describeResponse(invited));
+    assert.deepEqual(invited.json().groupIds, [group]);
+    assertProblem(await ctx.request('DELETE', `/v2/groups/${group}`), 'DELETE', 409, 'group-in-use', 'a group in use');
+    assert.equal((await ctx.request('DELETE', `/v2/api-keys/${key.id}`)).statusCode, 204);
+    assertProblem(await ctx.request('DELETE', `/v2/groups/${group}`), 'DELETE', 409, 'group-in-use', 'a group a user is limited to');
+    assert.equal((await ctx.request('PATCH', `/v2/users/${invited.json().id}`, { body: { groupIds: null } })).statusCode, 200);
+    assert.equal((await ctx.request('DELETE', `/v2/groups/${group}`)).statusCode, 204);
   });
 });

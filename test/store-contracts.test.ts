@@ -9,7 +9,7 @@ import type { Stores } from '../src/storage/stores.ts';
 import { authStoreContract } from './contract/auth-store.ts';
 import { eventStoreContract } from './contract/event-store.ts';
 import { deviceStoreContract } from './contract/device-store.ts';
-import { addOrganization } from './contract/fixtures.ts';
+import { addGroups, addOrganization } from './contract/fixtures.ts';
 import { oauthStoreContract } from './contract/oauth-store.ts';
 import { peopleStoreContract } from './contract/people-store.ts';
 import { rulesStoreContract } from './contract/rules-store.ts';
@@ -63,6 +63,7 @@ describe('PostgreSQL', { skip }, () => {
   peopleStoreContract('postgres', async () => {
     const stores = await postgres();
     const organizations: [string, string] = [await addOrganization(stores), await addOrganization(stores)];
+    await addGroups(stores, organizations[0], ['grp_1', 'grp_2', 'grp_3']);
     return { store: stores.people, organizations, close: () => stores.close() };
   });
 });

@@ -620,7 +620,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The secret is in this response only. Scopes must be a subset of the caller's (403 otherwise).
+         * @description The secret is in this response only. Scopes must be a subset of the caller's (403 otherwise). With `groupIds` the key sees only the vehicles in those groups (docs/API.md "Scoped credentials"); it cannot hold an organization-wide scope (400), and a group that does not exist answers 404.
          *
          *     Needs scope `admin`.
          */
@@ -742,7 +742,7 @@ export interface paths {
         };
         /**
          * The event feed
-         * @description The organization's events in the order they were recorded, oldest first. Follow `next` (pass it as `after`): no event is ever skipped or repeated, across restarts and nodes. `webhook.test` events are not in the feed. An `after` older than the retention period answers 410 `cursor-expired`. The `Link` header names the next page (`rel="next"`, this request with `after` set to `next`) before the body, so a reader can ask for it while it reads this one.
+         * @description The organization's events in the order they were recorded, oldest first. Follow `next` (pass it as `after`): no event is ever skipped or repeated, across restarts and nodes. `webhook.test` events are not in the feed. An `after` older than the retention period answers 410 `cursor-expired`. A credential limited to groups reads only the events of the vehicles in its groups now (events of no vehicle are left out). The `Link` header names the next page (`rel="next"`, this request with `after` set to `next`) before the body, so a reader can ask for it while it reads this one.
          *
          *     Needs scope `events:read`.
          */
@@ -1043,7 +1043,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a vehicle group
-         * @description Its vehicles stay; they are no longer in it.
+         * @description Its vehicles stay; they are no longer in it. While a user, an API key or an OAuth client is limited to the group, answers 409 `group-in-use`.
          *
          *     Needs scope `fleet:write`.
          */
@@ -1118,7 +1118,7 @@ export interface paths {
         put?: never;
         /**
          * Create an OAuth client
-         * @description The client belongs to the caller's organization; its `scopes` must be a subset of the caller's. `clientSecret` appears in this response only. Past `FLEET_QUOTA_OAUTH_CLIENTS` answers `403 quota-exceeded`.
+         * @description The client belongs to the caller's organization; its `scopes` must be a subset of the caller's. `clientSecret` appears in this response only. Past `FLEET_QUOTA_OAUTH_CLIENTS` answers `403 quota-exceeded`. With `groupIds` its tokens see only the vehicles in those groups (docs/API.md "Scoped credentials"); it cannot hold an organization-wide scope (400).
          *
          *     Needs scope `admin`.
          */
@@ -1486,7 +1486,7 @@ export interface paths {
         put?: never;
         /**
          * Invite a user
-         * @description Creates the user (`invited`) and a single-use invitation valid 72 hours, shown in this response only: send its `url` to the person, who sets a password there. The role's scopes must be ones the caller holds (403 otherwise); an email already in use, in any organization, answers 409.
+         * @description Creates the user (`invited`) and a single-use invitation valid 72 hours, shown in this response only: send its `url` to the person, who sets a password there. The role's scopes must be ones the caller holds (403 otherwise); an email already in use, in any organization, answers 409. With `groupIds` the user sees only the vehicles in those groups (docs/API.md "Scoped credentials") and holds their role's scopes less the organization-wide ones; a group that does not exist answers 404.
          *
          *     Needs scope `users`.
          */
@@ -1522,7 +1522,7 @@ export interface paths {
         head?: never;
         /**
          * Change a user
-         * @description Changes the name, role or status. Disabling signs the user out everywhere and ends their streams within a second; a new role applies from their next request. Nobody changes their own role or status, and the organization's last active admin cannot be demoted or disabled (409).
+         * @description Changes the name, role, groups or status. Disabling signs the user out everywhere and ends their streams within a second; a new role or new groups apply from their next request (an open stream stops carrying a vehicle it no longer sees within a second). Nobody changes their own role or status, and the organization's last active admin cannot be demoted or disabled (409).
          *
          *     Needs scope `users`.
          */
@@ -2005,6 +2005,8 @@ export interface components {
              */
             createdAt: string;
             expiresAt: string | null;
+            /** @description The vehicle groups the key is limited to; null: the whole organization. */
+            groupIds: string[] | null;
             /** @example key_3x9Zb0qLrT2wYp1m */
             id: string;
             /** @description Updated at most once a minute. */
@@ -2026,6 +2028,18 @@ export interface components {
          *       ],
          *       "expiresAt": "2027-06-30T00:00:00.000Z"
          *     }
+         * @example {
+         *       "name": "Berlin dispatch board",
+         *       "scopes": [
+         *         "fleet:read",
+         *         "telemetry:read",
+         *         "streams",
+         *         "events:read"
+         *       ],
+         *       "groupIds": [
+         *         "grp_7Qm2Lw9ZbT4kX1cNp8Rs"
+         *       ]
+         *     }
          */
         ApiKeyCreation: {
             /**
@@ -2033,6 +2047,8 @@ export interface components {
              * @description When the key stops working; in the future.
              */
             expiresAt?: string;
+            /** @description The vehicle groups the credential is limited to: it sees a vehicle only while the vehicle is in one of them. Such a credential cannot hold the organization-wide scopes (admin, users, webhooks, audit:read, rules, metrics:read). Absent: the whole organization. */
+            groupIds?: string[];
             name: string;
             /** @description Scopes; never more than the creator holds. */
             scopes: components["schemas"]["Scope"][];
@@ -2146,6 +2162,8 @@ export interface components {
              */
             createdAt: string;
             expiresAt: string | null;
+            /** @description The vehicle groups the key is limited to; null: the whole organization. */
+            groupIds: string[] | null;
             /** @example key_3x9Zb0qLrT2wYp1m */
             id: string;
             /** @description The secret. Shown in this response only; store it now. */
@@ -2170,6 +2188,8 @@ export interface components {
              * @example 2026-11-22T08:30:00.000Z
              */
             createdAt: string;
+            /** @description The vehicle groups its tokens are limited to; null: the whole organization. */
+            groupIds: string[] | null;
             /**
              * @description The client id (`client_id` at the token endpoint).
              * @example oc_4fQz9XbL2mTq7WcR1nYp8k
@@ -2633,6 +2653,8 @@ export interface components {
              * @example 2026-11-22T08:30:00.000Z
              */
             createdAt: string;
+            /** @description The vehicle groups its tokens are limited to; null: the whole organization. */
+            groupIds: string[] | null;
             /**
              * @description The client id (`client_id` at the token endpoint).
              * @example oc_4fQz9XbL2mTq7WcR1nYp8k
@@ -2652,6 +2674,8 @@ export interface components {
          *     }
          */
         OAuthClientCreation: {
+            /** @description The vehicle groups the credential is limited to: it sees a vehicle only while the vehicle is in one of them. Such a credential cannot hold the organization-wide scopes (admin, users, webhooks, audit:read, rules, metrics:read). Absent: the whole organization. */
+            groupIds?: string[];
             /** @description For people: what the client is. */
             name: string;
             /** @description The most a token of this client can hold; a subset of the creator's scopes. */
@@ -2738,7 +2762,7 @@ export interface components {
              * @description Stable machine-readable code.
              * @enum {unknown}
              */
-            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "group-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
+            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "outside-groups" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "group-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "group-in-use" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
             detail?: string;
             /** @description Each invalid value, on a `validation-failed` problem. */
             errors?: components["schemas"]["FieldError"][];
@@ -3216,6 +3240,8 @@ export interface components {
          *     }
          */
         UserChange: {
+            /** @description The groups the user is limited to (replaces the list); null: the whole organization. */
+            groupIds?: string[] | null;
             name?: string;
             role?: components["schemas"]["Role"];
             /** @description `disabled` signs the user out everywhere at once; `active` lets them sign in again. */
@@ -3228,6 +3254,14 @@ export interface components {
          *       "name": "Dana Ortiz",
          *       "role": "operator"
          *     }
+         * @example {
+         *       "email": "lena@example.com",
+         *       "name": "Lena Vogt",
+         *       "role": "operator",
+         *       "groupIds": [
+         *         "grp_4fJ2k9QmZt7Lw0Xb3nVc"
+         *       ]
+         *     }
          */
         UserCreation: {
             /**
@@ -3235,6 +3269,8 @@ export interface components {
              * @example dana@example.com
              */
             email: string;
+            /** @description The vehicle groups the credential is limited to: it sees a vehicle only while the vehicle is in one of them. Such a credential cannot hold the organization-wide scopes (admin, users, webhooks, audit:read, rules, metrics:read). Absent: the whole organization. */
+            groupIds?: string[];
             name: string;
             role: components["schemas"]["Role"];
         };
@@ -5617,6 +5653,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -6670,6 +6707,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -6840,6 +6878,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -7676,6 +7715,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];

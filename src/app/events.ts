@@ -55,7 +55,9 @@ export function wireEvents(dispatcher: Dispatcher, parts: Services): void {
     // The people service that changed the user has forgotten their sessions already.
     if (e.origin === 'remote') people.forgetUser(e.userId);
     if (e.signedOut) streams.credentialRevoked(e.userId);
+    else if (e.accessChanged === true) streams.credentialChanged(e.userId);
   });
+  dispatcher.on('membershipChanged', (e) => streams.membershipChanged(e.organizationId));
   dispatcher.on('streamTaken', (e) => {
     if (e.origin === 'remote') streams.release(e.streamId);
   });
@@ -77,6 +79,7 @@ export function followCluster(bus: Bus, dispatcher: Dispatcher, parts: Services,
       ruleEngine.forget();
       await telemetry.load();
       streams.resnapshot();
+      streams.rescope();
       await streams.recheckCredentials();
     },
   });

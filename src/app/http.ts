@@ -17,6 +17,7 @@ import { deviceRoutes } from '../devices/routes.ts';
 import { eventRoutes } from '../events/routes.ts';
 import { historyRoutes } from '../history/routes.ts';
 import { authPlugin } from '../http/auth.ts';
+import { vehicleScopePlugin } from '../http/vehicle-scope.ts';
 import { corsPlugin } from '../http/cors.ts';
 import { healthRoutes } from '../http/health.ts';
 import { metricsPlugin } from '../http/metrics.ts';
@@ -154,6 +155,7 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
   });
   // After auth (an entry names the principal); its preHandler hook is the last before each handler.
   await app.register(auditPlugin, { store: deps.stores.audit, clock: core.clock });
+  await app.register(vehicleScopePlugin, { scope: parts.vehicleScope });
   // Before every route: routes flagged `secret` get their no-store hook as they are added.
   await app.register(secretResponsesPlugin);
   // Right after auth: its onRequest hook needs the principal, and must refuse before any other work.

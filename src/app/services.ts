@@ -18,6 +18,7 @@ import { createProtocolIngest } from '../protocols/ingest.ts';
 import { startPeopleCleanup } from '../people/cleanup.ts';
 import { startAuditRetention } from '../audit/retention.ts';
 import { createGroupService } from '../groups/service.ts';
+import { createVehicleScope } from '../groups/scope.ts';
 import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
 import { createOsmandListener } from '../protocols/osmand/listener.ts';
 import { createTeltonikaListener } from '../protocols/teltonika/listener.ts';
@@ -85,21 +86,22 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     return state === undefined ? undefined : summaryOf(state);
   };
   const streams = createStreamService({
-    vehicles: stores.vehicles, latest, clock, maxStreams: config.quotas.streams, settings: deps.streams, log, credentialLive,
+    vehicles: stores.vehicles, groups: stores.groups, latest, clock, maxStreams: config.quotas.streams, settings: deps.streams, log, credentialLive,
     ...(deps.cluster === undefined ? {} : { cluster: { directory: deps.cluster.directory, node: deps.cluster.bus.node, log, events } }),
   });
   const ruleEngine = createRuleEngine({ store: stores.rules, trips: config.rules.tripEvents });
-  const groups = createGroupService({ store: stores.groups, clock, maxGroups: config.quotas.groups });
+  const groups = createGroupService({ store: stores.groups, clock, maxGroups: config.quotas.groups, events });
+  const vehicleScope = createVehicleScope(stores.groups);
   const vehicles = createVehicleService({
     store: stores.vehicles, clock, maxVehicles: config.quotas.vehicles, latest: latestOf, events,
   });
   const telemetry = createTelemetryService({
-    store: stores.telemetry, vehicles: stores.vehicles, latest, clock, registry: metrics, events, rules: ruleEngine,
+    store: stores.telemetry, vehicles: stores.vehicles, latest, clock, registry: metrics, events, rules: ruleEngine, scope: vehicleScope,
   });
   await telemetry.load();
-  const rules = createRulesService({ store: stores.rules, clock, maxRules: config.quotas.alertRules, events });
+  const rules = createRulesService({ store: stores.rules, clock, maxRules: config.quotas.alertRules, events, scope: vehicleScope });
   const geofences = createGeofenceService({
-    store: stores.rules, clock, quota: { geofences: config.quotas.geofences, vertices: config.quotas.geofenceVertices }, rulesUsing: rules.rulesUsingGeofence, events,
+    store: stores.rules, clock, quota: { geofences: config.quotas.geofences, vertices: config.quotas.geofenceVertices }, rulesUsing: rules.rulesUsingGeofence, events, scope: vehicleScope,
   });
   const offline = startOfflineChecks({
     store: stores.rules, vehicles: stores.vehicles, clock, events, log, intervalMs: deps.offlineCheckMs ?? config.rules.offlineCheckSeconds * 1000,
@@ -137,7 +139,7 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   // Device protocols, over the same ingest function again; each listener acknowledges only what
   // this node committed, so in cluster mode a device may send to any node.
   const devices = createDeviceService({
-    store: stores.devices, clock, maxDevices: config.quotas.devices, onFlushError: (error) => log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
+    store: stores.devices, clock, maxDevices: config.quotas.devices, scope: vehicleScope, onFlushError: (error) => log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
   });
   const { protocols, devicePorts } = config;
   // One allowance of unknown identifiers per address across every device entry point.
@@ -166,6 +168,6 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     eventCounts, outbound, pacing, deliveries, webhooks,
     feed: createFeedService({ store: stores.events }),
     history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles }),
-    mqtt, devices, protocolIngest, deviceGuard, listeners, retention, eventRetention, peopleCleanup, auditRetention, groups,
+    mqtt, devices, protocolIngest, deviceGuard, listeners, retention, eventRetention, peopleCleanup, auditRetention, groups, vehicleScope,
   };
 }

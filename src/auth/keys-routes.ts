@@ -13,6 +13,7 @@ export function toApiKeyView(key: ApiKeyRecord) {
     name: key.name,
     prefix: key.displayPrefix,
     scopes: key.scopes,
+    groupIds: key.groupIds,
     createdAt: iso(key.createdAt),
     lastUsedAt: key.lastUsedAt === null ? null : iso(key.lastUsedAt),
     expiresAt: key.expiresAt === null ? null : iso(key.expiresAt),
@@ -28,15 +29,17 @@ export async function apiKeyRoutes(instance: FastifyInstance, opts: { auth: Auth
     config: { scope: 'admin', secret: true },
     schema: {
       operationId: 'createApiKey', tags, summary: 'Create an API key',
-      description: 'The secret is in this response only. Scopes must be a subset of the caller\'s (403 otherwise).',
+      description: 'The secret is in this response only. Scopes must be a subset of the caller\'s (403 otherwise). ' +
+        'With `groupIds` the key sees only the vehicles in those groups (docs/API.md "Scoped credentials"); it cannot hold an organization-wide scope (400), and a group that does not exist answers 404.',
       body: CreateApiKeyBody,
-      response: responses({ 201: CreatedApiKey }, { body: true, location: true }),
+      response: responses({ 201: CreatedApiKey }, { body: true, location: true, errors: [404] }),
     },
   }, async (request, reply) => {
     const body = request.body;
     const { key, secret } = await auth.issueKey(request.principal, {
       name: body.name,
       scopes: body.scopes,
+      ...(body.groupIds === undefined ? {} : { groupIds: body.groupIds }),
       ...(body.expiresAt === undefined ? {} : { expiresAt: Date.parse(body.expiresAt) }),
     });
     return reply.code(201).header('location', `/v2/api-keys/${key.id}`).send({ ...toApiKeyView(key), key: secret });

@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import { IsoTimestamp, Paging, PlainText } from '../schema/common.ts';
 import { SCOPES } from './scopes.ts';
 import { named } from '../schema/named.ts';
+import { CredentialGroups } from '../groups/schema.ts';
 
 export const ScopeSchema = named('Scope', Type.Enum(SCOPES, { description: 'A permission a credential holds.' }));
 
@@ -16,6 +17,7 @@ const apiKeyProperties = {
   name: Type.String(),
   prefix: Type.String({ description: 'The first characters of the key, to tell keys apart.', examples: ['fleet_Ab12Cd34'] }),
   scopes: Type.Array(ScopeSchema),
+  groupIds: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'The vehicle groups the key is limited to; null: the whole organization.' }),
   createdAt: IsoTimestamp,
   lastUsedAt: Type.Union([IsoTimestamp, Type.Null()], { description: 'Updated at most once a minute.' }),
   expiresAt: Type.Union([IsoTimestamp, Type.Null()]),
@@ -36,8 +38,12 @@ export const CreateApiKeyBody = named('ApiKeyCreation', Type.Object(
     name: PlainText({ minLength: 1, maxLength: 100 }),
     scopes: ScopeList,
     expiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working; in the future.' })),
+    groupIds: Type.Optional(CredentialGroups),
   },
-  { additionalProperties: false, examples: [{ name: 'telematics gateway', scopes: ['telemetry:write'], expiresAt: '2027-06-30T00:00:00.000Z' }] },
+  { additionalProperties: false, examples: [
+    { name: 'telematics gateway', scopes: ['telemetry:write'], expiresAt: '2027-06-30T00:00:00.000Z' },
+    { name: 'Berlin dispatch board', scopes: ['fleet:read', 'telemetry:read', 'streams', 'events:read'], groupIds: ['grp_7Qm2Lw9ZbT4kX1cNp8Rs'] },
+  ] },
 ), 'An API key to create.');
 export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
 

@@ -59,6 +59,26 @@ export interface Principal {
   expiresAt?: number;
   /** Set when the credential is a person's session cookie (people/service.ts): what CSRF checks and sign-out need. */
   session?: { idHash: string; csrfToken: string; userId: string };
+  /**
+   * Set when the credential is limited to vehicle groups (docs/API.md "Scoped credentials"): it sees
+   * a vehicle only while the vehicle is in one of these groups (groups/scope.ts). Absent: the
+   * whole organization.
+   */
+  groupIds?: readonly string[];
+}
+
+/**
+ * Scopes that act on the whole organization rather than on vehicles (its credentials, people,
+ * webhooks, audit log, geofences and alert rules, metrics). A credential limited to groups never
+ * holds them: a key or client asking for one is refused, and a person's role gives the rest.
+ */
+export const ORGANIZATION_WIDE: readonly Scope[] = ['admin', 'users', 'webhooks', 'audit:read', 'rules', 'metrics:read'];
+
+/** The scopes a credential holds: `scopes`, less the organization-wide ones when it is limited to groups. */
+export function effectiveScopes(scopes: Iterable<Scope>, groupIds: readonly string[] | null | undefined): ReadonlySet<Scope> {
+  const all = new Set(scopes);
+  if (groupIds !== null && groupIds !== undefined) for (const scope of ORGANIZATION_WIDE) all.delete(scope);
+  return all;
 }
 
 /**

@@ -13,7 +13,8 @@ import {
   lookupIdOf,
 } from './keys.ts';
 import { newId } from '../ids.ts';
-import { SCOPES, type Principal, type Scope } from './scopes.ts';
+import { SCOPES, type Principal, type Scope, effectiveScopes } from './scopes.ts';
+import { assertScopedScopes, unknownGroups } from '../groups/scope.ts';
 import type { ApiKeyRecord, AuthStore, OrganizationRecord } from './store.ts';
 
 /** `last_used_at` is bookkeeping, not audit: write it at most this often per key. */
@@ -32,6 +33,8 @@ export interface NewKey {
   expiresAt?: number | null;
   /** An operator-chosen secret (the configured admin key); otherwise one is generated. */
   secret?: string;
+  /** The vehicle groups it is limited to; absent or null: the whole organization. */
+  groupIds?: readonly string[] | null;
 }
 
 export type AuthService = ReturnType<typeof createAuthService>;
@@ -71,9 +74,10 @@ export function createAuthService(deps: {
       organizationId: found.organization.id,
       credentialId: found.key.id,
       name: found.key.name,
-      scopes: new Set(found.key.scopes),
+      scopes: effectiveScopes(found.key.scopes, found.key.groupIds),
       platform: found.organization.platform,
       ...(found.key.expiresAt === null ? {} : { expiresAt: found.key.expiresAt }),
+      ...(found.key.groupIds === null ? {} : { groupIds: found.key.groupIds }),
     };
     const entry = { ...found, principal, until: now + CACHE_TTL_MS };
     cache.set(lookupId, entry);
@@ -90,6 +94,7 @@ export function createAuthService(deps: {
       displayPrefix: displayPrefixOf(secret),
       hash: hashSecret(secret),
       scopes: [...new Set(spec.scopes)],
+      groupIds: spec.groupIds === undefined || spec.groupIds === null ? null : [...spec.groupIds],
       createdAt: clock.now(),
       expiresAt: spec.expiresAt ?? null,
       revokedAt: null,
@@ -163,22 +168,27 @@ export function createAuthService(deps: {
 
   async function createKey(organizationId: string, spec: NewKey) {
     const { record, secret } = keyRecord(organizationId, spec);
-    if (!(await store.insertKey(record, deps.maxApiKeys))) throw quotaExceeded(deps.maxApiKeys ?? 0, 'API keys');
+    const outcome = await store.insertKey(record, deps.maxApiKeys);
+    if (outcome === 'quota') throw quotaExceeded(deps.maxApiKeys ?? 0, 'API keys');
+    if (outcome === 'unknown-group') throw unknownGroups(record.groupIds ?? []);
     return { key: record, secret };
   }
 
   /** A key made by a caller: never with a scope the caller lacks, never already expired. */
-  async function issueKey(who: Principal, spec: { name: string; scopes: readonly Scope[]; expiresAt?: number }) {
+  async function issueKey(who: Principal, spec: { name: string; scopes: readonly Scope[]; expiresAt?: number; groupIds?: readonly string[] }) {
     const missing = spec.scopes.filter((scope) => !who.scopes.has(scope));
     if (missing.length > 0) {
       throw new AppError('insufficient-scope', `A key cannot grant scopes its creator lacks: ${missing.join(', ')}.`);
     }
+    assertScopedScopes(spec.scopes, spec.groupIds);
     if (spec.expiresAt !== undefined && spec.expiresAt <= clock.now()) {
       throw new AppError('validation-failed', 'expiresAt must be in the future.', {
         errors: [{ in: 'body', path: '/expiresAt', message: 'must be in the future' }],
       });
     }
-    return createKey(who.organizationId, { name: spec.name, scopes: spec.scopes, expiresAt: spec.expiresAt ?? null });
+    return createKey(who.organizationId, {
+      name: spec.name, scopes: spec.scopes, expiresAt: spec.expiresAt ?? null, groupIds: spec.groupIds === undefined ? null : [...new Set(spec.groupIds)].sort(),
+    });
   }
 
   function listKeys(who: Principal, page: { limit: number; offset: number }) {

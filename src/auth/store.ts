@@ -17,6 +17,8 @@ export interface ApiKeyRecord {
   displayPrefix: string;
   hash: Uint8Array;
   scopes: Scope[];
+  /** The vehicle groups it is limited to; null: the whole organization (docs/API.md "Scoped credentials"). */
+  groupIds: string[] | null;
   createdAt: number;
   expiresAt: number | null;
   revokedAt: number | null;
@@ -35,9 +37,10 @@ export interface AuthStore {
   createFirstOrganization(org: OrganizationRecord, key: ApiKeyRecord): Promise<boolean>;
   /**
    * Stores the key unless its organization already has `maxActive` unrevoked keys (counted and
-   * inserted in one transaction); false when the quota refused it.
+   * inserted in one transaction; `quota`), or one of its groups does not exist (`unknown-group`;
+   * checked under the lock a group's deletion takes, so a group a key names cannot go meanwhile).
    */
-  insertKey(key: ApiKeyRecord, maxActive?: number): Promise<boolean>;
+  insertKey(key: ApiKeyRecord, maxActive?: number): Promise<'created' | 'quota' | 'unknown-group'>;
   countOrganizations(): Promise<number>;
   getOrganization(id: string): Promise<OrganizationRecord | undefined>;
   /** Oldest first. */

@@ -1,5 +1,6 @@
 // Device rules: registration, listing, and what the protocol listeners need (who a device is,
 // when it was last heard from). Knows nothing of HTTP or of any protocol's bytes.
+import type { VehicleScope } from '../groups/scope.ts';
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
@@ -20,6 +21,8 @@ export function createDeviceService(deps: {
   maxDevices: number;
   flushMs?: number;
   onFlushError?: (error: unknown) => void;
+  /** Which vehicles a credential limited to groups sees (its devices are those of its vehicles). */
+  scope?: VehicleScope;
 }) {
   const { store, clock } = deps;
   // A write per packet would cost a transaction per packet for a field nobody reads at that rate:
@@ -54,6 +57,7 @@ export function createDeviceService(deps: {
       const message = `${rule.message} for protocol ${body.protocol}`;
       throw new AppError('validation-failed', `identifier ${message}.`, { errors: [{ in: 'body', path: '/identifier', message }] });
     }
+    if (who.groupIds !== undefined) await deps.scope?.assertSees(who, [body.vehicleId]);
     const device: DeviceRecord = {
       id: newId('dev'),
       organizationId: who.organizationId,
@@ -76,18 +80,29 @@ export function createDeviceService(deps: {
     }
   }
 
-  async function get(who: Principal, id: string): Promise<DeviceRecord> {
+  /** The device, if `who` may see it: a device of a vehicle outside a scoped credential's groups is not there for it. */
+  async function visible(who: Principal, id: string): Promise<DeviceRecord> {
     const device = await store.get(who.organizationId, id);
-    if (device === undefined) throw notFound(id);
-    return withPending(device);
+    if (device === undefined || (who.groupIds !== undefined && (await deps.scope?.visibleOf(who, [device.vehicleId]))?.has(device.vehicleId) !== true)) {
+      throw notFound(id);
+    }
+    return device;
+  }
+
+  async function get(who: Principal, id: string): Promise<DeviceRecord> {
+    return withPending(await visible(who, id));
   }
 
   async function list(who: Principal, filter: DeviceFilter) {
-    const page = await store.list(who.organizationId, filter);
+    if (who.groupIds !== undefined && filter.vehicleId !== undefined && (await deps.scope?.visibleOf(who, [filter.vehicleId]))?.has(filter.vehicleId) !== true) {
+      return { devices: [], total: 0 };
+    }
+    const page = await store.list(who.organizationId, who.groupIds === undefined ? filter : { ...filter, anyOfGroups: who.groupIds });
     return { devices: page.devices.map(withPending), total: page.total };
   }
 
   async function remove(who: Principal, id: string): Promise<void> {
+    if (who.groupIds !== undefined) await visible(who, id);
     if (!(await store.delete(who.organizationId, id))) throw notFound(id);
     pending.delete(id);
   }

@@ -13,6 +13,8 @@ export interface DeviceRecord {
 
 export interface DeviceFilter {
   vehicleId?: string;
+  /** Only devices of vehicles in at least one of these groups (a credential limited to groups). */
+  anyOfGroups?: readonly string[];
   limit: number;
   offset: number;
 }

@@ -9,12 +9,14 @@ export type FeedService = ReturnType<typeof createFeedService>;
 
 export function createFeedService(deps: { store: EventStore }) {
   /** A page of the feed: the JSON text of the response, and its `next` cursor. */
-  async function read(organizationId: string, query: FeedQuery): Promise<{ body: string; next: string }> {
+  /** `anyOfGroups`: a credential limited to groups reads only the events of vehicles in them (docs/API.md "Scoped credentials"). */
+  async function read(organizationId: string, query: FeedQuery, anyOfGroups?: readonly string[]): Promise<{ body: string; next: string }> {
     const after = query.after === undefined ? START : decodeCursor(query.after);
     const page = await deps.store.feed(organizationId, {
       after,
       types: query.types === undefined ? undefined : ([...new Set(query.types.split(','))] as EventType[]),
       vehicleId: query.vehicleId,
+      ...(anyOfGroups === undefined ? {} : { anyOfGroups }),
       limit: query.limit ?? FEED_LIMIT_DEFAULT,
     });
     if (page.gone) {

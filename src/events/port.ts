@@ -20,9 +20,10 @@ export interface FleetEvents {
   keyRevoked: { keyId: string; lookupId: string };
   /**
    * A user changed (role, groups, status), signed out or was deleted: cached sessions of theirs are
-   * read again; `signedOut` (disabled, deleted): the streams they opened end.
+   * read again; `signedOut` (disabled, deleted) or `accessChanged` (their role or groups): the
+   * streams they opened end.
    */
-  userChanged: { userId: string; signedOut: boolean };
+  userChanged: { userId: string; signedOut: boolean; accessChanged?: boolean };
   /** An OAuth client was deleted: streams its tokens opened end. */
   clientDeleted: { clientId: string };
   /** A node took a live stream over (a client reconnected there): the node that held it lets go. */
@@ -31,6 +32,12 @@ export interface FleetEvents {
   streamEnded: { streamId: string };
   /** An organization's geofences or alert rules changed: rule engines read them again. */
   rulesChanged: { organizationId: string };
+  /**
+   * Which of an organization's vehicles are in which groups changed (a vehicle registered into
+   * groups or its groups changed, members added or removed, a group deleted): live streams of
+   * credentials limited to groups read their vehicles again.
+   */
+  membershipChanged: { organizationId: string };
 }
 
 export type EventName = keyof FleetEvents;

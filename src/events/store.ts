@@ -26,6 +26,8 @@ export interface FeedQuery {
   after: Position;
   types?: readonly EventType[];
   vehicleId?: string;
+  /** Only events of vehicles in at least one of these groups now (a credential limited to groups). */
+  anyOfGroups?: readonly string[];
   limit: number;
 }
 

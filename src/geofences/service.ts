@@ -4,6 +4,7 @@
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError } from '../errors.ts';
+import type { VehicleScope } from '../groups/scope.ts';
 import type { EventPort } from '../events/port.ts';
 import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
@@ -23,6 +24,8 @@ export function createGeofenceService(deps: {
   rulesUsing(organizationId: string, geofenceId: string): Promise<string[]>;
   /** Told when the organization's geofences changed (`rulesChanged`: the rule engines read them again). */
   events: EventPort;
+  /** Which vehicles a credential limited to groups sees. */
+  scope?: VehicleScope;
 }) {
   const { store, clock } = deps;
   const oneAtATime = createWriteGate();
@@ -90,7 +93,9 @@ export function createGeofenceService(deps: {
 
   async function vehiclesInside(who: Principal, id: string): Promise<string[]> {
     await geofence(who, id);
-    return store.vehiclesInside(who.organizationId, id);
+    const inside = await store.vehiclesInside(who.organizationId, id);
+    const visible = await deps.scope?.visibleOf(who, inside);
+    return visible === undefined ? inside : inside.filter((vehicleId) => visible.has(vehicleId));
   }
 
   return {

@@ -52,8 +52,8 @@ export async function groupRoutes(instance: FastifyInstance, opts: { service: Gr
     config: write,
     schema: {
       operationId: 'deleteGroup', tags, summary: 'Delete a vehicle group',
-      description: 'Its vehicles stay; they are no longer in it.',
-      params: GroupIdParams, response: responses({ 204: NoContent }, { errors: [404] }),
+      description: 'Its vehicles stay; they are no longer in it. While a user, an API key or an OAuth client is limited to the group, answers 409 `group-in-use`.',
+      params: GroupIdParams, response: responses({ 204: NoContent }, { errors: [404, 409] }),
     },
   }, async (request, reply) => {
     await service.remove(request.principal, request.params.id);

@@ -7,6 +7,13 @@ const GroupId = Type.String({ pattern: GROUP_ID_PATTERN, examples: ['grp_7Qm2Lw9
 const Name = PlainText({ minLength: 1, maxLength: 100, description: 'e.g. "Berlin vans".' });
 const Description = PlainText({ maxLength: 500, multiline: true, description: 'What the group is for.' });
 
+/** The groups a user, API key or OAuth client is limited to (docs/API.md "Scoped credentials"). */
+export const CredentialGroups = Type.Array(GroupId, {
+  minItems: 1, maxItems: 100, uniqueItems: true,
+  description: 'The vehicle groups the credential is limited to: it sees a vehicle only while the vehicle is in one of them. ' +
+    'Such a credential cannot hold the organization-wide scopes (admin, users, webhooks, audit:read, rules, metrics:read). Absent: the whole organization.',
+});
+
 export const GroupIdParams = Type.Object({ id: GroupId }, { additionalProperties: false });
 export const GroupVehicleParams = Type.Object({ id: GroupId, vehicleId: VehicleIdParams.properties.id }, { additionalProperties: false });
 

@@ -12,15 +12,20 @@ export interface GroupRecord {
 
 export type GroupWithCount = GroupRecord & { vehicleCount: number };
 
-export interface GroupStore {
+import type { ScopeStore } from './scope.ts';
+
+export interface GroupStore extends ScopeStore {
   /** false when the organization already has `maxGroups` (counted in the same transaction). */
   insert(group: GroupRecord, maxGroups?: number): Promise<boolean>;
   get(organizationId: string, id: string): Promise<GroupWithCount | undefined>;
-  /** Oldest first. */
-  list(organizationId: string, page: { limit: number; offset: number }): Promise<{ groups: GroupWithCount[]; total: number }>;
+  /** Oldest first; `only`: of these groups alone (a scoped credential's). */
+  list(organizationId: string, page: { limit: number; offset: number }, only?: readonly string[]): Promise<{ groups: GroupWithCount[]; total: number }>;
   update(organizationId: string, id: string, change: { name: string; description: string | null; updatedAt: number }): Promise<GroupWithCount | undefined>;
-  /** With its memberships; false when there was none. */
-  delete(organizationId: string, id: string): Promise<boolean>;
+  /**
+   * With its memberships; false when there was none; `in-use` (nothing deleted) while a user, an
+   * unrevoked API key or an OAuth client is limited to it.
+   */
+  delete(organizationId: string, id: string): Promise<boolean | 'in-use'>;
   /**
    * Puts the vehicles in the group (those in it already stay), all or none: `group-not-found`, or
    * the ids of the vehicles that do not exist.

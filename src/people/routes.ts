@@ -46,7 +46,7 @@ export async function peopleRoutes(instance: FastifyInstance, opts: { people: Pe
   const secure = opts.publicUrl.startsWith('https:');
 
   function sessionView(user: UserRecord, who: { csrfToken: string; expiresAt: number }) {
-    return { user: toUserView(user), scopes: [...people.scopesOf(user.role)], csrfToken: who.csrfToken, expiresAt: iso(who.expiresAt) };
+    return { user: toUserView(user), scopes: [...people.scopesOf(user)], csrfToken: who.csrfToken, expiresAt: iso(who.expiresAt) };
   }
 
   /** Sets the session cookie and answers what GET /auth/session would. */
@@ -61,9 +61,10 @@ export async function peopleRoutes(instance: FastifyInstance, opts: { people: Pe
       operationId: 'createUser', tags, summary: 'Invite a user',
       description: 'Creates the user (`invited`) and a single-use invitation valid 72 hours, shown in this response only: '
         + 'send its `url` to the person, who sets a password there. The role\'s scopes must be ones the caller holds (403 otherwise); '
-        + 'an email already in use, in any organization, answers 409.',
+        + 'an email already in use, in any organization, answers 409. With `groupIds` the user sees only the vehicles in those groups '
+        + '(docs/API.md "Scoped credentials") and holds their role\'s scopes less the organization-wide ones; a group that does not exist answers 404.',
       body: UserCreation,
-      response: responses({ 201: InvitedUser }, { body: true, location: true, errors: [409] }),
+      response: responses({ 201: InvitedUser }, { body: true, location: true, errors: [404, 409] }),
     },
   }, async (request, reply) => {
     const { user, invitation } = await people.createUser(request.principal, request.body);
@@ -91,8 +92,8 @@ export async function peopleRoutes(instance: FastifyInstance, opts: { people: Pe
     config: users,
     schema: {
       operationId: 'updateUser', tags, summary: 'Change a user',
-      description: 'Changes the name, role or status. Disabling signs the user out everywhere and ends their streams within a second; '
-        + 'a new role applies from their next request. Nobody changes their own role or status, and the organization\'s last active '
+      description: 'Changes the name, role, groups or status. Disabling signs the user out everywhere and ends their streams within a second; '
+        + 'a new role or new groups apply from their next request (an open stream stops carrying a vehicle it no longer sees within a second). Nobody changes their own role or status, and the organization\'s last active '
         + 'admin cannot be demoted or disabled (409).',
       params: UserIdParams, body: UserChange, response: responses({ 200: User }, { body: true, errors: [404, 409] }),
     },

@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import { ScopeSchema } from '../auth/keys-schema.ts';
 import { IsoTimestamp, Paging, PlainText } from '../schema/common.ts';
 import { named } from '../schema/named.ts';
+import { CredentialGroups } from '../groups/schema.ts';
 import { ROLES } from './roles.ts';
 
 export const RoleSchema = named('Role', Type.Enum(ROLES, {
@@ -49,12 +50,14 @@ export const UserCreation = named('UserCreation', Type.Object({
   email: Email,
   name: PlainText({ minLength: 1, maxLength: 100 }),
   role: RoleSchema,
-}, { additionalProperties: false, examples: [{ email: 'dana@example.com', name: 'Dana Ortiz', role: 'operator' }] }), 'A user to invite.');
+  groupIds: Type.Optional(CredentialGroups),
+}, { additionalProperties: false, examples: [{ email: 'dana@example.com', name: 'Dana Ortiz', role: 'operator' }, { email: 'lena@example.com', name: 'Lena Vogt', role: 'operator', groupIds: ['grp_4fJ2k9QmZt7Lw0Xb3nVc'] }] }), 'A user to invite.');
 export type UserCreation = Static<typeof UserCreation>;
 
 export const UserChange = named('UserChange', Type.Object({
   name: Type.Optional(PlainText({ minLength: 1, maxLength: 100 })),
   role: Type.Optional(RoleSchema),
+  groupIds: Type.Optional(Type.Union([CredentialGroups, Type.Null()], { description: 'The groups the user is limited to (replaces the list); null: the whole organization.' })),
   status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')], {
     description: '`disabled` signs the user out everywhere at once; `active` lets them sign in again.',
   })),

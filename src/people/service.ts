@@ -8,7 +8,8 @@ import type { Clock } from '../clock.ts';
 import type { EventPort } from '../events/port.ts';
 import { newId } from '../ids.ts';
 import type { AuthStore, OrganizationRecord } from '../auth/store.ts';
-import type { Principal, Scope } from '../auth/scopes.ts';
+import { type Principal, type Scope, effectiveScopes } from '../auth/scopes.ts';
+import { unknownGroups } from '../groups/scope.ts';
 import { hashPassword, verifyNothing, verifyPassword } from './password.ts';
 import { ROLE_SCOPES, type Role } from './roles.ts';
 import type { PeopleStore, SessionRecord, UserPatch, UserRecord } from './store.ts';
@@ -61,6 +62,11 @@ function newSecret(): string {
   return randomBytes(32).toString('base64url');
 }
 
+/** A credential's groups as kept: each once, sorted; null: the whole organization. */
+function groupListOf(groupIds: readonly string[] | null | undefined): string[] | null {
+  return groupIds === null || groupIds === undefined ? null : [...new Set(groupIds)].sort();
+}
+
 export function emailKeyOf(email: string): string {
   return email.trim().toLowerCase();
 }
@@ -96,8 +102,9 @@ export function createPeopleService(deps: {
     return organization;
   }
 
-  function scopesOf(role: Role): ReadonlySet<Scope> {
-    return new Set(ROLE_SCOPES[role]);
+  /** The scopes a user holds: their role's, less the organization-wide ones when they are limited to groups. */
+  function scopesOf(user: Pick<UserRecord, 'role' | 'groupIds'>): ReadonlySet<Scope> {
+    return effectiveScopes(ROLE_SCOPES[user.role], user.groupIds);
   }
 
   function invitationOf(token: string, expiresAt: number) {
@@ -106,7 +113,7 @@ export function createPeopleService(deps: {
 
   // --- Managing users (scope `users`) -------------------------------------------------------------
 
-  async function createUser(who: Principal, spec: { email: string; name: string; role: Role }) {
+  async function createUser(who: Principal, spec: { email: string; name: string; role: Role; groupIds?: readonly string[] | null }) {
     assertMayGrant(who, spec.role);
     const now = clock.now();
     const user: UserRecord = {
@@ -116,7 +123,7 @@ export function createPeopleService(deps: {
       emailKey: emailKeyOf(spec.email),
       name: spec.name,
       role: spec.role,
-      groupIds: null,
+      groupIds: groupListOf(spec.groupIds),
       status: 'invited',
       passwordHash: null,
       totpSecret: null,
@@ -128,7 +135,9 @@ export function createPeopleService(deps: {
     };
     const token = newSecret();
     const expiresAt = now + settings.invitationMs;
-    if (!(await store.insertUser(user, { tokenHash: hashToken(token), expiresAt }))) {
+    const inserted = await store.insertUser(user, { tokenHash: hashToken(token), expiresAt });
+    if (inserted === 'unknown-group') throw unknownGroups(user.groupIds ?? []);
+    if (!inserted) {
       throw new AppError('email-taken', `A user with the email "${user.email}" already exists.`);
     }
     return { user, invitation: invitationOf(token, expiresAt) };
@@ -154,11 +163,12 @@ export function createPeopleService(deps: {
     const before = await getUser(who, id);
     // Demoting or disabling someone who holds scopes the caller lacks would be acting above its rank.
     if (patch.role !== undefined || patch.status !== undefined) assertMayGrant(who, before.role);
-    const updated = await store.updateUser(who.organizationId, id, patch, clock.now());
+    const updated = await store.updateUser(who.organizationId, id, { ...patch, ...(patch.groupIds === undefined ? {} : { groupIds: groupListOf(patch.groupIds) }) }, clock.now());
     if (updated === undefined) throw userNotFound(id);
+    if (updated === 'unknown-group') throw unknownGroups(patch.groupIds ?? []);
     if (updated === 'last-admin') throw lastAdmin();
     if (updated.status === 'disabled' && before.status !== 'disabled') userChanged(id, true);
-    else if (updated.role !== before.role || JSON.stringify(updated.groupIds) !== JSON.stringify(before.groupIds)) userChanged(id, false);
+    else if (updated.role !== before.role || JSON.stringify(updated.groupIds) !== JSON.stringify(before.groupIds)) userChanged(id, false, true);
     return updated;
   }
 
@@ -181,10 +191,10 @@ export function createPeopleService(deps: {
     return { user, invitation: invitationOf(token, expiresAt) };
   }
 
-  /** Every node drops the user's cached sessions; `signedOut`: their streams end too. */
-  function userChanged(userId: string, signedOut: boolean): void {
+  /** Every node drops the user's cached sessions; `signedOut` or `accessChanged` (role, groups): their streams end too. */
+  function userChanged(userId: string, signedOut: boolean, accessChanged = false): void {
     forgetUser(userId);
-    events.emit('userChanged', { userId, signedOut });
+    events.emit('userChanged', { userId, signedOut, ...(accessChanged ? { accessChanged } : {}) });
   }
 
   /** Drops the user's cached sessions on this node. */
@@ -301,8 +311,9 @@ export function createPeopleService(deps: {
         organizationId: found.user.organizationId,
         credentialId: found.user.id,
         name: found.user.name,
-        scopes: scopesOf(found.user.role),
+        scopes: scopesOf(found.user),
         platform: organization.platform,
+        ...(found.user.groupIds === null ? {} : { groupIds: found.user.groupIds }),
         expiresAt: found.session.expiresAt,
         session: { idHash: found.session.idHash, csrfToken: found.session.csrfToken, userId: found.user.id },
       };

@@ -50,10 +50,16 @@ export interface UserPatch {
 
 /** Why a change was refused: it would leave the organization without an active admin. */
 export type LastAdmin = 'last-admin';
+/** Why a write was refused: one of the groups it names does not exist. */
+export type UnknownGroup = 'unknown-group';
 
 export interface PeopleStore {
-  /** Stores the user and their first invitation; false when the email is taken (any organization). */
-  insertUser(user: UserRecord, invitation: { tokenHash: string; expiresAt: number }): Promise<boolean>;
+  /**
+   * Stores the user and their first invitation; false when the email is taken (any organization),
+   * `unknown-group` when one of their groups does not exist (checked under the lock a group's
+   * deletion takes).
+   */
+  insertUser(user: UserRecord, invitation: { tokenHash: string; expiresAt: number }): Promise<boolean | UnknownGroup>;
   getUser(organizationId: string, id: string): Promise<UserRecord | undefined>;
   findUserByEmail(emailKey: string): Promise<UserRecord | undefined>;
   /** Oldest first. */
@@ -63,7 +69,7 @@ export interface PeopleStore {
    * active admin (a demotion or a disabling of the last one), undefined when there is no such user.
    * Disabling also deletes the user's sessions.
    */
-  updateUser(organizationId: string, id: string, patch: UserPatch, at: number): Promise<UserRecord | LastAdmin | undefined>;
+  updateUser(organizationId: string, id: string, patch: UserPatch, at: number): Promise<UserRecord | LastAdmin | UnknownGroup | undefined>;
   /** Deletes the user, their sessions, invitations and recovery codes; same refusal as updateUser. */
   deleteUser(organizationId: string, id: string): Promise<UserRecord | LastAdmin | undefined>;
 

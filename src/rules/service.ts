@@ -4,6 +4,7 @@
 import type { Principal } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { AppError, type FieldError } from '../errors.ts';
+import type { VehicleScope } from '../groups/scope.ts';
 import type { EventPort } from '../events/port.ts';
 import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
@@ -22,6 +23,8 @@ export function createRulesService(deps: {
   maxRules: number;
   /** Told when the organization's rules changed (`rulesChanged`), and of the events a manual alert change recorded (`recorded`). */
   events: EventPort;
+  /** Which vehicles a credential limited to groups sees (its alerts are those of its vehicles). */
+  scope?: VehicleScope;
 }) {
   const { store, clock } = deps;
 
@@ -47,10 +50,17 @@ export function createRulesService(deps: {
     return condition;
   }
 
+  /** A rule as `who` is shown it: a credential limited to groups sees only its own vehicles in `vehicleIds`. */
+  async function shown(who: Principal, r: AlertRuleRecord): Promise<AlertRuleRecord> {
+    if (who.groupIds === undefined || r.vehicleIds === null) return r;
+    const visible = await deps.scope?.visibleOf(who, r.vehicleIds);
+    return visible === undefined ? r : { ...r, vehicleIds: r.vehicleIds.filter((id) => visible.has(id)) };
+  }
+
   async function rule(who: Principal, id: string): Promise<AlertRuleRecord> {
     const found = await store.getRule(who.organizationId, id);
     if (found === undefined) throw new AppError('alert-rule-not-found', `No alert rule "${id}" in this organization.`);
-    return found;
+    return shown(who, found);
   }
 
   async function createRule(who: Principal, body: RuleBody): Promise<AlertRuleRecord> {
@@ -82,7 +92,9 @@ export function createRulesService(deps: {
 
   async function alert(who: Principal, id: string): Promise<AlertRecord> {
     const found = await store.getAlert(who.organizationId, id);
-    if (found === undefined) throw new AppError('alert-not-found', `No alert "${id}" in this organization.`);
+    // An alert of a vehicle outside a scoped credential's groups is not there for it.
+    const hidden = found !== undefined && who.groupIds !== undefined && (await deps.scope?.visibleOf(who, [found.vehicleId]))?.has(found.vehicleId) !== true;
+    if (found === undefined || hidden) throw new AppError('alert-not-found', `No alert "${id}" in this organization.`);
     return found;
   }
 
@@ -92,6 +104,7 @@ export function createRulesService(deps: {
     const { alerts } = await store.listAlerts(who.organizationId, {
       statuses: query.status === undefined ? undefined : ([...new Set(query.status.split(','))] as AlertStatus[]),
       vehicleId: query.vehicleId, ruleId: query.ruleId, before, limit: limit + 1,
+      ...(who.groupIds === undefined ? {} : { anyOfGroups: who.groupIds }),
     });
     const more = alerts.length > limit;
     const page = more ? alerts.slice(0, limit) : alerts;
@@ -127,7 +140,11 @@ export function createRulesService(deps: {
   }
 
   return {
-    createRule, rule, listRules: (who: Principal, page: { limit: number; offset: number }) => store.listRules(who.organizationId, page),
+    createRule, rule,
+    async listRules(who: Principal, page: { limit: number; offset: number }) {
+      const found = await store.listRules(who.organizationId, page);
+      return { ...found, rules: await Promise.all(found.rules.map((r) => shown(who, r))) };
+    },
     replaceRule, deleteRule,
     alert, listAlerts, act, rulesUsingGeofence,
   };

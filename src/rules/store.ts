@@ -43,7 +43,7 @@ export interface RulesStore extends GeofenceStore {
   /** Newest first; `before` is the `seq` cursor of the previous page. */
   listAlerts(
     organizationId: string,
-    filter: { statuses?: AlertStatus[]; vehicleId?: string; ruleId?: string; before?: number; limit: number },
+    filter: { statuses?: AlertStatus[]; vehicleId?: string; ruleId?: string; anyOfGroups?: readonly string[]; before?: number; limit: number },
   ): Promise<{ alerts: (AlertRecord & { seq: number })[] }>;
   /**
    * Opens, acknowledges and resolves alerts with their events, in one transaction. An alert that

@@ -41,6 +41,9 @@ function groupIdsOf(row: Row, d: ColumnDecoders): string[] {
 
 const orNull = <T>(value: unknown): T | null => (value as T | null | undefined) ?? null;
 
+/** A credential's groups (JSON text in SQLite, text[] in PostgreSQL); null: the whole organization. */
+const credentialGroups = (row: Row, d: ColumnDecoders): string[] | null => (row.group_ids === null || row.group_ids === undefined ? null : d.json<string[]>(row.group_ids));
+
 export function rowMappers(d: ColumnDecoders) {
   return {
     key: (row: Row): ApiKeyRecord => ({
@@ -51,6 +54,7 @@ export function rowMappers(d: ColumnDecoders) {
       displayPrefix: row.display_prefix as string,
       hash: d.bytes(row.hash),
       scopes: d.list(row.scopes).filter(isScope),
+      groupIds: credentialGroups(row, d),
       createdAt: row.created_at as number,
       expiresAt: orNull<number>(row.expires_at),
       revokedAt: orNull<number>(row.revoked_at),
@@ -102,6 +106,7 @@ export function rowMappers(d: ColumnDecoders) {
       name: row.name as string,
       secretHash: d.bytes(row.secret_hash),
       scopes: d.list(row.scopes).filter(isScope),
+      groupIds: credentialGroups(row, d),
       createdAt: row.created_at as number,
       createdBy: row.created_by as string,
     }),

@@ -19,7 +19,7 @@ import { EVENTS, type EventEnvelope, STATUS, TELEMETRY_TYPES, eventPart, frame, 
 import type { Registry } from './registry.ts';
 import type { EventLog } from './replay.ts';
 import type { StreamSettings } from './settings.ts';
-import { type Entry, type OrganizationIndex, SNAPSHOT, type Stream, callAt, keyOf, typesTouched } from './stream.ts';
+import { type Entry, type OrganizationIndex, SNAPSHOT, type Stream, callAt, carries, keyOf, typesTouched } from './stream.ts';
 
 export type StatusUpdate = Pick<StatusChange, 'from' | 'to' | 'reason' | 'at'>;
 
@@ -130,7 +130,8 @@ export function createDelivery(deps: { registry: Registry; log: EventLog; clock:
       }
       if (budget-- === 0) return flushSoon(stream);
       stream.pending.delete(key);
-      const entry = index?.current.get(key.slice(1))?.[key.charCodeAt(0) - 48];
+      const vehicleId = key.slice(1);
+      const entry = carries(stream, vehicleId) ? index?.current.get(vehicleId)?.[key.charCodeAt(0) - 48] : undefined;
       if (entry === undefined) continue;
       if (stream.interval > 0 && due !== SNAPSHOT) stream.lastSent.set(key, now);
       emit(stream, entry);
@@ -142,8 +143,8 @@ export function createDelivery(deps: { registry: Registry; log: EventLog; clock:
     const bit = 1 << entry.type;
     const send = entry.type === EVENTS ? deliverEvent : (stream: Stream, e: Entry) => deliver(stream, vehicleId, e);
     const listed = index.byVehicle.get(vehicleId);
-    if (listed !== undefined) for (const stream of listed) if ((stream.mask & bit) !== 0) send(stream, entry);
-    for (const stream of index.fleet) if ((stream.mask & bit) !== 0) send(stream, entry);
+    if (listed !== undefined) for (const stream of listed) if ((stream.mask & bit) !== 0 && carries(stream, vehicleId)) send(stream, entry);
+    for (const stream of index.fleet) if ((stream.mask & bit) !== 0 && carries(stream, vehicleId)) send(stream, entry);
   }
 
   const covers = (index: OrganizationIndex, vehicleId: string) => index.fleet.size > 0 || index.byVehicle.has(vehicleId);

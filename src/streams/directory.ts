@@ -20,6 +20,8 @@ export interface StreamDefinition {
    */
   scopes?: string[];
   credentialExpiresAt?: number | null;
+  /** The vehicle groups the creating credential was limited to; absent or null: the whole organization. */
+  groupIds?: string[] | null;
 }
 
 /** As the directory knows it: the definition, and how it stands. */

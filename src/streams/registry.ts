@@ -9,6 +9,7 @@ import type { EventPort } from '../events/port.ts';
 import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
+import type { ScopeStore } from '../groups/scope.ts';
 import type { StreamDirectory, StreamEntry } from './directory.ts';
 import type { StreamSettings } from './settings.ts';
 import { type NewStream, type OrganizationIndex, type Stream, callAt, newStream } from './stream.ts';
@@ -30,6 +31,8 @@ export type Registry = ReturnType<typeof createRegistry>;
 
 export function createRegistry(deps: {
   vehicles: VehicleStore;
+  /** Which vehicles a stream limited to groups carries (groups/scope.ts). */
+  groups: ScopeStore;
   clock: Clock;
   settings: StreamSettings;
   maxStreams: number;
@@ -52,8 +55,12 @@ export function createRegistry(deps: {
   async function create(who: Principal, spec: NewStream): Promise<Stream> {
     const ids = spec.vehicleId !== undefined ? [spec.vehicleId] : spec.vehicleIds ?? null;
     if (ids !== null) {
-      const found = await Promise.all(ids.map((id) => deps.vehicles.get(who.organizationId, id)));
-      const missing = ids.filter((_, i) => found[i] === undefined);
+      const [found, inScope] = await Promise.all([
+        Promise.all(ids.map((id) => deps.vehicles.get(who.organizationId, id))),
+        who.groupIds === undefined ? undefined : deps.groups.inGroups(who.organizationId, who.groupIds, ids).then((seen) => new Set(seen)),
+      ]);
+      // A vehicle outside a scoped credential's groups is missing, as another organization's.
+      const missing = ids.filter((id, i) => found[i] === undefined || (inScope !== undefined && !inScope.has(id)));
       if (missing.length > 0) {
         throw new AppError('vehicle-not-found', `No vehicle ${missing.map((id) => `"${id}"`).join(', ')} in this organization.`);
       }
@@ -64,7 +71,14 @@ export function createRegistry(deps: {
     const stream = newStream({
       id, organizationId: who.organizationId, credentialId: who.credentialId, credentialExpiresAt: who.expiresAt ?? null,
       vehicleId: spec.vehicleId, vehicleIds: ids, interval: spec.interval, mask: spec.mask, createdAt: now,
+      groupIds: who.groupIds === undefined ? null : [...who.groupIds],
     }, settings, [...who.scopes]);
+    try {
+      await loadVisible(stream);
+    } catch (error) {
+      releaseOpen(who.organizationId, id);
+      throw error;
+    }
     register(stream);
     expireAt(stream, now + settings.attachWindowMs);
     // Written before the answer, so that any node can find the stream as soon as its creator can.
@@ -120,6 +134,55 @@ export function createRegistry(deps: {
     }
   }
 
+  /** Per organization: how many times its memberships changed, and a reading of them in progress. */
+  const scopeChanges = new Map<string, number>();
+  const refreshing = new Map<string, Promise<void>>();
+
+  /** A stream limited to groups reads the vehicles in them now (before it is registered). */
+  async function loadVisible(stream: Stream): Promise<void> {
+    if (stream.groupIds === null) return;
+    const seen = scopeChanges.get(stream.organizationId) ?? 0;
+    stream.visible = new Set(await deps.groups.membersOf(stream.organizationId, stream.groupIds));
+    // Memberships changed while they were read: read them again once the stream is registered.
+    if ((scopeChanges.get(stream.organizationId) ?? 0) !== seen) queueMicrotask(() => refreshScopes(stream.organizationId));
+  }
+
+  /**
+   * Memberships changed in the organization (on any node): each of its streams limited to groups
+   * reads its vehicles again, one query per distinct set of groups. Changes heard meanwhile are
+   * read in one more pass.
+   */
+  function refreshScopes(organizationId: string): void {
+    scopeChanges.set(organizationId, (scopeChanges.get(organizationId) ?? 0) + 1);
+    if (refreshing.has(organizationId)) return;
+    const pass = async (): Promise<void> => {
+      let seen: number;
+      do {
+        seen = scopeChanges.get(organizationId) ?? 0;
+        const index = organizations.get(organizationId);
+        if (index === undefined) break;
+        const scoped = new Map<string, Stream[]>();
+        const add = (stream: Stream) => {
+          if (stream.groupIds === null || stream.status !== 'connected') return;
+          const key = stream.groupIds.join(' ');
+          const list = scoped.get(key);
+          if (list === undefined) scoped.set(key, [stream]);
+          else if (!list.includes(stream)) list.push(stream);
+        };
+        for (const stream of index.fleet) add(stream);
+        for (const set of index.byVehicle.values()) for (const stream of set) add(stream);
+        for (const list of scoped.values()) {
+          const members = new Set(await deps.groups.membersOf(organizationId, list[0]!.groupIds!));
+          for (const stream of list) stream.visible = members;
+        }
+      } while ((scopeChanges.get(organizationId) ?? 0) !== seen);
+    };
+    const running = pass().catch(() => {
+      // The store is away: the streams keep the vehicles they had until the next change is heard.
+    }).finally(() => refreshing.delete(organizationId));
+    refreshing.set(organizationId, running);
+  }
+
   /** Takes the stream out of the organization's index (it ended, or another node took it). */
   function unregister(stream: Stream): void {
     stream.lifetimeTimer?.cancel();
@@ -143,6 +206,7 @@ export function createRegistry(deps: {
       id: stream.id, organizationId: stream.organizationId, credentialId: stream.credentialId, vehicleId: stream.vehicleId,
       vehicleIds: stream.vehicleIds === null ? null : [...stream.vehicleIds], interval: stream.interval, mask: stream.mask,
       createdAt: stream.createdAt, scopes: [...stream.scopes], credentialExpiresAt: stream.credentialExpiresAt,
+      ...(stream.groupIds === null ? {} : { groupIds: [...stream.groupIds] }),
       node: cluster?.node ?? '', attached: stream.sink !== undefined, expiresAt: stream.expiresAt, closedAt: stream.closedAt,
     };
   }
@@ -240,7 +304,7 @@ export function createRegistry(deps: {
   }
 
   return {
-    create, claimOpen, register, publish, find, expireAt, end, release, stop,
+    create, claimOpen, register, publish, find, expireAt, end, release, stop, loadVisible, refreshScopes,
     /** Any stream held here (closed ones for a while), whatever its organization. */
     get: (streamId: string) => streams.get(streamId),
     /** Every stream held here, closed ones included. */

@@ -15,6 +15,7 @@ import { type Clock, systemClock } from '../clock.ts';
 import { AppError } from '../errors.ts';
 import type { LatestView } from '../telemetry/latest.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
+import type { ScopeStore } from '../groups/scope.ts';
 import { createDelivery } from './delivery.ts';
 import type { StreamEntry } from './directory.ts';
 import { type EventEnvelope, maskOf, missingScope } from './messages.ts';
@@ -53,6 +54,8 @@ export type StreamService = ReturnType<typeof createStreamService>;
 
 export function createStreamService(deps: {
   vehicles: VehicleStore;
+  /** Which vehicles a stream of a credential limited to groups carries. */
+  groups: ScopeStore;
   latest: LatestView;
   clock?: Clock;
   maxStreams: number;
@@ -66,7 +69,7 @@ export function createStreamService(deps: {
   const cluster = deps.cluster;
   const settings: StreamSettings = { ...DEFAULT_STREAM_SETTINGS, ...deps.settings };
   const log = new EventLog({ windowMs: settings.replayWindowMs, maxEntries: settings.logMaxEntries, maxBytes: settings.logMaxBytes });
-  const registry = createRegistry({ vehicles: deps.vehicles, clock, settings, maxStreams: deps.maxStreams, cluster });
+  const registry = createRegistry({ vehicles: deps.vehicles, groups: deps.groups, clock, settings, maxStreams: deps.maxStreams, cluster });
   const takeover = createTakeover({ registry, clock, settings, cluster });
   const tickets = createTickets({ registry, clock, settings, cluster, takeOver: takeover.takeOver, credentialLive: deps.credentialLive });
   const delivery = createDelivery({ registry, log, clock, settings, cluster });
@@ -188,11 +191,28 @@ export function createStreamService(deps: {
      * A credential was revoked or deleted (here or on another node): the streams it created end
      * (their sockets closed 1008, their tickets refused), and sockets attached with it close 1008.
      */
+    /** Which vehicles are in which groups changed in the organization: streams limited to groups read theirs again. */
+    membershipChanged(organizationId: string): void {
+      registry.refreshScopes(organizationId);
+    },
+
+    /** News of membership changes may have been lost (the cluster bus was down): every organization's scoped streams read theirs again. */
+    rescope(): void {
+      for (const organizationId of new Set([...registry.all()].map((stream) => stream.organizationId))) registry.refreshScopes(organizationId);
+    },
+
     credentialRevoked(credentialId: string): void {
       for (const stream of [...registry.all()]) {
         if (stream.status === 'connected' && stream.credentialId === credentialId) registry.end(stream, 1008, 'credential revoked');
       }
       sockets.credentialRevoked(credentialId);
+    },
+
+    /** A person's role or groups changed: the streams they opened end (they open new ones with what they may see now). */
+    credentialChanged(credentialId: string): void {
+      for (const stream of [...registry.all()]) {
+        if (stream.status === 'connected' && stream.credentialId === credentialId) registry.end(stream, 1008, 'credential changed');
+      }
     },
 
     /**

@@ -12,7 +12,7 @@ import type { StatusChange, VehicleRecord, VehicleStore } from '../vehicles/stor
 import type { Delivery } from './delivery.ts';
 import { STATE_MASK, STATUS, TELEMETRY_TYPES } from './messages.ts';
 import type { Registry } from './registry.ts';
-import { SNAPSHOT, type Stream, keyOf } from './stream.ts';
+import { SNAPSHOT, type Stream, carries, keyOf } from './stream.ts';
 
 export type Snapshots = ReturnType<typeof createSnapshots>;
 
@@ -88,15 +88,17 @@ export function createSnapshots(deps: {
     }
   }
 
+  /** The vehicles the stream covers and may carry now (a stream limited to groups: those in them). */
   async function vehiclesOf(stream: Stream): Promise<VehicleRecord[]> {
     if (stream.vehicleIds !== null) {
       const found = await Promise.all(stream.vehicleIds.map((id) => deps.vehicles.get(stream.organizationId, id)));
-      return found.filter((v): v is VehicleRecord => v !== undefined);
+      return found.filter((v): v is VehicleRecord => v !== undefined && carries(stream, v.id));
     }
     const all: VehicleRecord[] = [];
+    const scope = stream.groupIds === null ? {} : { anyOfGroups: stream.groupIds };
     for (let offset = 0; ; offset += 1000) {
-      const page = await deps.vehicles.list(stream.organizationId, { limit: 1000, offset });
-      all.push(...page.vehicles);
+      const page = await deps.vehicles.list(stream.organizationId, { limit: 1000, offset, ...scope });
+      all.push(...page.vehicles.filter((v) => carries(stream, v.id)));
       if (page.vehicles.length < 1000) return all;
     }
   }

@@ -43,6 +43,13 @@ export interface Stream {
   readonly scopes: readonly string[];
   /** When that credential expires (null: never); the stream ends then. */
   readonly credentialExpiresAt: number | null;
+  /** The vehicle groups that credential was limited to; null: the whole organization. */
+  readonly groupIds: readonly string[] | null;
+  /**
+   * For a stream limited to groups: the vehicles in them now, read again whenever memberships
+   * change (registry.refreshScopes); nothing of another vehicle is sent. null: no limit.
+   */
+  visible: Set<string> | null;
   /** Set when created on one vehicle's path. */
   readonly vehicleId: string | undefined;
   /** The vehicles it covers; null: every vehicle of the organization, present and future. */
@@ -106,6 +113,9 @@ export function callAt(clock: Clock, at: number, fn: () => void): Timer {
 
 export const keyOf = (type: number, vehicleId: string) => String.fromCharCode(48 + type) + vehicleId;
 
+/** Whether the stream may carry the vehicle: always, unless it is limited to groups the vehicle is in none of. */
+export const carries = (stream: Stream, vehicleId: string) => stream.visible === null || stream.visible.has(vehicleId);
+
 /** A stream in its first state: open, unattached, nothing sent. */
 export function newStream(definition: StreamDefinition, settings: StreamSettings, scopes: readonly string[]): Stream {
   return {
@@ -114,6 +124,8 @@ export function newStream(definition: StreamDefinition, settings: StreamSettings
     credentialId: definition.credentialId,
     scopes,
     credentialExpiresAt: definition.credentialExpiresAt ?? null,
+    groupIds: definition.groupIds ?? null,
+    visible: definition.groupIds === undefined || definition.groupIds === null ? null : new Set(),
     vehicleId: definition.vehicleId ?? undefined,
     vehicleIds: definition.vehicleIds,
     interval: definition.interval,

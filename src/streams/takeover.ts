@@ -40,6 +40,9 @@ export function createTakeover(deps: { registry: Registry; clock: Clock; setting
     const taken = registry.get(entry.id);
     if (taken !== undefined) return taken;
     const stream = newStream(entry, settings, entry.scopes ?? scopesFor(entry.mask));
+    await registry.loadVisible(stream);
+    const meanwhile = registry.get(entry.id);
+    if (meanwhile !== undefined) return meanwhile;
     registry.register(stream);
     registry.expireAt(stream, clock.now() + settings.attachWindowMs);
     cluster?.events.emit('streamTaken', { streamId: stream.id, node: cluster.node });

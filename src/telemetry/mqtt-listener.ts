@@ -100,7 +100,7 @@ export function createMqttListener(deps: {
       ingest.settle(result, context);
       return new Error(result.detail);
     }
-    const { outcome, detail } = await ingest.ingest(principal.organizationId, packet.topic, packet.payload, context);
+    const { outcome, detail } = await ingest.ingest(principal.organizationId, packet.topic, packet.payload, context, principal);
     return outcome === 'stored' || outcome === 'invalid' ? null : new Error(detail ?? outcome);
   }
 

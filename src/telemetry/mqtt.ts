@@ -5,6 +5,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
 import { counterIn } from '../metric.ts';
+import type { Principal } from '../auth/scopes.ts';
 import type { AuthService } from '../auth/service.ts';
 import type { MqttConfig } from '../config.ts';
 import { isAppError } from '../errors.ts';
@@ -67,7 +68,8 @@ export function createMqttIngest(deps: {
   }
 
   /** Ingests one message for `organizationId`; never throws: the outcome says what happened. */
-  async function ingest(organizationId: string, topic: string, payload: Buffer | string, context: Record<string, unknown> = {}) {
+  /** `who`: the device's credential, when it is one of the organization's (a key limited to groups sends only for their vehicles). */
+  async function ingest(organizationId: string, topic: string, payload: Buffer | string, context: Record<string, unknown> = {}, who?: Principal) {
     const vehicleId = vehicleOfTopic(topic);
     if (vehicleId === undefined) {
       return settle({ outcome: 'refused', detail: `topic "${topic.slice(0, 200)}" is not fleet/{vehicleId}/telemetry` }, context);
@@ -79,7 +81,7 @@ export function createMqttIngest(deps: {
       return settle({ outcome: 'invalid', vehicleId, detail: 'the payload is not UTF-8 JSON' }, context);
     }
     try {
-      await telemetry.ingestForVehicle(organizationId, vehicleId, body, 'mqtt');
+      await telemetry.ingestForVehicle(organizationId, vehicleId, body, 'mqtt', who);
       return settle({ outcome: 'stored', vehicleId }, context);
     } catch (error) {
       return settle(classify(error, vehicleId), context);

@@ -66,7 +66,7 @@ export async function telemetryRoutes(instance: FastifyInstance, opts: { service
       response: responses({ 202: IngestResult }, { body: true, errors: [404, 409, 503] }),
     },
   }, async (request, reply) => {
-    const result = await service.ingestForFleet(request.principal.organizationId, request.body);
+    const result = await service.ingestForFleet(request.principal.organizationId, request.body, 'http', request.principal);
     return reply.code(202).send(result);
   });
 

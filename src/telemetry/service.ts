@@ -7,6 +7,8 @@ import type { EventPort } from '../events/port.ts';
 import type { CommitRules } from '../rules/store.ts';
 import { AppError } from '../errors.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
+import type { Principal } from '../auth/scopes.ts';
+import type { VehicleScope } from '../groups/scope.ts';
 import { type LatestView, latestData, mergeLatest } from './latest.ts';
 import { HISTORY_LIMIT_DEFAULT, type HistoryQuery, TELEMETRY_FIELDS, type TelemetryField } from './schema.ts';
 import type { StoredRecord, TelemetryStore } from './store.ts';
@@ -48,13 +50,17 @@ export function createTelemetryService(deps: {
   rules?: { prepare(organizationId: string): Promise<unknown> | undefined; commitRules: CommitRules };
   /** Where fleet_telemetry_records_total and the commit latency are counted. */
   registry?: Registry;
+  /** Which vehicles a credential limited to groups may send for. */
+  scope?: VehicleScope;
 }) {
   const { store, latest, clock, events } = deps;
   const commits = deps.registry === undefined ? undefined : commitHistogram(deps.registry);
   const writer = createGroupCommitter(store, mergeLatest, deps.rules?.commitRules, commits === undefined ? undefined : (seconds) => commits.observe(seconds));
   const counted = deps.registry === undefined ? undefined : recordsCounter(deps.registry);
 
-  async function commit(organizationId: string, records: StoredRecord[], source: TelemetrySource) {
+  async function commit(organizationId: string, records: StoredRecord[], source: TelemetrySource, who?: Principal) {
+    // A credential limited to groups sends only for the vehicles in them; another is missing to it.
+    if (who?.groupIds !== undefined) await deps.scope?.assertSees(who, records.map((record) => record.vehicleId));
     // The organization's rules must be in memory before the commit judges inside its transaction.
     const preparing = deps.rules?.prepare(organizationId);
     if (preparing !== undefined) await preparing;
@@ -80,13 +86,13 @@ export function createTelemetryService(deps: {
    * One record or `{records}` for one vehicle: HTTP's per-vehicle route, MQTT, and the device
    * protocols, which build these records from what their devices send.
    */
-  function ingestForVehicle(organizationId: string, vehicleId: string, body: unknown, source: TelemetrySource = 'http') {
-    return commit(organizationId, vehicleRecords(vehicleId, body, clock.now()), source);
+  function ingestForVehicle(organizationId: string, vehicleId: string, body: unknown, source: TelemetrySource = 'http', who?: Principal) {
+    return commit(organizationId, vehicleRecords(vehicleId, body, clock.now()), source, who);
   }
 
   /** `{records}` for many vehicles. */
-  function ingestForFleet(organizationId: string, body: unknown, source: TelemetrySource = 'http') {
-    return commit(organizationId, fleetRecords(body, clock.now()), source);
+  function ingestForFleet(organizationId: string, body: unknown, source: TelemetrySource = 'http', who?: Principal) {
+    return commit(organizationId, fleetRecords(body, clock.now()), source, who);
   }
 
   async function requireVehicle(organizationId: string, vehicleId: string) {

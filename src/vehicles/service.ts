@@ -10,6 +10,7 @@ import type { Configuration, PatchVehicleBody, RegisterVehicleBody, StatusChange
 import type { Page, StatusChange, VehicleRecord, VehicleStore } from './store.ts';
 import { TRANSITIONS, canTransition } from './transitions.ts';
 import { type LatestLookup, toDetails } from './view.ts';
+import { groupsShown, groupsToSet } from '../groups/scope.ts';
 
 export interface ListOptions extends Page {
   statuses?: VehicleStatus[];
@@ -34,6 +35,10 @@ export function createVehicleService(deps: {
     newEvent(v.organizationId, type, v.id, v.updatedAt, detailsOf(v));
 
   async function register(who: Principal, body: RegisterVehicleBody): Promise<VehicleRecord> {
+    const groupIds = groupsToSet(who, body.groupIds, undefined) ?? [];
+    if (who.groupIds !== undefined && groupIds.length === 0) {
+      throw new AppError('outside-groups', 'A credential limited to groups registers a vehicle into at least one of its groups.');
+    }
     const now = clock.now();
     const vehicle: VehicleRecord = {
       organizationId: who.organizationId,
@@ -45,7 +50,7 @@ export function createVehicleService(deps: {
       createdAt: now,
       updatedAt: now,
       statusChangedAt: now,
-      groupIds: groupList(body.groupIds ?? []),
+      groupIds: groupList(groupIds),
     };
     const registration: StatusChange = { from: null, to: 'registered', reason: null, at: now, by: who.credentialId };
     const events = [vehicleEvent('vehicle.registered', vehicle)];
@@ -53,7 +58,8 @@ export function createVehicleService(deps: {
     switch (outcome) {
       case 'created':
         deps.events?.emit('recorded', { events });
-        return vehicle;
+        if (vehicle.groupIds.length > 0) deps.events?.emit('membershipChanged', { organizationId: who.organizationId });
+        return shown(who, vehicle);
       case 'exists':
         throw new AppError('vehicle-exists', `A vehicle "${body.vehicleId}" already exists in this organization.`);
       case 'quota':
@@ -63,14 +69,24 @@ export function createVehicleService(deps: {
     }
   }
 
-  async function get(who: Principal, id: string): Promise<VehicleRecord> {
+  /** The vehicle as stored (every group); the routes check a scoped caller sees it (http/vehicle-scope.ts). */
+  async function load(who: Principal, id: string): Promise<VehicleRecord> {
     const vehicle = await store.get(who.organizationId, id);
     if (vehicle === undefined) throw notFound(id);
     return vehicle;
   }
 
-  function list(who: Principal, options: ListOptions) {
-    return store.list(who.organizationId, options);
+  async function get(who: Principal, id: string): Promise<VehicleRecord> {
+    return shown(who, await load(who, id));
+  }
+
+  async function list(who: Principal, options: ListOptions) {
+    const own = who.groupIds;
+    if (own === undefined) return store.list(who.organizationId, options);
+    // A scoped credential lists its groups' vehicles; a group of another's is empty to it.
+    if (options.groupId !== undefined && !own.includes(options.groupId)) return { vehicles: [], total: 0 };
+    const found = await store.list(who.organizationId, options.groupId === undefined ? { ...options, anyOfGroups: own } : options);
+    return { vehicles: found.vehicles.map((v) => shown(who, v)), total: found.total };
   }
 
   async function remove(who: Principal, id: string): Promise<void> {
@@ -82,13 +98,14 @@ export function createVehicleService(deps: {
   /** An RFC 7396 merge patch of `type`, `name` and `configuration`; `groupIds` replaces the list. */
   async function update(who: Principal, id: string, patch: PatchVehicleBody): Promise<VehicleRecord> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const current = await get(who, id);
+      const current = await load(who, id);
+      const groupIds = groupsToSet(who, patch.groupIds, current.groupIds);
       const next: VehicleRecord = {
         ...current,
         type: patch.type ?? current.type,
         name: patch.name === undefined ? current.name : patch.name,
         configuration: patch.configuration === undefined ? current.configuration : mergeConfiguration(current.configuration, patch.configuration),
-        groupIds: patch.groupIds === undefined ? current.groupIds : groupList(patch.groupIds),
+        groupIds: groupIds === undefined ? current.groupIds : groupList(groupIds),
         // Never the same as before: the compare-and-set below tells this write from any other.
         updatedAt: Math.max(clock.now(), current.updatedAt + 1),
       };
@@ -97,7 +114,8 @@ export function createVehicleService(deps: {
       if (updated === 'unknown-group') throw unknownGroup(next.groupIds);
       if (updated !== undefined) {
         deps.events?.emit('recorded', { events });
-        return updated;
+        if (!sameGroups(current.groupIds, updated.groupIds)) deps.events?.emit('membershipChanged', { organizationId: who.organizationId });
+        return shown(who, updated);
       }
     }
     throw tooBusy();
@@ -121,7 +139,7 @@ export function createVehicleService(deps: {
       const changed = await store.changeStatus(who.organizationId, id, change, events);
       if (changed !== undefined) {
         deps.events?.emit('recorded', { events });
-        return changed;
+        return shown(who, changed);
       }
     }
     throw tooBusy();
@@ -133,6 +151,15 @@ export function createVehicleService(deps: {
   }
 
   return { register, get, list, remove, update, changeStatus, statusHistory };
+}
+
+/** The vehicle as `who` is shown it: a credential limited to groups sees only its own groups in `groupIds`. */
+function shown(who: Principal, v: VehicleRecord): VehicleRecord {
+  return who.groupIds === undefined ? v : { ...v, groupIds: [...groupsShown(who, v.groupIds)] };
+}
+
+function sameGroups(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((id, i) => id === b[i]);
 }
 
 function tooBusy(): AppError {

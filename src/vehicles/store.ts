@@ -34,6 +34,8 @@ export interface VehicleFilter extends Page {
   types?: VehicleType[];
   /** Only the vehicles in this group. */
   groupId?: string;
+  /** Only the vehicles in at least one of these groups (a credential limited to groups). */
+  anyOfGroups?: readonly string[];
 }
 
 /**

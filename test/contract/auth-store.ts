@@ -109,8 +109,8 @@ export function authStoreContract(name: string, makeStores: MakeStores, options:
       const first = (await stores.auth.listKeys(a, { limit: 10, offset: 0 })).keys[0]!;
       const later = keyRecord(a, { createdAt: T0 + 10 });
       const earlier = keyRecord(a, { createdAt: T0 + 5 });
-      assert.equal(await stores.auth.insertKey(later), true);
-      assert.equal(await stores.auth.insertKey(earlier), true);
+      assert.equal(await stores.auth.insertKey(later), 'created');
+      assert.equal(await stores.auth.insertKey(earlier), 'created');
       const listed = await stores.auth.listKeys(a, { limit: 10, offset: 0 });
       assert.deepEqual(listed.keys.map((k) => k.id), [first.id, earlier.id, later.id]);
       assert.equal(listed.total, 3);
@@ -141,19 +141,19 @@ export function authStoreContract(name: string, makeStores: MakeStores, options:
       const stores = await fresh();
       const [a, b] = [await addOrganization(stores), await addOrganization(stores)]; // one key each already
       const second = keyRecord(a);
-      assert.equal(await stores.auth.insertKey(second, 2), true);
-      assert.equal(await stores.auth.insertKey(keyRecord(a), 2), false);
-      assert.equal(await stores.auth.insertKey(keyRecord(b), 2), true, 'another organization counts apart');
+      assert.equal(await stores.auth.insertKey(second, 2), 'created');
+      assert.equal(await stores.auth.insertKey(keyRecord(a), 2), 'quota');
+      assert.equal(await stores.auth.insertKey(keyRecord(b), 2), 'created', 'another organization counts apart');
       await stores.auth.revokeKey(a, second.id, T0);
-      assert.equal(await stores.auth.insertKey(keyRecord(a), 2), true, 'a revoked key frees its place');
-      assert.equal(await stores.auth.insertKey(keyRecord(a)), true, 'no quota given: no limit');
+      assert.equal(await stores.auth.insertKey(keyRecord(a), 2), 'created', 'a revoked key frees its place');
+      assert.equal(await stores.auth.insertKey(keyRecord(a)), 'created', 'no quota given: no limit');
     });
 
     test('concurrent inserts never pass the quota', async () => {
       const stores = await fresh();
       const a = await addOrganization(stores);
       const results = await Promise.all(Array.from({ length: 10 }, () => stores.auth.insertKey(keyRecord(a), 4)));
-      assert.equal(results.filter(Boolean).length, 3);
+      assert.equal(results.filter((r) => r === 'created').length, 3);
       assert.equal((await stores.auth.listKeys(a, { limit: 100, offset: 0 })).total, 4);
     });
   });

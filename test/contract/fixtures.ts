@@ -36,6 +36,7 @@ export function keyRecord(organizationId: string, overrides: Partial<ApiKeyRecor
     displayPrefix: `fleet_${id.slice(0, 8)}`,
     hash: new Uint8Array(32).fill(n % 256),
     scopes: ['fleet:read', 'admin'],
+    groupIds: null,
     createdAt: T0,
     expiresAt: null,
     revokedAt: null,
@@ -49,6 +50,11 @@ export async function addOrganization(stores: Stores, overrides: Partial<Organiz
   const organization: OrganizationRecord = { id: `org_${unique()}`, name: 'Organization', platform: false, createdAt: T0, ...overrides };
   await stores.auth.createOrganizationWithKey(organization, keyRecord(organization.id));
   return organization.id;
+}
+
+/** Groups with these ids in the organization (what a credential limited to groups names). */
+export async function addGroups(stores: Stores, organizationId: string, ids: readonly string[]): Promise<void> {
+  for (const id of ids) await stores.groups.insert({ organizationId, id, name: id, description: null, createdAt: T0, updatedAt: T0 });
 }
 
 /** A vehicle `id` of type van in `organizationId`, registered straight into `status`. */

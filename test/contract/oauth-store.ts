@@ -30,7 +30,7 @@ export function oauthStoreContract(name: string, open: () => Promise<OAuthStoreF
       kid: `kid-${++n}`, algorithm: 'ES256', privateJwk: `{"d":"${n}"}`, publicJwk: `{"x":"${n}"}`, createdAt, retiredAt: null,
     });
     const client = (organizationId: string, createdAt = T0, id = `oc_${String(++n).padStart(22, '0')}`): OAuthClientRecord => ({
-      id, organizationId, name: `client ${id}`, secretHash: new Uint8Array(32).fill(n % 256), scopes: ['fleet:read', 'admin'],
+      id, organizationId, name: `client ${id}`, secretHash: new Uint8Array(32).fill(n % 256), scopes: ['fleet:read', 'admin'], groupIds: null,
       createdAt, createdBy: 'key_test',
     });
 
@@ -66,11 +66,11 @@ export function oauthStoreContract(name: string, open: () => Promise<OAuthStoreF
       const { store, organizations: [a, b] } = await fresh();
       const first = client(a, T0 + 2);
       const second = client(a, T0 + 1);
-      assert.equal(await store.insertClient(first, 2), true);
-      assert.equal(await store.insertClient(second, 2), true);
-      assert.equal(await store.insertClient(client(a), 2), false, 'quota reached');
-      assert.equal(await store.insertClient(client(b), 2), true, 'another organization counts apart');
-      assert.equal(await store.insertClient(client(b), 0), false, 'a quota of 0 allows none');
+      assert.equal(await store.insertClient(first, 2), 'created');
+      assert.equal(await store.insertClient(second, 2), 'created');
+      assert.equal(await store.insertClient(client(a), 2), 'quota', 'quota reached');
+      assert.equal(await store.insertClient(client(b), 2), 'created', 'another organization counts apart');
+      assert.equal(await store.insertClient(client(b), 0), 'quota', 'a quota of 0 allows none');
 
       assert.deepEqual((await store.listClients(a)).map((c) => c.id), [second.id, first.id]);
       const got = await store.getClient(a, first.id);
@@ -87,13 +87,13 @@ export function oauthStoreContract(name: string, open: () => Promise<OAuthStoreF
       assert.equal(await store.deleteClient(a, first.id), true);
       assert.equal(await store.deleteClient(a, first.id), false);
       assert.equal(await store.findClient(first.id), undefined);
-      assert.equal(await store.insertClient(client(a), 2), true, 'deleting freed a place');
+      assert.equal(await store.insertClient(client(a), 2), 'created', 'deleting freed a place');
     });
 
     test('concurrent inserts never pass the quota', async () => {
       const { store, organizations: [a] } = await fresh();
       const results = await Promise.all(Array.from({ length: 10 }, () => store.insertClient(client(a), 3)));
-      assert.equal(results.filter(Boolean).length, 3);
+      assert.equal(results.filter((r) => r === 'created').length, 3);
       assert.equal((await store.listClients(a)).length, 3);
     });
 

@@ -10,6 +10,7 @@ import { randomBase62 } from '../../base62.ts';
 import { newId } from '../../ids.ts';
 import { hashSecret, hashesEqual } from '../keys.ts';
 import { type Principal, type Scope, isScope } from '../scopes.ts';
+import { assertScopedScopes, unknownGroups } from '../../groups/scope.ts';
 import type { OrganizationRecord } from '../store.ts';
 import { OAuthError } from './errors.ts';
 import { createSigningKeys } from './signing.ts';
@@ -69,11 +70,12 @@ export function createOAuthService(deps: OAuthDeps) {
   }
 
   /** A new client; its secret is returned here and never again. */
-  async function createClient(who: Principal, spec: { name: string; scopes: readonly Scope[] }) {
+  async function createClient(who: Principal, spec: { name: string; scopes: readonly Scope[]; groupIds?: readonly string[] }) {
     const missing = spec.scopes.filter((scope) => !who.scopes.has(scope));
     if (missing.length > 0) {
       throw new AppError('insufficient-scope', `A client cannot hold scopes its creator lacks: ${missing.join(', ')}.`);
     }
+    assertScopedScopes(spec.scopes, spec.groupIds);
     const secret = randomBase62(SECRET_LENGTH);
     const client: OAuthClientRecord = {
       id: newId('oc'),
@@ -81,10 +83,13 @@ export function createOAuthService(deps: OAuthDeps) {
       name: spec.name,
       secretHash: hashSecret(secret),
       scopes: [...new Set(spec.scopes)],
+      groupIds: spec.groupIds === undefined ? null : [...new Set(spec.groupIds)].sort(),
       createdAt: clock.now(),
       createdBy: who.credentialId,
     };
-    if (!(await store.insertClient(client, deps.maxClients))) throw quotaExceeded(deps.maxClients, 'OAuth clients');
+    const outcome = await store.insertClient(client, deps.maxClients);
+    if (outcome === 'quota') throw quotaExceeded(deps.maxClients, 'OAuth clients');
+    if (outcome === 'unknown-group') throw unknownGroups(client.groupIds ?? []);
     return { client, secret };
   }
 

@@ -23,6 +23,7 @@ const view = (client: OAuthClientRecord) => ({
   id: client.id,
   name: client.name,
   scopes: client.scopes,
+  groupIds: client.groupIds,
   createdAt: iso(client.createdAt),
 });
 
@@ -36,9 +37,10 @@ async function managementRoutes(instance: FastifyInstance, opts: { oauth: OAuthS
       tags: TAGS, operationId: 'createOAuthClient', summary: 'Create an OAuth client',
       description:
         'The client belongs to the caller\'s organization; its `scopes` must be a subset of the caller\'s. ' +
-        '`clientSecret` appears in this response only. Past `FLEET_QUOTA_OAUTH_CLIENTS` answers `403 quota-exceeded`.',
+        '`clientSecret` appears in this response only. Past `FLEET_QUOTA_OAUTH_CLIENTS` answers `403 quota-exceeded`. ' +
+        'With `groupIds` its tokens see only the vehicles in those groups (docs/API.md "Scoped credentials"); it cannot hold an organization-wide scope (400).',
       body: CreateOAuthClientBody,
-      response: responses({ 201: CreatedOAuthClient }, { body: true, location: true }),
+      response: responses({ 201: CreatedOAuthClient }, { body: true, location: true, errors: [404] }),
     },
   }, async (request, reply) => {
     const { client, secret } = await oauth.createClient(request.principal, request.body);

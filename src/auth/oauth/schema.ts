@@ -4,6 +4,7 @@ import { IsoTimestamp, PlainText } from '../../schema/common.ts';
 import { SCOPES } from '../scopes.ts';
 import { OAUTH_ERRORS } from './errors.ts';
 import { named } from '../../schema/named.ts';
+import { CredentialGroups } from '../../groups/schema.ts';
 
 const ScopeSchema = Type.Enum(SCOPES, { description: 'A scope.' });
 
@@ -23,6 +24,7 @@ export const CreateOAuthClientBody = named('OAuthClientCreation', Type.Object(
       uniqueItems: true,
       description: 'The most a token of this client can hold; a subset of the creator\'s scopes.',
     }),
+    groupIds: Type.Optional(CredentialGroups),
   },
   { additionalProperties: false, examples: [{ name: 'dispatch backend', scopes: ['fleet:read', 'telemetry:read'] }] },
 ), 'An OAuth client to create.');
@@ -32,6 +34,7 @@ const clientProperties = {
   id: OAuthClientId,
   name: Type.String(),
   scopes: Type.Array(ScopeSchema),
+  groupIds: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'The vehicle groups its tokens are limited to; null: the whole organization.' }),
   createdAt: IsoTimestamp,
 };
 

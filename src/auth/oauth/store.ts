@@ -19,6 +19,8 @@ export interface OAuthClientRecord {
   /** SHA-256 of the client secret; the secret itself is shown once and never stored. */
   secretHash: Uint8Array;
   scopes: Scope[];
+  /** The vehicle groups its tokens are limited to; null: the whole organization. */
+  groupIds: string[] | null;
   createdAt: number;
   /** The credential that created it. */
   createdBy: string;
@@ -36,8 +38,11 @@ export interface OAuthStore {
    */
   rotateSigningKey(key: SigningKeyRecord, dropRetiredBefore: number): Promise<void>;
 
-  /** Stores the client unless its organization already has `max` clients (counted and inserted in one transaction). */
-  insertClient(client: OAuthClientRecord, max: number): Promise<boolean>;
+  /**
+   * Stores the client unless its organization already has `max` clients (counted and inserted in
+   * one transaction; `quota`), or one of its groups does not exist (`unknown-group`).
+   */
+  insertClient(client: OAuthClientRecord, max: number): Promise<'created' | 'quota' | 'unknown-group'>;
   /** The organization's clients, oldest first. */
   listClients(organizationId: string): Promise<OAuthClientRecord[]>;
   getClient(organizationId: string, id: string): Promise<OAuthClientRecord | undefined>;

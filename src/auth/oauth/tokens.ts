@@ -18,7 +18,7 @@ import {
 import type { Clock } from '../../clock.ts';
 import type { ExternalIssuerConfig } from '../../config.ts';
 import { AppError } from '../../errors.ts';
-import { type Principal, type Scope, isScope } from '../scopes.ts';
+import { type Principal, type Scope, effectiveScopes, isScope } from '../scopes.ts';
 import type { OrganizationRecord } from '../store.ts';
 import { SIGNING_ALGORITHM, type SigningKeys } from './signing.ts';
 import type { OAuthClientRecord, OAuthStore } from './store.ts';
@@ -143,7 +143,8 @@ export function createTokens(deps: TokenDeps) {
     // A token never grants more than its client holds now.
     const scopes = knownScopes(claims.scope).filter((scope) => client.scopes.includes(scope));
     return {
-      organizationId: organization.id, credentialId: client.id, name: client.name, scopes: new Set(scopes), platform: organization.platform, expiresAt: claims.exp * 1000,
+      organizationId: organization.id, credentialId: client.id, name: client.name, scopes: effectiveScopes(scopes, client.groupIds), platform: organization.platform, expiresAt: claims.exp * 1000,
+      ...(client.groupIds === null ? {} : { groupIds: client.groupIds }),
     };
   }
 

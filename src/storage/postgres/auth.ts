@@ -1,10 +1,11 @@
 import type { ApiKeyRecord, AuthStore, OrganizationRecord } from '../../auth/store.ts';
 import { postgresRows } from '../rows.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
+import { groupsHeld } from './groups.ts';
 
 
-const INSERT_KEY = `INSERT INTO api_keys (id, organization_id, name, lookup_id, display_prefix, hash, scopes, created_at, expires_at, revoked_at, last_used_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`;
+const INSERT_KEY = `INSERT INTO api_keys (id, organization_id, name, lookup_id, display_prefix, hash, scopes, group_ids, created_at, expires_at, revoked_at, last_used_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`;
 const COUNT_LIVE_KEYS = 'SELECT count(*) AS n FROM api_keys WHERE organization_id = $1 AND revoked_at IS NULL';
 
 export function createPostgresAuthStore(db: Database): AuthStore {
@@ -14,7 +15,7 @@ export function createPostgresAuthStore(db: Database): AuthStore {
       text: INSERT_KEY,
       values: [
         key.id, key.organizationId, key.name, key.lookupId, key.displayPrefix, key.hash, key.scopes,
-        key.createdAt, key.expiresAt, key.revokedAt, key.lastUsedAt,
+        key.groupIds, key.createdAt, key.expiresAt, key.revokedAt, key.lastUsedAt,
       ],
     });
   }
@@ -48,18 +49,21 @@ export function createPostgresAuthStore(db: Database): AuthStore {
     },
 
     async insertKey(key, maxActive) {
-      if (maxActive === undefined) {
+      if (maxActive === undefined && key.groupIds === null) {
         await addKey(db, key);
-        return true;
+        return 'created';
       }
       return db.transaction(async (client) => {
-        // Counted and inserted under one lock per organization, so concurrent inserts on any node
-        // cannot both see room for one more.
-        await advisoryLock(client, `fleet:api-keys:${key.organizationId}`);
-        const { rows } = await client.query<{ n: number }>({ name: 'auth.count-live-keys', text: COUNT_LIVE_KEYS, values: [key.organizationId] });
-        if (rows[0]!.n >= maxActive) return false;
+        if (maxActive !== undefined) {
+          // Counted and inserted under one lock per organization, so concurrent inserts on any node
+          // cannot both see room for one more.
+          await advisoryLock(client, `fleet:api-keys:${key.organizationId}`);
+          const { rows } = await client.query<{ n: number }>({ name: 'auth.count-live-keys', text: COUNT_LIVE_KEYS, values: [key.organizationId] });
+          if (rows[0]!.n >= maxActive) return 'quota' as const;
+        }
+        if (key.groupIds !== null && !(await groupsHeld(client, key.organizationId, key.groupIds))) return 'unknown-group' as const;
         await addKey(client, key);
-        return true;
+        return 'created' as const;
       });
     },
 

@@ -56,16 +56,20 @@ export function createPostgresDeviceStore(db: Database): DeviceStore {
 
     async list(organizationId, filter) {
       const byVehicle = filter.vehicleId !== undefined;
-      const where = byVehicle ? 'organization_id = $1 AND vehicle_id = $2' : 'organization_id = $1';
+      let where = byVehicle ? 'organization_id = $1 AND vehicle_id = $2' : 'organization_id = $1';
       const values: unknown[] = byVehicle ? [organizationId, filter.vehicleId] : [organizationId];
+      const inGroups = filter.anyOfGroups !== undefined && !byVehicle;
+      if (inGroups) {
+        where += ` AND vehicle_id IN (SELECT vehicle_id FROM vehicle_group_members WHERE organization_id = $1 AND group_id = ANY($${values.push(filter.anyOfGroups)}::text[]))`;
+      }
       const [page, count] = await Promise.all([
         db.query({
-          name: `devices.list${byVehicle ? '-vehicle' : ''}`,
+          name: `devices.list${byVehicle ? '-vehicle' : ''}${inGroups ? '-groups' : ''}`,
           text: `SELECT ${COLUMNS} FROM devices WHERE ${where} ORDER BY created_at, id LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
           values: [...values, filter.limit, filter.offset],
         }),
         db.query<{ n: number }>({
-          name: `devices.count${byVehicle ? '-vehicle' : ''}`, text: `SELECT count(*) AS n FROM devices WHERE ${where}`, values,
+          name: `devices.count${byVehicle ? '-vehicle' : ''}${inGroups ? '-groups' : ''}`, text: `SELECT count(*) AS n FROM devices WHERE ${where}`, values,
         }),
       ]);
       return { devices: page.rows.map(deviceOf), total: count.rows[0]!.n };

@@ -41,10 +41,13 @@ export function createPostgresEventStore(db: Database): EventStore {
       let filter = '';
       if (query.vehicleId !== undefined) filter += ` AND vehicle_id = $${params.push(query.vehicleId)}`;
       if (query.types !== undefined && query.types.length > 0) filter += ` AND type = ANY($${params.push(query.types)}::text[])`;
+      if (query.anyOfGroups !== undefined) {
+        filter += ` AND vehicle_id IN (SELECT vehicle_id FROM vehicle_group_members WHERE organization_id = $1 AND group_id = ANY($${params.push(query.anyOfGroups)}::text[]))`;
+      }
       // One statement, one snapshot: the page, the newest settled position of the organization
       // (where the next read starts when the page is not full), and whether `after` was pruned.
       const { rows } = await db.query({
-        name: `events.feed.${query.vehicleId === undefined ? '' : 'v'}${filter.includes('type') ? 't' : ''}`,
+        name: `events.feed.${query.vehicleId === undefined ? '' : 'v'}${filter.includes('type') ? 't' : ''}${query.anyOfGroups === undefined ? '' : 'g'}`,
         text: `WITH page AS (
                  SELECT ${COLUMNS} FROM events
                  WHERE organization_id = $1 AND (tx, seq) > ($2::text::xid8, $3) AND ${SETTLED}${filter}

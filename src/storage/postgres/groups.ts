@@ -15,6 +15,18 @@ export async function allGroupsExist(q: Queryable, organizationId: string, group
   return rows[0]!.n === wanted.length;
 }
 
+/**
+ * Inside a transaction: takes the organization's group lock (the one a group's creation and
+ * deletion take), then tells whether every one of `groupIds` exists. A credential that names
+ * groups is written under it, so a group cannot be deleted between the check and the write.
+ */
+export async function groupsHeld(q: Queryable, organizationId: string, groupIds: readonly string[]): Promise<boolean> {
+  await advisoryLock(q, groupLock(organizationId));
+  return allGroupsExist(q, organizationId, groupIds);
+}
+
+const groupLock = (organizationId: string) => `fleet:groups:${organizationId}`;
+
 /** Makes `groupIds` the vehicle's groups. */
 export async function replaceMemberships(q: Queryable, organizationId: string, vehicleId: string, groupIds: readonly string[]): Promise<void> {
   const wanted = [...new Set(groupIds)];
@@ -50,7 +62,7 @@ export function createPostgresGroupStore(db: Database): GroupStore {
       return db.transaction(async (client) => {
         if (maxGroups !== undefined) {
           // Counted and inserted under one lock per organization, on any node.
-          await advisoryLock(client, `fleet:groups:${g.organizationId}`);
+          await advisoryLock(client, groupLock(g.organizationId));
           const { rows } = await client.query<{ n: number }>({
             name: 'groups.count', text: 'SELECT count(*)::int AS n FROM vehicle_groups WHERE organization_id = $1', values: [g.organizationId],
           });
@@ -68,16 +80,36 @@ export function createPostgresGroupStore(db: Database): GroupStore {
       const { rows } = await selectOne(db, organizationId, id);
       return rows[0] === undefined ? undefined : toGroup(rows[0]);
     },
-    async list(organizationId, page) {
+    async list(organizationId, page, only) {
+      const filter = only === undefined ? '' : ' AND id = ANY($2::text[])';
+      const params: unknown[] = only === undefined ? [organizationId] : [organizationId, only];
+      const shape = only === undefined ? '' : '.only';
       const [rows, count] = await Promise.all([
         db.query({
-          name: 'groups.page',
-          text: `SELECT ${GROUP_READ} FROM vehicle_groups WHERE organization_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`,
-          values: [organizationId, page.limit, page.offset],
+          name: `groups.page${shape}`,
+          text: `SELECT ${GROUP_READ} FROM vehicle_groups WHERE organization_id = $1${filter} ORDER BY created_at, id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+          values: [...params, page.limit, page.offset],
         }),
-        db.query<{ n: number }>({ name: 'groups.count', text: 'SELECT count(*)::int AS n FROM vehicle_groups WHERE organization_id = $1', values: [organizationId] }),
+        db.query<{ n: number }>({ name: `groups.count${shape}`, text: `SELECT count(*)::int AS n FROM vehicle_groups WHERE organization_id = $1${filter}`, values: params }),
       ]);
       return { groups: rows.rows.map(toGroup), total: count.rows[0]!.n };
+    },
+    async inGroups(organizationId, groupIds, vehicleIds) {
+      const { rows } = await db.query<{ vehicle_id: string }>({
+        name: 'groups.in-groups',
+        text: `SELECT DISTINCT vehicle_id FROM vehicle_group_members
+               WHERE organization_id = $1 AND group_id = ANY($2::text[]) AND vehicle_id = ANY($3::text[])`,
+        values: [organizationId, groupIds, vehicleIds],
+      });
+      return rows.map((row) => row.vehicle_id);
+    },
+    async membersOf(organizationId, groupIds) {
+      const { rows } = await db.query<{ vehicle_id: string }>({
+        name: 'groups.members-of',
+        text: 'SELECT DISTINCT vehicle_id FROM vehicle_group_members WHERE organization_id = $1 AND group_id = ANY($2::text[])',
+        values: [organizationId, groupIds],
+      });
+      return rows.map((row) => row.vehicle_id);
     },
     async update(organizationId, id, change) {
       return db.transaction(async (client) => {
@@ -91,8 +123,20 @@ export function createPostgresGroupStore(db: Database): GroupStore {
       });
     },
     async delete(organizationId, id) {
-      const { rowCount } = await db.query({ name: 'groups.delete', text: 'DELETE FROM vehicle_groups WHERE organization_id = $1 AND id = $2', values: [organizationId, id] });
-      return (rowCount ?? 0) > 0;
+      return db.transaction(async (client) => {
+        // Under the lock a credential naming groups is written under (groupsHeld).
+        await advisoryLock(client, groupLock(organizationId));
+        const { rows } = await client.query<{ used: boolean }>({
+          name: 'groups.in-use',
+          text: `SELECT EXISTS (SELECT 1 FROM users WHERE organization_id = $1 AND $2 = ANY(group_ids))
+                     OR EXISTS (SELECT 1 FROM api_keys WHERE organization_id = $1 AND revoked_at IS NULL AND $2 = ANY(group_ids))
+                     OR EXISTS (SELECT 1 FROM oauth_clients WHERE organization_id = $1 AND $2 = ANY(group_ids)) AS used`,
+          values: [organizationId, id],
+        });
+        if (rows[0]!.used) return (await selectOne(client, organizationId, id)).rows.length === 0 ? false : 'in-use' as const;
+        const { rowCount } = await client.query({ name: 'groups.delete', text: 'DELETE FROM vehicle_groups WHERE organization_id = $1 AND id = $2', values: [organizationId, id] });
+        return (rowCount ?? 0) > 0;
+      });
     },
     async addVehicles(organizationId, id, vehicleIds, at) {
       return db.transaction(async (client) => {

@@ -1,6 +1,7 @@
 import type { OAuthStore } from '../../auth/oauth/store.ts';
 import { postgresRows } from '../rows.ts';
 import { type Database, advisoryLock } from './database.ts';
+import { groupsHeld } from './groups.ts';
 
 export function createPostgresOAuthStore(db: Database): OAuthStore {
   return {
@@ -42,14 +43,15 @@ export function createPostgresOAuthStore(db: Database): OAuthStore {
           text: 'SELECT count(*) AS n FROM oauth_clients WHERE organization_id = $1',
           values: [client.organizationId],
         });
-        if (rows[0]!.n >= max) return false;
+        if (rows[0]!.n >= max) return 'quota' as const;
+        if (client.groupIds !== null && !(await groupsHeld(tx, client.organizationId, client.groupIds))) return 'unknown-group' as const;
         await tx.query({
           name: 'oauth.insert-client',
-          text: `INSERT INTO oauth_clients (id, organization_id, name, secret_hash, scopes, created_at, created_by)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-          values: [client.id, client.organizationId, client.name, client.secretHash, client.scopes, client.createdAt, client.createdBy],
+          text: `INSERT INTO oauth_clients (id, organization_id, name, secret_hash, scopes, group_ids, created_at, created_by)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+          values: [client.id, client.organizationId, client.name, client.secretHash, client.scopes, client.groupIds, client.createdAt, client.createdBy],
         });
-        return true;
+        return 'created' as const;
       });
     },
 

@@ -4,6 +4,7 @@
 import type { PeopleStore, UserRecord } from '../../people/store.ts';
 import { JOINED_SESSION_COLUMNS, JOINED_USER_COLUMNS, USER_COLUMNS, leavesNoAdmin, patched, toSession, toUser } from '../people-rows.ts';
 import type { Database, Queryable, Row } from './database.ts';
+import { groupsHeld } from './groups.ts';
 
 const userOf = (row: Row) => toUser(row, (v) => v as string[], (v) => v as boolean);
 
@@ -32,6 +33,7 @@ export function createPostgresPeopleStore(db: Database): PeopleStore {
   return {
     async insertUser(user, invite) {
       return db.transaction(async (client) => {
+        if (user.groupIds !== null && !(await groupsHeld(client, user.organizationId, user.groupIds))) return 'unknown-group' as const;
         // The unique index on email_key settles a race between nodes: the loser inserts nothing.
         const inserted = await client.query({
           name: 'people.insert-user',
@@ -87,6 +89,7 @@ export function createPostgresPeopleStore(db: Database): PeopleStore {
         if (found === undefined) return undefined;
         const next = patched(found.user, patch, at);
         if (leavesNoAdmin(found.user, next, found.others)) return 'last-admin' as const;
+        if (patch.groupIds !== undefined && patch.groupIds !== null && !(await groupsHeld(client, organizationId, patch.groupIds))) return 'unknown-group' as const;
         const { rows } = await client.query({
           name: 'people.update-user',
           text: `UPDATE users SET name = $2, role = $3, group_ids = $4, status = $5, updated_at = $6 WHERE id = $1 RETURNING ${USER_COLUMNS}`,

@@ -239,6 +239,9 @@ export function createPostgresRulesStore(db: Database): RulesStore {
       if (filter.statuses !== undefined && filter.statuses.length > 0) where += ` AND status = ANY($${params.push(filter.statuses)}::text[])`;
       if (filter.vehicleId !== undefined) where += ` AND vehicle_id = $${params.push(filter.vehicleId)}`;
       if (filter.ruleId !== undefined) where += ` AND rule_id = $${params.push(filter.ruleId)}`;
+      if (filter.anyOfGroups !== undefined) {
+        where += ` AND vehicle_id IN (SELECT vehicle_id FROM vehicle_group_members WHERE organization_id = $1 AND group_id = ANY($${params.push(filter.anyOfGroups)}::text[]))`;
+      }
       const { rows: found } = await db.query(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE ${where} ORDER BY seq DESC LIMIT $3`, params);
       return { alerts: found.map(rows.alert) };
     },

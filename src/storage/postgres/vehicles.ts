@@ -66,7 +66,11 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
       if (filter.groupId !== undefined) {
         where += ` AND EXISTS (SELECT 1 FROM vehicle_group_members m WHERE m.organization_id = vehicles.organization_id AND m.group_id = $${params.push(filter.groupId)} AND m.vehicle_id = vehicles.id)`;
       }
-      const shape = `${statuses.length > 0 ? 's' : ''}${types.length > 0 ? 't' : ''}${filter.groupId === undefined ? '' : 'g'}`;
+      if (filter.anyOfGroups !== undefined) {
+        // From the memberships: a scoped list reads its groups' vehicles, not the organization's.
+        where += ` AND id IN (SELECT vehicle_id FROM vehicle_group_members WHERE organization_id = $1 AND group_id = ANY($${params.push(filter.anyOfGroups)}::text[]))`;
+      }
+      const shape = `${statuses.length > 0 ? 's' : ''}${types.length > 0 ? 't' : ''}${filter.groupId === undefined ? '' : 'g'}${filter.anyOfGroups === undefined ? '' : 'a'}`;
       const [page, count] = await Promise.all([
         db.query({
           name: `vehicles.page.${shape}`,

@@ -3,12 +3,14 @@ import type { ApiKeyRecord, AuthStore, OrganizationRecord } from '../../auth/sto
 import { sqliteRows } from '../rows.ts';
 import { transaction, write } from './database.ts';
 import { diskSpaceOf } from './disk-space.ts';
+import { createSqliteMemberships } from './groups.ts';
 
 export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
+  const memberships = createSqliteMemberships(db);
   const insertOrg = db.prepare('INSERT INTO organizations (id, name, platform, created_at) VALUES (?, ?, ?, ?)');
   const insertKey = db.prepare(
-    `INSERT INTO api_keys (id, organization_id, name, lookup_id, display_prefix, hash, scopes, created_at, expires_at, revoked_at, last_used_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO api_keys (id, organization_id, name, lookup_id, display_prefix, hash, scopes, group_ids, created_at, expires_at, revoked_at, last_used_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const countOrgs = db.prepare('SELECT count(*) AS n FROM organizations');
   const findKey = db.prepare(
@@ -30,7 +32,7 @@ export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
   function addKey(key: ApiKeyRecord) {
     insertKey.run(
       key.id, key.organizationId, key.name, key.lookupId, key.displayPrefix, key.hash, key.scopes.join(' '),
-      key.createdAt, key.expiresAt, key.revokedAt, key.lastUsedAt,
+      key.groupIds === null ? null : JSON.stringify(key.groupIds), key.createdAt, key.expiresAt, key.revokedAt, key.lastUsedAt,
     );
   }
 
@@ -55,9 +57,10 @@ export function createSqliteAuthStore(db: DatabaseSync): AuthStore {
 
     async insertKey(key, maxActive) {
       return transaction(db, () => {
-        if (maxActive !== undefined && Number(countActiveKeys.get(key.organizationId)?.n ?? 0) >= maxActive) return false;
+        if (maxActive !== undefined && Number(countActiveKeys.get(key.organizationId)?.n ?? 0) >= maxActive) return 'quota' as const;
+        if (key.groupIds !== null && !memberships.allExist(key.organizationId, key.groupIds)) return 'unknown-group' as const;
         addKey(key);
-        return true;
+        return 'created' as const;
       });
     },
 

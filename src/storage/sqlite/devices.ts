@@ -1,3 +1,4 @@
+import { MEMBERS_OF_GROUPS } from './events.ts';
 import type { DatabaseSync } from 'node:sqlite';
 import type { Protocol } from '../../devices/schema.ts';
 import type { DeviceRecord, DeviceStore } from '../../devices/store.ts';
@@ -29,6 +30,9 @@ export function createSqliteDeviceStore(db: DatabaseSync): DeviceStore {
     `SELECT ${COLUMNS} FROM devices WHERE organization_id = ? AND vehicle_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`,
   );
   const countOfVehicle = db.prepare('SELECT count(*) AS n FROM devices WHERE organization_id = ? AND vehicle_id = ?');
+  const inGroups = `organization_id = ? AND vehicle_id IN (${MEMBERS_OF_GROUPS})`;
+  const pageInGroups = db.prepare(`SELECT ${COLUMNS} FROM devices WHERE ${inGroups} ORDER BY created_at, id LIMIT ? OFFSET ?`);
+  const countInGroups = db.prepare(`SELECT count(*) AS n FROM devices WHERE ${inGroups}`);
   const deleteOne = db.prepare('DELETE FROM devices WHERE organization_id = ? AND id = ?');
   const touchOne = db.prepare('UPDATE devices SET last_seen_at = ? WHERE id = ? AND (last_seen_at IS NULL OR last_seen_at < ?)');
 
@@ -48,6 +52,13 @@ export function createSqliteDeviceStore(db: DatabaseSync): DeviceStore {
     },
 
     async list(organizationId, filter) {
+      if (filter.anyOfGroups !== undefined && filter.vehicleId === undefined) {
+        const groups = JSON.stringify(filter.anyOfGroups);
+        return {
+          devices: pageInGroups.all(organizationId, organizationId, groups, filter.limit, filter.offset).map(deviceOf),
+          total: Number(countInGroups.get(organizationId, organizationId, groups)?.n ?? 0),
+        };
+      }
       if (filter.vehicleId !== undefined) {
         return {
           devices: pageOfVehicle.all(organizationId, filter.vehicleId, filter.limit, filter.offset).map(deviceOf),

@@ -2,7 +2,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { GroupStore } from '../../groups/store.ts';
 import { GROUP_COLUMNS, GROUP_READ, toGroup } from '../groups-rows.ts';
-import { transaction, write } from './database.ts';
+import { transaction } from './database.ts';
 
 /** A vehicle's memberships, written inside the vehicle store's transactions. */
 export interface Memberships {
@@ -33,6 +33,23 @@ export function createSqliteGroupStore(db: DatabaseSync): GroupStore {
   const insert = db.prepare(`INSERT INTO vehicle_groups (${GROUP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`);
   const selectOne = db.prepare(`SELECT ${GROUP_READ} FROM vehicle_groups WHERE organization_id = ? AND id = ?`);
   const page = db.prepare(`SELECT ${GROUP_READ} FROM vehicle_groups WHERE organization_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`);
+  const onlyPage = db.prepare(
+    `SELECT ${GROUP_READ} FROM vehicle_groups WHERE organization_id = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY created_at, id LIMIT ? OFFSET ?`,
+  );
+  const onlyCount = db.prepare('SELECT count(*) AS n FROM vehicle_groups WHERE organization_id = ? AND id IN (SELECT value FROM json_each(?))');
+  const inUse = db.prepare(
+    `SELECT EXISTS (SELECT 1 FROM users, json_each(users.group_ids) g WHERE users.organization_id = ?1 AND g.value = ?2)
+         OR EXISTS (SELECT 1 FROM api_keys, json_each(api_keys.group_ids) g WHERE api_keys.organization_id = ?1 AND api_keys.revoked_at IS NULL AND g.value = ?2)
+         OR EXISTS (SELECT 1 FROM oauth_clients, json_each(oauth_clients.group_ids) g WHERE oauth_clients.organization_id = ?1 AND g.value = ?2) AS used`,
+  );
+  const inGroups = db.prepare(
+    `SELECT DISTINCT vehicle_id FROM vehicle_group_members
+     WHERE organization_id = ? AND group_id IN (SELECT value FROM json_each(?)) AND vehicle_id IN (SELECT value FROM json_each(?))`,
+  );
+  const membersOf = db.prepare(
+    'SELECT DISTINCT vehicle_id FROM vehicle_group_members WHERE organization_id = ? AND group_id IN (SELECT value FROM json_each(?))',
+  );
+  for (const statement of [inGroups, membersOf]) statement.setReturnArrays(true);
   const update = db.prepare('UPDATE vehicle_groups SET name = ?, description = ?, updated_at = ? WHERE organization_id = ? AND id = ?');
   const touch = db.prepare('UPDATE vehicle_groups SET updated_at = ? WHERE organization_id = ? AND id = ?');
   const remove = db.prepare('DELETE FROM vehicle_groups WHERE organization_id = ? AND id = ?');
@@ -52,7 +69,11 @@ export function createSqliteGroupStore(db: DatabaseSync): GroupStore {
       const row = selectOne.get(organizationId, id);
       return row === undefined ? undefined : toGroup(row);
     },
-    async list(organizationId, p) {
+    async list(organizationId, p, only) {
+      if (only !== undefined) {
+        const ids = JSON.stringify(only);
+        return { groups: onlyPage.all(organizationId, ids, p.limit, p.offset).map(toGroup), total: Number(onlyCount.get(organizationId, ids)!.n) };
+      }
       return {
         groups: page.all(organizationId, p.limit, p.offset).map(toGroup),
         total: Number(count.get(organizationId)!.n),
@@ -65,7 +86,16 @@ export function createSqliteGroupStore(db: DatabaseSync): GroupStore {
       });
     },
     async delete(organizationId, id) {
-      return write(db, () => remove.run(organizationId, id).changes > 0);
+      return transaction(db, () => {
+        if (inUse.get(organizationId, id)!.used === 1) return selectOne.get(organizationId, id) === undefined ? false : 'in-use' as const;
+        return remove.run(organizationId, id).changes > 0;
+      });
+    },
+    async inGroups(organizationId, groupIds, vehicleIds) {
+      return (inGroups.all(organizationId, JSON.stringify(groupIds), JSON.stringify(vehicleIds)) as unknown as [string][]).map((row) => row[0]);
+    },
+    async membersOf(organizationId, groupIds) {
+      return (membersOf.all(organizationId, JSON.stringify(groupIds)) as unknown as [string][]).map((row) => row[0]);
     },
     async addVehicles(organizationId, id, vehicleIds, at) {
       return transaction(db, () => {

@@ -2,8 +2,10 @@ import type { DatabaseSync } from 'node:sqlite';
 import type { OAuthStore } from '../../auth/oauth/store.ts';
 import { sqliteRows } from '../rows.ts';
 import { transaction, write } from './database.ts';
+import { createSqliteMemberships } from './groups.ts';
 
 export function createSqliteOAuthStore(db: DatabaseSync): OAuthStore {
+  const memberships = createSqliteMemberships(db);
   const keys = db.prepare('SELECT * FROM oauth_signing_keys ORDER BY created_at, kid');
   const insertFirstKey = db.prepare(
     `INSERT INTO oauth_signing_keys (kid, algorithm, private_jwk, public_jwk, created_at, retired_at)
@@ -17,8 +19,8 @@ export function createSqliteOAuthStore(db: DatabaseSync): OAuthStore {
 
   const countClients = db.prepare('SELECT count(*) AS n FROM oauth_clients WHERE organization_id = ?');
   const insertClient = db.prepare(
-    `INSERT INTO oauth_clients (id, organization_id, name, secret_hash, scopes, created_at, created_by)
-     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO oauth_clients (id, organization_id, name, secret_hash, scopes, group_ids, created_at, created_by)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const listClients = db.prepare('SELECT * FROM oauth_clients WHERE organization_id = ? ORDER BY created_at, id');
   const getClient = db.prepare('SELECT * FROM oauth_clients WHERE organization_id = ? AND id = ?');
@@ -52,12 +54,13 @@ export function createSqliteOAuthStore(db: DatabaseSync): OAuthStore {
 
     async insertClient(client, max) {
       return transaction(db, () => {
-        if (Number(countClients.get(client.organizationId)?.n ?? 0) >= max) return false;
+        if (Number(countClients.get(client.organizationId)?.n ?? 0) >= max) return 'quota' as const;
+        if (client.groupIds !== null && !memberships.allExist(client.organizationId, client.groupIds)) return 'unknown-group' as const;
         insertClient.run(
           client.id, client.organizationId, client.name, client.secretHash, client.scopes.join(' '),
-          client.createdAt, client.createdBy,
+          client.groupIds === null ? null : JSON.stringify(client.groupIds), client.createdAt, client.createdBy,
         );
-        return true;
+        return 'created' as const;
       });
     },
 

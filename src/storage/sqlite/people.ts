@@ -6,11 +6,13 @@ import type { PeopleStore, UserRecord } from '../../people/store.ts';
 import { JOINED_SESSION_COLUMNS, JOINED_USER_COLUMNS, USER_COLUMNS, leavesNoAdmin, patched, toSession, toUser } from '../people-rows.ts';
 import type { Row } from '../rows.ts';
 import { transaction, write } from './database.ts';
+import { createSqliteMemberships } from './groups.ts';
 
 const userOf = (row: Row) => toUser(row, (v) => JSON.parse(v as string) as string[], (v) => v === 1);
 const groupsOf = (user: Pick<UserRecord, 'groupIds'>) => (user.groupIds === null ? null : JSON.stringify(user.groupIds));
 
 export function createSqlitePeopleStore(db: DatabaseSync): PeopleStore {
+  const memberships = createSqliteMemberships(db);
   const insertUser = db.prepare(
     `INSERT INTO users (${USER_COLUMNS}, totp_last_step) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)
      ON CONFLICT (email_key) DO NOTHING`,
@@ -71,6 +73,7 @@ export function createSqlitePeopleStore(db: DatabaseSync): PeopleStore {
   return {
     async insertUser(user, invite) {
       return transaction(db, () => {
+        if (user.groupIds !== null && !memberships.allExist(user.organizationId, user.groupIds)) return 'unknown-group' as const;
         const inserted = insertUser.run(
           user.id, user.organizationId, user.email, user.emailKey, user.name, user.role, groupsOf(user), user.status,
           user.passwordHash, user.totpSecret, user.totpEnabled ? 1 : 0, user.sso ? 1 : 0, user.createdAt, user.updatedAt,
@@ -103,6 +106,7 @@ export function createSqlitePeopleStore(db: DatabaseSync): PeopleStore {
         const user = userOf(row);
         const next = patched(user, patch, at);
         if (leavesNoAdmin(user, next, Number(otherActiveAdmins.get(organizationId, id)!.n))) return 'last-admin' as const;
+        if (patch.groupIds !== undefined && patch.groupIds !== null && !memberships.allExist(organizationId, patch.groupIds)) return 'unknown-group' as const;
         update.run(next.name, next.role, groupsOf(next), next.status, at, id);
         if (next.status === 'disabled') deleteUserSessions.run(id);
         return userOf(getUser.get(organizationId, id)!);

@@ -1,4 +1,5 @@
 // Geofences, alert rules, alerts and rule states in the embedded store.
+import { MEMBERS_OF_GROUPS } from './events.ts';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { AlertRecord, RuleState } from '../../rules/model.ts';
 import type { EventRecord } from '../../events/types.ts';
@@ -133,14 +134,15 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
   const offlineOrganizations = db.prepare(`SELECT DISTINCT organization_id FROM alert_rules WHERE kind = 'offline' AND enabled = 1`);
   const alertLists = new Map<string, StatementSync>();
 
-  function alertList(statuses: number, vehicle: boolean, rule: boolean): StatementSync {
-    const shape = `${statuses}:${vehicle}:${rule}`;
+  function alertList(statuses: number, vehicle: boolean, rule: boolean, groups: boolean): StatementSync {
+    const shape = `${statuses}:${vehicle}:${rule}:${groups}`;
     let statement = alertLists.get(shape);
     if (statement === undefined) {
       let where = 'organization_id = ? AND seq < ?';
       if (statuses > 0) where += ` AND status IN (${Array(statuses).fill('?').join(',')})`;
       if (vehicle) where += ' AND vehicle_id = ?';
       if (rule) where += ' AND rule_id = ?';
+      if (groups) where += ` AND vehicle_id IN (${MEMBERS_OF_GROUPS})`;
       statement = db.prepare(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE ${where} ORDER BY seq DESC LIMIT ?`);
       alertLists.set(shape, statement);
     }
@@ -222,8 +224,10 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
     async listAlerts(organizationId, filter) {
       const statuses = filter.statuses ?? [];
       const params = [organizationId, filter.before ?? Number.MAX_SAFE_INTEGER, ...statuses,
-        ...(filter.vehicleId === undefined ? [] : [filter.vehicleId]), ...(filter.ruleId === undefined ? [] : [filter.ruleId]), filter.limit];
-      return { alerts: alertList(statuses.length, filter.vehicleId !== undefined, filter.ruleId !== undefined).all(...params).map(rows.alert) };
+        ...(filter.vehicleId === undefined ? [] : [filter.vehicleId]), ...(filter.ruleId === undefined ? [] : [filter.ruleId]),
+        ...(filter.anyOfGroups === undefined ? [] : [organizationId, JSON.stringify(filter.anyOfGroups)]), filter.limit];
+      const statement = alertList(statuses.length, filter.vehicleId !== undefined, filter.ruleId !== undefined, filter.anyOfGroups !== undefined);
+      return { alerts: statement.all(...params).map(rows.alert) };
     },
     async applyAlerts(changes) {
       return transaction(db, () => writes.apply(changes, changes.changed[0]?.at ?? changes.opened[0]?.openedAt ?? Date.now()));

@@ -37,8 +37,8 @@ export function createSqliteVehicleStore(
   // List statements differ by how many statuses and types filter them; keep one per shape.
   const listStatements = new Map<string, { page: StatementSync; count: StatementSync }>();
 
-  function listStatement(statusCount: number, types: number, group: boolean) {
-    const shape = `${statusCount}:${types}:${group}`;
+  function listStatement(statusCount: number, types: number, group: boolean, anyOf: boolean) {
+    const shape = `${statusCount}:${types}:${group}:${anyOf}`;
     let statements = listStatements.get(shape);
     if (statements === undefined) {
       let where = 'organization_id = ?';
@@ -47,6 +47,8 @@ export function createSqliteVehicleStore(
       if (group) {
         where += ' AND EXISTS (SELECT 1 FROM vehicle_group_members m WHERE m.organization_id = vehicles.organization_id AND m.group_id = ? AND m.vehicle_id = vehicles.id)';
       }
+      // From the memberships: a scoped list reads its groups' vehicles, not the organization's.
+      if (anyOf) where += ' AND id IN (SELECT vehicle_id FROM vehicle_group_members WHERE organization_id = ? AND group_id IN (SELECT value FROM json_each(?)))';
       statements = {
         page: db.prepare(`SELECT ${READ} FROM vehicles WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`),
         count: db.prepare(`SELECT count(*) AS n FROM vehicles WHERE ${where}`),
@@ -98,8 +100,11 @@ export function createSqliteVehicleStore(
     async list(organizationId, filter: VehicleFilter) {
       const statusFilter = filter.statuses ?? [];
       const types = filter.types ?? [];
-      const { page, count } = listStatement(statusFilter.length, types.length, filter.groupId !== undefined);
-      const params = [organizationId, ...statusFilter, ...types, ...(filter.groupId === undefined ? [] : [filter.groupId])];
+      const { page, count } = listStatement(statusFilter.length, types.length, filter.groupId !== undefined, filter.anyOfGroups !== undefined);
+      const params = [
+        organizationId, ...statusFilter, ...types, ...(filter.groupId === undefined ? [] : [filter.groupId]),
+        ...(filter.anyOfGroups === undefined ? [] : [organizationId, JSON.stringify(filter.anyOfGroups)]),
+      ];
       return {
         vehicles: page.all(...params, filter.limit, filter.offset).map(sqliteRows.vehicle),
         total: Number(count.get(...params)?.n ?? 0),
