@@ -721,6 +721,8 @@ describe('credentials limited to groups', () => {
     assert.deepEqual((await ctx.request('GET', '/v2/fleet/vehicles/scope-new-1')).json().groupIds, [own, other].sort());
     assertProblem(await ctx.request('PATCH', '/v2/fleet/vehicles/scope-new-1', { key: scopedKey, body: { groupIds: [other] } }),
       'PATCH', 403, 'outside-groups', 'moving a vehicle into another group');
+    assertProblem(await ctx.request('PATCH', '/v2/fleet/vehicles/scope-new-1', { key: scopedKey, body: { groupIds: [] } }),
+      'PATCH', 403, 'outside-groups', 'leaving a vehicle in none of its groups');
   });
 
   test('a group a credential is limited to cannot be deleted until none is', async () => {

@@ -64,12 +64,16 @@ export function createVehicleScope(store: ScopeStore) {
 /**
  * The groups a vehicle registered or changed by `who` is put in. A scoped credential registers
  * into its own groups only (default: all of them) and changes only its own groups' part of a
- * vehicle's list: the groups it cannot see are kept as they were (`current`).
+ * vehicle's list: the groups it cannot see are kept as they were (`current`). It never leaves a
+ * vehicle in none of its groups (403), so it never loses sight of a vehicle by its own change.
  */
 export function groupsToSet(who: Principal, asked: readonly string[] | undefined, current: readonly string[] | undefined): string[] | undefined {
   const own = who.groupIds;
   if (own === undefined) return asked === undefined ? undefined : [...asked];
   if (asked === undefined) return current === undefined ? [...own] : undefined;
+  if (asked.length === 0) {
+    throw new AppError('outside-groups', 'A credential limited to groups keeps a vehicle in at least one of its groups.');
+  }
   const outside = asked.filter((id) => !own.includes(id));
   if (outside.length > 0) {
     throw new AppError('outside-groups', `This credential may put vehicles only in its own groups; not in ${outside.map((id) => `"${id}"`).join(', ')}.`);

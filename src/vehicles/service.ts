@@ -36,9 +36,6 @@ export function createVehicleService(deps: {
 
   async function register(who: Principal, body: RegisterVehicleBody): Promise<VehicleRecord> {
     const groupIds = groupsToSet(who, body.groupIds, undefined) ?? [];
-    if (who.groupIds !== undefined && groupIds.length === 0) {
-      throw new AppError('outside-groups', 'A credential limited to groups registers a vehicle into at least one of its groups.');
-    }
     const now = clock.now();
     const vehicle: VehicleRecord = {
       organizationId: who.organizationId,
