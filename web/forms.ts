@@ -39,16 +39,18 @@ export function field(control: Control, options: FieldOptions): HTMLElement {
     h('label', { for: control.id }, options.label), control, help, error);
 }
 
-/** A group of checkboxes, one per value (shown as itself, or as `label` says), under a legend. */
+/** A group of checkboxes, one per value (shown as itself, or as `label` says), under a legend and an optional hint. */
 export function checkboxGroup(legend: string, values: readonly string[],
-  options: { path?: string; describe?: (value: string) => string; label?: (value: string) => string; className?: string } = {}) {
+  options: { path?: string; describe?: (value: string) => string; label?: (value: string) => string; className?: string; help?: string } = {}) {
   const boxes = values.map((value) => h('input', { type: 'checkbox', name: legend, value }));
   const errorId = uid('group-error');
+  const helpId = options.help === undefined ? undefined : uid('group-help');
   const fieldset = h('fieldset', {
     class: `checks${options.className === undefined ? '' : ` ${options.className}`}`,
-    ...(options.path === undefined ? {} : { 'data-path': options.path }), 'aria-describedby': errorId,
+    ...(options.path === undefined ? {} : { 'data-path': options.path }), 'aria-describedby': helpId === undefined ? errorId : `${helpId} ${errorId}`,
   },
     h('legend', {}, legend),
+    helpId === undefined ? null : h('p', { class: 'help', id: helpId }, options.help),
     ...boxes.map((box, i) => h('label', { class: 'check' }, box, ` ${options.label?.(values[i]!) ?? values[i]}`,
       options.describe === undefined ? null : h('span', { class: 'muted' }, ` — ${options.describe(values[i]!)}`))),
     h('p', { class: 'field-error', id: errorId, hidden: true }));

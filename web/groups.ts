@@ -1,27 +1,25 @@
 // Vehicle groups: the Groups page (create, rename or describe, delete; a group's vehicles a page at
-// a time, put in by id and taken out one by one) and what the vehicle pages share to show a
-// vehicle's groups by name and to choose them. Reading needs fleet:read, changing fleet:write; a
-// person without fleet:write sees the page without its controls. docs/API.md "Vehicle groups".
-import { api, currentSession, encode, storedKey, type VehicleGroup, type VehicleGroupList, type VehicleList, type VehicleListItem } from './api.ts';
+// a time, put in by id and taken out one by one; the users and API keys limited to each) and what
+// the other pages share to show groups by name and to choose them (a vehicle's groups, the groups
+// a user or key is limited to). Reading needs fleet:read, changing fleet:write and a credential
+// not limited to groups; a person who may not change them sees the page without its controls.
+// docs/API.md "Vehicle groups", "Scoped credentials".
+import {
+  api, ApiError, type ApiKey, encode, limitedToGroups, offers, readAll, type Scope, type User, type VehicleGroup, type VehicleGroupList, type VehicleList,
+  type VehicleListItem,
+} from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { act, checkboxGroup, confirmButton, field, listOf, loading, onSubmit, panelHeader, problemBox } from './forms.ts';
 
 export type Group = VehicleGroup;
 type GroupList = VehicleGroupList;
 
-/** The most groups one request reads (the API's largest page). */
-const READ_ALL_PAGE = 1000;
 const PAGE = 25;
 const MEMBERS_PAGE = 25;
 
-/** Every group of the organization, oldest first, read a page at a time. */
-export async function readGroups(signal?: AbortSignal): Promise<Group[]> {
-  const groups: Group[] = [];
-  for (;;) {
-    const page = await api<GroupList>('GET', '/v2/groups', { query: { limit: READ_ALL_PAGE, offset: groups.length }, ...(signal === undefined ? {} : { signal }) });
-    groups.push(...page.groups);
-    if (page.groups.length === 0 || groups.length >= page.total) return groups;
-  }
+/** Every group of the organization (of a credential limited to groups: its own), oldest first, read a page at a time. */
+export function readGroups(signal?: AbortSignal): Promise<Group[]> {
+  return readAll<Group>('/v2/groups', 'groups', signal);
 }
 
 /** A vehicle's groups in words: each by its name, or by its id when the name is not known. */
@@ -31,17 +29,30 @@ export function groupNames(ids: readonly string[] | undefined, byId: ReadonlyMap
 }
 
 /**
- * Checkboxes of the organization's groups for a vehicle's form (its body member `groupIds`).
- * `value` answers the ids to send: those checked, and any the vehicle is in that the list did
- * not offer, which are kept as they are.
+ * The groups a user or key is limited to, in words: "Whole organization" for none, else each
+ * group's name in the order of `byId` (the list's, as the group choice offers them), then the id
+ * of any not known.
  */
-export function groupPicker(groups: readonly Group[], checked: readonly string[] = []) {
+export function limitText(ids: readonly string[] | null | undefined, byId: ReadonlyMap<string, Group>): string {
+  if (ids === null || ids === undefined) return 'Whole organization';
+  return groupNames([...[...byId.keys()].filter((id) => ids.includes(id)), ...ids.filter((id) => !byId.has(id))], byId);
+}
+
+/**
+ * Checkboxes of the organization's groups for a form's body member `groupIds` (a vehicle's
+ * groups, or those a user or key is limited to), with an optional hint. `value` answers the ids
+ * to send: those checked, and any in `checked` that the list did not offer, which are kept as
+ * they are.
+ */
+export function groupPicker(groups: readonly Group[], checked: readonly string[] = [], options: { help?: string } = {}) {
   const byId = new Map(groups.map((g) => [g.id, g]));
   if (groups.length === 0) {
     const element = h('div', { class: 'field' }, h('p', { class: 'help' }, 'No groups yet: ', h('a', { href: '#/groups' }, 'create them on the Groups page'), '.'));
     return { element, value: () => checked.filter((id) => !byId.has(id)), set: (_ids: readonly string[]) => {} };
   }
-  const boxes = checkboxGroup('Groups', groups.map((g) => g.id), { path: '/groupIds', label: (id) => byId.get(id)?.name ?? id, className: 'group-picker' });
+  const boxes = checkboxGroup('Groups', groups.map((g) => g.id), {
+    path: '/groupIds', label: (id) => byId.get(id)?.name ?? id, className: 'group-picker', ...(options.help === undefined ? {} : { help: options.help }),
+  });
   let kept = checked.filter((id) => !byId.has(id));
   boxes.set(checked);
   return {
@@ -54,16 +65,98 @@ export function groupPicker(groups: readonly Group[], checked: readonly string[]
   };
 }
 
-/** Whether to offer the controls that change groups: a person's role says; a key's scopes are not known here, so a key is offered them. */
+/** In place of a group choice when the groups could not be read: `note` says what happens without it, and the problem why. */
+export function groupsUnreadable(error: unknown, note: string): HTMLElement {
+  return h('div', { class: 'field' }, h('p', { class: 'help' }, note), error === undefined ? null : problemBox(error));
+}
+
+/**
+ * Whether to offer the controls that change groups: a person's role (fleet:write) and that they
+ * are not limited to groups, which the service would refuse; a key's are not known here, so a key
+ * is offered them.
+ */
 function mayWrite(): boolean {
-  if (storedKey() !== undefined) return true;
-  return currentSession()?.scopes.includes('fleet:write') ?? false;
+  return offers('fleet:write') && !limitedToGroups();
+}
+
+/**
+ * Who is limited to which groups, as far as the signed-in person may read it: the users (users
+ * scope) and the API keys (admin scope); undefined for a list they may not read.
+ */
+interface ScopedAccess {
+  users: User[] | undefined;
+  keys: ApiKey[] | undefined;
+  /** Why a list that could have been read was not (anything but a refusal for a missing scope). */
+  problem: unknown;
+}
+
+async function readScopedAccess(signal: AbortSignal): Promise<ScopedAccess> {
+  let problem: unknown;
+  // What the person lacks the scope for is not asked for; a key is, and its refusal taken as "not readable".
+  const readable = async <T>(scope: Scope, path: string, member: string): Promise<T[] | undefined> => {
+    if (!offers(scope)) return undefined;
+    try {
+      return await readAll<T>(path, member, signal);
+    } catch (error) {
+      if (signal.aborted) throw error;
+      if (!(error instanceof ApiError && error.status === 403)) problem ??= error;
+      return undefined;
+    }
+  };
+  const [users, keys] = await Promise.all([readable<User>('users', '/v2/users', 'users'), readable<ApiKey>('admin', '/v2/api-keys', 'apiKeys')]);
+  return { users, keys, problem };
+}
+
+/** The users and keys limited to `groupId`, each list undefined when not readable. */
+function holdersOf(access: ScopedAccess, groupId: string): { users: User[] | undefined; keys: ApiKey[] | undefined } {
+  return {
+    users: access.users?.filter((u) => u.groupIds?.includes(groupId) === true),
+    keys: access.keys?.filter((k) => k.groupIds?.includes(groupId) === true),
+  };
+}
+
+/** A group's "Scoped access" cell: a line for its users and one for its keys (those readable), or "—". */
+function accessCell(access: ScopedAccess, groupId: string): Array<HTMLElement | string> {
+  const { users, keys } = holdersOf(access, groupId);
+  const lines: HTMLElement[] = [];
+  if (users !== undefined && users.length > 0) {
+    lines.push(h('p', { class: 'access-line' }, h('span', { class: 'muted' }, 'Users: '), users.map((u) => u.name).join(', ')));
+  }
+  if (keys !== undefined && keys.length > 0) {
+    lines.push(h('p', { class: 'access-line' }, h('span', { class: 'muted' }, 'API keys: '), keys.map((k) => k.name).join(', ')));
+  }
+  return lines.length === 0 ? ['—'] : lines;
+}
+
+/** After a 409 group-in-use: who is limited to the group, as far as the page may read it, for the person to change first. */
+function holdersText(access: ScopedAccess, group: Group): HTMLElement | null {
+  const { users, keys } = holdersOf(access, group.id);
+  const parts: string[] = [];
+  if (users !== undefined && users.length > 0) parts.push(`${users.length === 1 ? 'the user' : 'the users'} ${users.map((u) => `${u.name} (${u.email})`).join(', ')}`);
+  if (keys !== undefined && keys.length > 0) parts.push(`${keys.length === 1 ? 'the API key' : 'the API keys'} ${keys.map((k) => `"${k.name}"`).join(', ')}`);
+  if (parts.length === 0) return null;
+  return h('p', { class: 'muted' }, `Limited to ${group.name}: ${parts.join(' and ')}. `,
+    offers('users') ? h('a', { href: '#/manage/users' }, 'Users') : null,
+    offers('users') && offers('admin') ? ' · ' : null,
+    offers('admin') ? h('a', { href: '#/manage/keys' }, 'API keys') : null);
 }
 
 export function renderGroups(root: HTMLElement): () => void {
   const controller = new AbortController();
   const signal = controller.signal;
   const writes = mayWrite();
+  const limited = limitedToGroups();
+  /** Who is limited to each group, read once with the first page of the list (and again after a refused delete). */
+  let access: ScopedAccess = { users: undefined, keys: undefined, problem: undefined };
+  let accessRead: Promise<void> | undefined;
+  const readAccess = () => {
+    accessRead = readScopedAccess(signal).then((read) => {
+      access = read;
+    }, () => {});
+    return accessRead;
+  };
+  /** Whether the list has its "Scoped access" column: whenever the users or the keys could be read. */
+  const showsAccess = () => access.users !== undefined || access.keys !== undefined;
 
   const nameInput = h('input', { type: 'text', autocomplete: 'off', maxlength: 100 });
   const descriptionInput = h('textarea', { rows: 2, maxlength: 500 });
@@ -80,10 +173,13 @@ export function renderGroups(root: HTMLElement): () => void {
   /** What reading the list said: a problem, or that it is empty. */
   const listState = h('div', { class: 'feedback' });
   const tbody = h('tbody');
-  const table = h('table', { class: 'manage-table', 'aria-label': 'Vehicle groups' },
-    h('thead', {}, h('tr', {},
-      ...['Name', 'Description', 'Vehicles', 'Actions'].map((text) => h('th', { scope: 'col' }, text)))),
-    tbody);
+  const headRow = h('tr');
+  const table = h('table', { class: 'manage-table', 'aria-label': 'Vehicle groups' }, h('thead', {}, headRow), tbody);
+  const showHead = () => replace(headRow,
+    ...['Name', 'Description', 'Vehicles', ...(showsAccess() ? ['Scoped access'] : []), 'Actions'].map((text) => h('th', { scope: 'col' }, text)));
+  showHead();
+  /** Why who is limited to the groups could not be read, when it could not. */
+  const accessState = h('div', { class: 'feedback' });
   const prev = h('button', { type: 'button' }, '← Previous');
   const next = h('button', { type: 'button' }, 'Next →');
   const pageInfo = h('span', { class: 'page-info', 'aria-live': 'polite' });
@@ -92,12 +188,15 @@ export function renderGroups(root: HTMLElement): () => void {
 
   replace(root, h('section', { class: 'manage', 'aria-labelledby': 'groups-title' },
     ...panelHeader('Groups', 'groups-title', writes
-      ? 'Named sets of vehicles: create and rename groups, and put vehicles in them or take them out. A vehicle can be in several groups.'
-      : 'Named sets of vehicles and the vehicles in each. Your role can read groups but not change them.'),
+      ? 'Named sets of vehicles: create and rename groups, and put vehicles in them or take them out. A vehicle can be in several groups. '
+        + 'Users and API keys can be limited to groups: they then see only those groups\' vehicles.'
+      : limited
+        ? 'Your account is limited to these groups: you see their vehicles and no others. An admin of your organization changes the groups.'
+        : 'Named sets of vehicles and the vehicles in each. Your role can read groups but not change them.'),
     h('div', { class: 'manage-layout' },
       h('div', { class: 'manage-forms' }, writes ? createForm : null, editor),
       h('div', { class: 'manage-list' },
-        h('h2', {}, 'Groups'), listFeedback, listState,
+        h('h2', {}, 'Groups'), listFeedback, listState, accessState,
         h('div', { class: 'table-wrap' }, table),
         h('nav', { class: 'pager', 'aria-label': 'Group pages' }, prev, pageInfo, next),
         members))));
@@ -119,9 +218,15 @@ export function renderGroups(root: HTMLElement): () => void {
     const token = ++listToken;
     table.setAttribute('aria-busy', 'true');
     try {
-      const list = await api<GroupList>('GET', '/v2/groups', { query: { limit: PAGE, offset }, signal });
+      const [list] = await Promise.all([
+        api<GroupList>('GET', '/v2/groups', { query: { limit: PAGE, offset }, signal }),
+        accessRead ?? readAccess(),
+      ]);
       if (token !== listToken) return;
       replace(listState);
+      showHead();
+      replace(accessState, access.problem === undefined ? null
+        : h('div', {}, h('p', { class: 'muted' }, 'Who is limited to each group could not be read:'), problemBox(access.problem)));
       replace(tbody, ...list.groups.map(rowOf));
       if (list.groups.length === 0) replace(listState, h('p', { class: 'empty' }, list.total === 0 ? 'No groups yet.' : 'No groups on this page.'));
       const first = list.groups.length === 0 ? 0 : list.offset + 1;
@@ -142,7 +247,17 @@ export function renderGroups(root: HTMLElement): () => void {
     const open = h('button', { type: 'button', 'aria-label': `Open ${group.name}` }, 'Open');
     open.addEventListener('click', () => void select(group.id));
     const remove = writes ? confirmButton('Delete', listFeedback, async () => {
-      await api('DELETE', `/v2/groups/${encode(group.id)}`);
+      try {
+        await api('DELETE', `/v2/groups/${encode(group.id)}`);
+      } catch (error) {
+        if (!(error instanceof ApiError && error.code === 'group-in-use')) throw error;
+        // The service's problem, with its detail, and who holds the group (read again: it may have changed) by name.
+        await readAccess();
+        if (signal.aborted) return;
+        replace(listFeedback, problemBox(error), holdersText(access, group));
+        void loadList();
+        return;
+      }
       if (selected?.id === group.id) close();
       void loadList();
       return `Deleted ${group.name}; its vehicles stay.`;
@@ -151,6 +266,7 @@ export function renderGroups(root: HTMLElement): () => void {
       h('th', { scope: 'row' }, group.name),
       h('td', { class: 'wrap' }, group.description ?? '—'),
       h('td', { class: 'num' }, group.vehicleCount),
+      showsAccess() ? h('td', { class: 'cell-access' }, ...accessCell(access, group.id)) : null,
       h('td', { class: 'actions' }, open, remove));
   }
 

@@ -8,6 +8,12 @@ export const SCOPES = [
   'users', 'audit:read', 'commands', 'dispatch', 'alerts:write',
 ] as const;
 
+/**
+ * The scopes that act on the whole organization rather than on vehicles: a credential limited to
+ * vehicle groups never holds them (a key asking for one is refused; a person's role gives the rest).
+ */
+export const ORGANIZATION_WIDE_SCOPES: readonly (typeof SCOPES)[number][] = ['admin', 'users', 'webhooks', 'audit:read', 'rules', 'metrics:read'];
+
 /** A user's roles, highest first (docs/API.md "Users and sessions"). */
 export const ROLES = ['admin', 'manager', 'operator', 'viewer'] as const;
 

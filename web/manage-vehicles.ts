@@ -1,10 +1,12 @@
 // Vehicles: register, edit (an RFC 7396 merge patch of what changed), change status, delete; the
-// groups a vehicle is in shown by name and chosen when registering or editing it.
-// docs/API.md "Vehicles", "Status and transitions", "Vehicle groups".
-import { api, encode, type VehicleDetails, type VehicleList, type VehicleListItem } from './api.ts';
+// groups a vehicle is in shown by name and chosen when registering or editing it. A person limited
+// to groups is offered only theirs (the only ones the service shows them) and registers a vehicle
+// into at least one of them. docs/API.md "Vehicles", "Status and transitions", "Vehicle groups",
+// "Scoped credentials".
+import { api, ApiError, encode, limitedToGroups, type VehicleDetails, type VehicleList, type VehicleListItem } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { confirmButton, field, listOf, loading, numberOf, onSubmit, panelHeader, problemBox, select } from './forms.ts';
-import { type Group, groupNames, groupPicker, readGroups } from './groups.ts';
+import { type Group, groupNames, groupPicker, groupsUnreadable, readGroups } from './groups.ts';
 import { nextStatuses, TYPES } from './transitions.ts';
 
 interface Vehicle extends VehicleDetails {
@@ -15,6 +17,10 @@ type Row = VehicleListItem & { name?: string | null };
 
 const PAGE = 25;
 const LEVELS = ['0', '1', '2', '3', '4', '5'];
+/** Said where groups would be chosen when they cannot be read. */
+const UNREADABLE = 'Groups cannot be chosen here now; a vehicle\'s groups stay as they are.';
+/** The hint of the group choice of a person limited to groups. */
+const LIMITED_HELP = 'Your account is limited to these groups: a vehicle you register goes in at least one of them, and you see it while it is in one.';
 
 function statusBadge(status: string): HTMLElement {
   return h('span', { class: `badge status-${status}` }, status);
@@ -35,6 +41,7 @@ export function renderManageVehicles(root: HTMLElement): () => void {
   const registerGroups = h('div', {}, loading('Reading the groups…'));
   let registerPicker: ReturnType<typeof groupPicker> | undefined;
   const registerFeedback = h('div', { class: 'feedback', 'aria-live': 'polite' });
+  const limited = limitedToGroups();
   const registerForm = h('form', { class: 'card form', 'aria-labelledby': 'register-title', novalidate: true },
     h('h2', { id: 'register-title' }, 'Register a vehicle'),
     field(idInput, { label: 'Vehicle id', path: '/vehicleId', help: '1 to 64 characters of A–Z a–z 0–9 . _ : -' }),
@@ -83,6 +90,12 @@ export function renderManageVehicles(root: HTMLElement): () => void {
     if (Object.keys(configuration).length > 0) body.configuration = configuration;
     const groupIds = registerPicker?.value() ?? [];
     if (groupIds.length > 0) body.groupIds = groupIds;
+    // Without a choice the service would put it in all of them: the person says which. (Groups that could not be read: the service decides.)
+    else if (limited && registerPicker !== undefined) {
+      throw new ApiError(400, 'Choose a group', 'Your account is limited to groups: choose at least one of them for the vehicle.', 'validation-failed', [
+        { in: 'body', path: '/groupIds', message: 'choose at least one of your groups' },
+      ]);
+    }
     const created = await api<Vehicle>('POST', '/v2/fleet/vehicles', { body });
     registerForm.reset();
     void loadList();
@@ -99,12 +112,12 @@ export function renderManageVehicles(root: HTMLElement): () => void {
     try {
       groups = await readGroups(signal);
       groupsById = new Map(groups.map((g) => [g.id, g]));
-      registerPicker = groupPicker(groups);
+      registerPicker = groupPicker(groups, [], limited ? { help: LIMITED_HELP } : {});
       replace(registerGroups, registerPicker.element);
     } catch (error) {
       if (signal.aborted) return;
       groupsProblem = error;
-      replace(registerGroups, groupsUnreadable(error));
+      replace(registerGroups, groupsUnreadable(error, UNREADABLE));
     }
   }
 
@@ -168,7 +181,8 @@ export function renderManageVehicles(root: HTMLElement): () => void {
     const sensors = h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false' });
     const capacity = h('input', { type: 'number', min: 0, step: 1 });
     const level = select(LEVELS, { placeholder: 'not set' });
-    const picker = groups === undefined ? undefined : groupPicker(groups, current.groupIds);
+    const picker = groups === undefined ? undefined
+      : groupPicker(groups, current.groupIds, limited ? { help: 'Your account is limited to these groups: the vehicle stays in your view while it is in one of them.' } : {});
     const fill = (v: Vehicle) => {
       type.value = v.type;
       name.value = v.name ?? '';
@@ -185,7 +199,7 @@ export function renderManageVehicles(root: HTMLElement): () => void {
       field(sensors, { label: 'Sensors', path: '/configuration/sensors', help: 'Comma-separated; empty removes them.' }),
       field(capacity, { label: 'Capacity', path: '/configuration/capacity' }),
       field(level, { label: 'Autonomy level', path: '/configuration/autonomyLevel' }),
-      picker === undefined ? groupsUnreadable(groupsProblem) : picker.element,
+      picker === undefined ? groupsUnreadable(groupsProblem, UNREADABLE) : picker.element,
       h('div', { class: 'form-actions' }, h('button', { type: 'submit', class: 'primary' }, 'Save changes')),
       editFeedback);
     onSubmit(editForm, editFeedback, async () => {
@@ -263,12 +277,6 @@ export function renderManageVehicles(root: HTMLElement): () => void {
   // The list waits for the groups, so that its rows name them.
   void loadGroups().then(loadList);
   return () => controller.abort();
-}
-
-/** In place of the group choice when the groups could not be read: why, and that the vehicle's groups stay as they are. */
-function groupsUnreadable(error: unknown): HTMLElement {
-  return h('div', { class: 'field' }, h('p', { class: 'help' }, 'Groups cannot be chosen here now; a vehicle\'s groups stay as they are.'),
-    error === undefined ? null : problemBox(error));
 }
 
 function metaOf(v: Vehicle): Array<string | HTMLElement> {
