@@ -76,6 +76,34 @@ describe('two nodes on one bus', { skip }, () => {
     await client.waitFor(() => client.all((m) => m.type === 'status' && m.vehicleId === 'c-3' && m.data?.to === 'maintenance')[0], 5_000, 'the change');
   });
 
+  test('a stream of a key limited to a group stops carrying a vehicle taken out of it through the other node', async () => {
+    const group = (await a.request('POST', '/v2/groups', { body: { name: 'cluster scope' } })).json().id;
+    await a.registerVehicle('cs-stay', { groupIds: [group] });
+    await a.registerVehicle('cs-leave', { groupIds: [group] });
+    const key = (await a.request('POST', '/v2/api-keys', { body: { name: 'scoped', scopes: ['streams', 'telemetry:read'], groupIds: [group] } })).json().key;
+    const created = await createStream(b, { events: ['battery'], interval: 0 }, undefined, key);
+    const client = await attach(created.url, {}, clients);
+    await client.next((m) => m.type === 'connected');
+    const carried = (vehicleId: string) => client.all((m) => m.type === 'battery' && m.vehicleId === vehicleId).map((m) => m.data?.battery as number);
+    const turn = async (n: number) => {
+      await send(a, 'cs-leave', { battery: n });
+      await send(a, 'cs-stay', { battery: n });
+      await client.waitFor(() => carried('cs-stay').includes(n) || undefined, 10_000, `cs-stay at ${n}`);
+    };
+    await turn(1);
+    assert.ok(carried('cs-leave').includes(1), 'carried while in the group');
+    // Out through node a: node b's stream hears it on the bus. Order, not time: turns until one of
+    // the leaver's is not carried, then none is.
+    assert.equal((await a.request('DELETE', `/v2/groups/${group}/vehicles/cs-leave`)).statusCode, 204);
+    let n = 10;
+    do await turn(n++);
+    while (n < 50 && carried('cs-leave').includes(n - 1));
+    assert.ok(n < 50, 'the vehicle that left was still carried after 40 turns');
+    const count = carried('cs-leave').length;
+    for (let i = 0; i < 3; i++) await turn(n++);
+    assert.equal(carried('cs-leave').length, count, 'not carried again');
+  });
+
   test('a client that reconnects to the other node resumes with lastSeq: the messages it missed, then live ones, seqs unbroken', async () => {
     await a.registerVehicle('r-1');
     const created = await createStream(a, { events: ['location'], interval: 0 }, 'r-1');
