@@ -11,6 +11,8 @@ export interface ScopeStore {
   inGroups(organizationId: string, groupIds: readonly string[], vehicleIds: readonly string[]): Promise<string[]>;
   /** Every vehicle in at least one of `groupIds`. */
   membersOf(organizationId: string, groupIds: readonly string[]): Promise<string[]>;
+  /** The groups one vehicle is in (one index read: the per-request check of a route that names a vehicle). */
+  groupsOfVehicle(organizationId: string, vehicleId: string): Promise<string[]>;
 }
 
 /** The answer for a vehicle that is not there for the caller: the same words for another organization's and one outside the scope. */
@@ -37,9 +39,15 @@ export type VehicleScope = ReturnType<typeof createVehicleScope>;
 export function createVehicleScope(store: ScopeStore) {
   /** Of `vehicleIds`, those `who` may see; undefined when it sees the whole organization. */
   async function visibleOf(who: Principal, vehicleIds: readonly string[]): Promise<Set<string> | undefined> {
-    if (who.groupIds === undefined) return undefined;
+    const own = who.groupIds;
+    if (own === undefined) return undefined;
     if (vehicleIds.length === 0) return new Set();
-    return new Set(await store.inGroups(who.organizationId, who.groupIds, vehicleIds));
+    if (vehicleIds.length === 1) {
+      const [vehicleId] = vehicleIds as [string];
+      const groups = await store.groupsOfVehicle(who.organizationId, vehicleId);
+      return new Set(groups.some((id) => own.includes(id)) ? [vehicleId] : []);
+    }
+    return new Set(await store.inGroups(who.organizationId, own, vehicleIds));
   }
 
   /** 404 `vehicle-not-found` unless `who` may see every one of the vehicles. */

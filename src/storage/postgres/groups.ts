@@ -103,6 +103,14 @@ export function createPostgresGroupStore(db: Database): GroupStore {
       });
       return rows.map((row) => row.vehicle_id);
     },
+    async groupsOfVehicle(organizationId, vehicleId) {
+      const { rows } = await db.query<{ group_id: string }>({
+        name: 'groups.of-vehicle',
+        text: 'SELECT group_id FROM vehicle_group_members WHERE organization_id = $1 AND vehicle_id = $2',
+        values: [organizationId, vehicleId],
+      });
+      return rows.map((row) => row.group_id);
+    },
     async membersOf(organizationId, groupIds) {
       const { rows } = await db.query<{ vehicle_id: string }>({
         name: 'groups.members-of',

@@ -49,7 +49,8 @@ export function createSqliteGroupStore(db: DatabaseSync): GroupStore {
   const membersOf = db.prepare(
     'SELECT DISTINCT vehicle_id FROM vehicle_group_members WHERE organization_id = ? AND group_id IN (SELECT value FROM json_each(?))',
   );
-  for (const statement of [inGroups, membersOf]) statement.setReturnArrays(true);
+  const groupsOfVehicle = db.prepare('SELECT group_id FROM vehicle_group_members WHERE organization_id = ? AND vehicle_id = ?');
+  for (const statement of [inGroups, membersOf, groupsOfVehicle]) statement.setReturnArrays(true);
   const update = db.prepare('UPDATE vehicle_groups SET name = ?, description = ?, updated_at = ? WHERE organization_id = ? AND id = ?');
   const touch = db.prepare('UPDATE vehicle_groups SET updated_at = ? WHERE organization_id = ? AND id = ?');
   const remove = db.prepare('DELETE FROM vehicle_groups WHERE organization_id = ? AND id = ?');
@@ -96,6 +97,9 @@ export function createSqliteGroupStore(db: DatabaseSync): GroupStore {
     },
     async membersOf(organizationId, groupIds) {
       return (membersOf.all(organizationId, JSON.stringify(groupIds)) as unknown as [string][]).map((row) => row[0]);
+    },
+    async groupsOfVehicle(organizationId, vehicleId) {
+      return (groupsOfVehicle.all(organizationId, vehicleId) as unknown as [string][]).map((row) => row[0]);
     },
     async addVehicles(organizationId, id, vehicleIds, at) {
       return transaction(db, () => {
