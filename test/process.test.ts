@@ -2,13 +2,18 @@
 // Each test spawns its own processes (killed in t.after), in its own temp directories, and
 // bounds every wait.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { existsSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { MqttClient } from 'mqtt';
+import WebSocket from 'ws';
 import { generateApiKey, isWellFormedApiKey } from '../src/auth/keys.ts';
+import { connectDevice, endAll, freePort } from './helpers/mqtt.ts';
 import {
   type FleetProcess,
   printedKeys,
@@ -18,6 +23,7 @@ import {
   tempDir,
   withTimeout,
 } from './helpers/process.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 const TEST_TIMEOUT = 90_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -330,6 +336,107 @@ describe('fleet as a process', { concurrency: 3 }, () => {
         `keep-alive connection holds app.close() open (response connection header: ${String(response.headers.connection)})`,
     );
     assert.deepEqual(exit, { code: 0, signal: null }, fleet.stdout());
+  });
+
+  test('SIGTERM with idle clients of every kind attached: each is closed, the webhook attempt under way is given back, exit 0 within the deadline', { timeout: TEST_TIMEOUT }, async (t) => {
+    // None of these connections ends by itself before the 10 s shutdown deadline (keep-alive 72 s,
+    // MQTT keepalive 60 s, Teltonika idle 600 s): one that shutdown does not close makes the process
+    // overrun it, log so, and exit 1. A webhook attempt left to run would hold it up to 10 s, and
+    // end as a timeout recorded against the endpoint.
+    const key = operatorKey();
+    const [port, mqttPort, teltonikaPort] = [await freePort(), await freePort(), await freePort()];
+    const fleet = await startFleet(t, {
+      env: {
+        FLEET_ADMIN_KEY: key, FLEET_WEBHOOK_ALLOW_PRIVATE: 'true', FLEET_PORT: String(port), FLEET_PUBLIC_URL: `http://127.0.0.1:${port}`,
+        FLEET_MQTT_PORT: String(mqttPort), FLEET_TELTONIKA_PORT: String(teltonikaPort),
+      },
+    });
+    const post = async (pathname: string, body: unknown) => {
+      const res = await request(fleet, 'POST', pathname, { key, body });
+      const text = await res.text();
+      assert.ok(res.status < 300, `${pathname}: ${res.status} ${text}`);
+      return (text === '' ? {} : JSON.parse(text)) as Record<string, string>;
+    };
+    await post('/v2/fleet/vehicles', { vehicleId: 'idle-1', type: 'van' });
+    const imei = '356307042441013';
+    await post('/v2/devices', { protocol: 'teltonika', identifier: imei, vehicleId: 'idle-1' });
+    const closed: string[] = [];
+
+    // Two live streams, attached and idle.
+    const codes: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const { url } = await post('/v2/telemetry/stream', { events: ['location'] });
+      const ws = new WebSocket(url!);
+      t.after(() => ws.terminate());
+      ws.on('error', () => undefined);
+      ws.on('close', (code) => codes.push(code));
+      await withTimeout(once(ws, 'open'), 5_000, 'a stream socket to open');
+    }
+    // A kept-alive HTTP connection, idle after its one request.
+    const agent = new http.Agent({ keepAlive: true });
+    t.after(() => agent.destroy());
+    await new Promise<void>((resolve, reject) => {
+      http.get(`${fleet.url}/healthz`, { agent }, (res) => res.resume().once('end', resolve)).once('error', reject);
+    });
+    const kept = Object.values(agent.freeSockets).flat();
+    assert.equal(kept.length, 1, 'the connection is kept alive');
+    kept[0]!.once('close', () => closed.push('http'));
+    // An MQTT device, connected and idle.
+    const devices: MqttClient[] = [];
+    t.after(() => endAll(devices));
+    const mqtt = await connectDevice(`mqtt://127.0.0.1:${mqttPort}`, { username: 'device', password: key, protocolVersion: 4 }, devices);
+    mqtt.on('error', () => undefined);
+    mqtt.once('close', () => closed.push('mqtt'));
+    // A Teltonika tracker, logged in and idle.
+    const tracker = net.connect(teltonikaPort, '127.0.0.1');
+    t.after(() => tracker.destroy());
+    tracker.on('error', () => undefined);
+    const login = Buffer.alloc(2 + imei.length);
+    login.writeUInt16BE(imei.length);
+    login.write(imei, 2);
+    tracker.write(login);
+    const [accepted] = (await withTimeout(once(tracker, 'data'), 5_000, 'the IMEI to be accepted')) as [Buffer];
+    assert.deepEqual([...accepted], [0x01]);
+    tracker.once('close', () => closed.push('teltonika'));
+    // A webhook endpoint that never answers, with an attempt under way.
+    let attempts = 0;
+    const receiver = http.createServer((req) => {
+      attempts++;
+      req.resume();
+      req.socket.once('close', () => closed.push('webhook'));
+    });
+    receiver.listen(0, '127.0.0.1');
+    await once(receiver, 'listening');
+    t.after(() => {
+      receiver.closeAllConnections();
+      receiver.close();
+    });
+    const hook = await post('/v2/webhooks', { url: `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}/hook`, eventTypes: ['*'] });
+    await post(`/v2/webhooks/${hook.id}/test`, {});
+    await fleet.waitFor(() => attempts === 1, 'the webhook attempt to reach the endpoint', 10_000);
+
+    fleet.child.kill('SIGTERM');
+    const exit = await withTimeout(fleet.closed, 20_000, 'fleet to exit after SIGTERM');
+    const messages = fleet.logs().map((l) => l.msg);
+    assert.deepEqual(exit, { code: 0, signal: null }, `exit after SIGTERM\n--- stdout:\n${fleet.stdout()}\n--- stderr:\n${fleet.stderr()}`);
+    assert.ok(!messages.some((m) => typeof m === 'string' && m.startsWith('shutdown took longer')), 'the shutdown kept within its deadline');
+    assert.ok(messages.includes('shut down cleanly'), 'every part closed, the store last');
+    await waitUntil(() => codes.length === 2 && closed.length === 4, 'every client to see its connection closed', 5_000, {
+      seen: () => `stream close codes ${JSON.stringify(codes)}, closed ${JSON.stringify(closed)}`,
+    });
+    assert.deepEqual(codes, [1001, 1001], 'each stream socket closed with 1001 (going away)');
+    assert.deepEqual(closed.sort(), ['http', 'mqtt', 'teltonika', 'webhook']);
+
+    // The attempt cut short is neither lost nor counted: the delivery is due again, never attempted,
+    // and nothing is held against the endpoint.
+    const db = new DatabaseSync(path.join(fleet.cwd, 'data', 'fleet.db'), { readOnly: true });
+    t.after(() => db.close());
+    assert.deepEqual(
+      { ...db.prepare('SELECT status, attempt FROM webhook_deliveries').get() },
+      { status: 'pending', attempt: 0 },
+    );
+    assert.deepEqual({ ...db.prepare('SELECT count(*) AS n FROM webhook_attempts').get() }, { n: 0 });
+    assert.deepEqual({ ...db.prepare('SELECT failing_since FROM webhooks').get() }, { failing_since: null });
   });
 
   test('/healthz and /readyz answer without credentials on the live process', { timeout: TEST_TIMEOUT }, async (t) => {

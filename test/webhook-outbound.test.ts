@@ -1,13 +1,15 @@
 // An attempt's HTTP exchange against real receivers: a success is a 2xx whose body was read (at
 // most 64 KiB of it, past which the connection is closed rather than read on), and an attempt
 // never takes longer than its timeout, whether the receiver stalls before its headers or in the
-// middle of its body. The same on this thread and on a thread of its own (the service's).
+// middle of its body; one stopped by its caller or by the outbound's close ends at once, its
+// request cut. The same on this thread and on a thread of its own (the service's).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import { type Outbound, type OutboundOptions, RESPONSE_READ_LIMIT, createOutbound, createThreadedOutbound } from '../src/webhooks/outbound.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 async function receiver(t: { after(fn: () => unknown): void }, handle: (res: ServerResponse) => void) {
   const sockets = new Set<Socket>();
@@ -109,6 +111,39 @@ for (const [name, make] of makers) describe(`outbound ${name}`, () => {
       assert.ok(Date.now() - started < 5000);
     }
     for (const res of stalled) res.destroy();
+  });
+
+  test('an attempt stopped by its signal, or by closing the outbound, ends at once as aborted and its request is cut; an answered one keeps its answer', async (t) => {
+    // This receiver never answers: its requests end only when the outbound cuts them.
+    const held: ServerResponse[] = [];
+    let cut = 0;
+    const silent = await receiver(t, (res) => {
+      held.push(res);
+      res.on('close', () => cut++);
+    });
+    const answering = await receiver(t, (res) => res.writeHead(204).end());
+    const outbound = make({ allowPrivate: true, timeoutMs: 60_000 });
+    t.after(() => outbound.close());
+    const stop = new AbortController();
+    const answered = await outbound.post(answering.url, {}, '{}', stop.signal);
+    assert.deepEqual([answered.ok, answered.status, answered.aborted], [true, 204, undefined]);
+
+    const stopped = outbound.post(silent.url, {}, '{}', stop.signal);
+    await waitUntil(() => held.length === 1, 'the attempt to reach the receiver', 10_000);
+    stop.abort();
+    const result = await stopped;
+    assert.deepEqual([result.ok, result.status, result.local, result.aborted], [false, null, true, true]);
+    await waitUntil(() => cut === 1, 'its request to be cut', 10_000);
+    const late = await outbound.post(silent.url, {}, '{}', stop.signal);
+    assert.equal(late.aborted, true, 'a signal aborted before the attempt: none made');
+
+    const closing = outbound.post(silent.url, {}, '{}');
+    await waitUntil(() => held.length === 2, 'another attempt to reach the receiver', 10_000);
+    await outbound.close();
+    const closed = await closing;
+    assert.deepEqual([closed.ok, closed.local, closed.aborted], [false, true, true]);
+    await waitUntil(() => cut === 2, 'its request to be cut', 10_000);
+    assert.equal(held.length, 2, 'the attempt after the abort was never sent');
   });
 });
 

@@ -1,8 +1,8 @@
 // The delivery worker's claims ahead of its attempts, against the embedded store and a real
 // receiver: a delivery claimed but held back longer than a third of its lease is not attempted
-// on that lease (another node could claim it once the lease runs out), stopping gives back the
-// claimed deliveries not yet attempted (and a worker started again records again), and a paced
-// worker keeps to its share of the event loop.
+// on that lease (another node could claim it once the lease runs out), stopping cuts the attempts
+// under way short and gives them back with the claimed deliveries not yet attempted (and a worker
+// started again records again), and a paced worker keeps to its share of the event loop.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -51,7 +51,7 @@ async function setUp(t: { after(fn: () => unknown): void }, handle: (req: Incomi
     ids.push(id);
     await stores.webhooks.addDelivery({ id, webhookId: 'wh_1', eventId: `evt_${i}`, eventType: 'webhook.test', payload: `{"n":${i}}`, recordedAt: now }, now);
   }
-  return { stores, outbound, ids };
+  return { stores, outbound, ids, organizationId };
 }
 
 /** `setUp` with a receiver that answers 204 and notes each delivery's `n`. */
@@ -120,23 +120,34 @@ test('a delivery held back past a third of its lease waits for the lease to run 
   }
 });
 
-test('stopping gives back the deliveries claimed ahead: due again at once', async (t) => {
+test('stopping waits for no endpoint: the attempts under way are cut short and given back, as are those claimed ahead, none counted', async (t) => {
   const held: ServerResponse[] = [];
-  const { stores, outbound } = await setUp(t, (req, res) => {
+  const cut: string[] = [];
+  const { stores, outbound, ids, organizationId } = await setUp(t, (req, res) => {
     req.resume();
     req.on('end', () => held.push(res));
+    // The receiver never answers: only the worker's stop ends these requests.
+    res.on('close', () => cut.push(String(req.headers['webhook-id'])));
   });
+  const attempted: unknown[] = [];
   const worker = createDeliveryWorker({
     store: stores.webhooks, outbound, clock: systemClock, log: quiet, settings: { ...DEFAULT_DELIVERY_SETTINGS, concurrency: 2, pollMs: 100 },
+    attempted: (result) => attempted.push(result),
   });
   worker.start();
   await waitUntil(() => held.length === 2, 'two attempts under way', 10_000);
   await worker.stop();
-  // Four were claimed (two sent, two ahead); the two ahead and the two never claimed are due.
+  await waitUntil(() => cut.length === 2, 'the two requests under way to be closed by the worker', 10_000);
+  assert.deepEqual(attempted, [], 'an attempt cut short is not an attempt of the endpoint\'s');
+  // Four were claimed (two sent, two ahead): all six are due again at once, none attempted.
   const now = Date.now();
   const claimable = await stores.webhooks.claim(now, now + 1000, 10);
-  assert.equal(claimable.length, 4);
-  for (const res of held) res.writeHead(204).end();
+  assert.deepEqual(claimable.map((d) => d.id).sort(), [...ids].sort());
+  for (const id of ids) {
+    const delivery = await stores.webhooks.getDelivery('wh_1', id);
+    assert.deepEqual([delivery?.status, delivery?.attempt], ['pending', 0], id);
+  }
+  assert.equal((await stores.webhooks.get(organizationId, 'wh_1'))?.failingSince, null, 'nothing held against the endpoint');
 });
 
 test('a paced worker does nothing while its share is spent, and everything once it is renewed', async (t) => {

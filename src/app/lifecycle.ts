@@ -14,6 +14,8 @@ export function addLifecycle(app: FastifyInstance, parts: Services): void {
   app.addHook('preClose', async () => {
     await Promise.all([mqtt.stop(), listeners.osmand?.stop(), listeners.teltonika?.stop()]);
   });
+  // onClose: nothing here waits for a peer. The delivery worker cuts its attempts under way short
+  // and gives their deliveries back (sent again after the restart), then the outbound lets go.
   app.addHook('onClose', async () => {
     parts.retention.stop();
     parts.eventRetention.stop();

@@ -19,7 +19,16 @@ export interface PostResult {
   durationMs: number;
   /** Failed in this process, not at the endpoint: the outbound's thread failed or was closed. */
   local?: true;
+  /**
+   * Cut short by this process before the endpoint answered (the caller's signal, or the outbound
+   * closing at shutdown): not an attempt of the endpoint's. Local too.
+   */
+  aborted?: true;
 }
+
+/** Why an attempt was cut short by this process: told from the deadline's TimeoutError by identity. */
+const STOPPED = new DOMException('The attempt was stopped: the process is shutting down', 'AbortError');
+const STOPPED_ERROR = 'stopped: the process is shutting down';
 
 export class ForbiddenTarget extends Error {
   override name = 'ForbiddenTarget';
@@ -54,7 +63,8 @@ export function forbiddenLiteral(url: URL): string | undefined {
 /**
  * Deadlines for attempts, all watched by one timer: an attempt's controller is aborted once its
  * deadline has passed, within a quarter of a second. (AbortSignal.timeout made a timer per
- * attempt: about 2 µs each, at tens of thousands of attempts a second.)
+ * attempt: about 2 µs each, at tens of thousands of attempts a second.) Closing stops every
+ * attempt still open.
  */
 function createDeadlines() {
   const TICK_MS = 250;
@@ -73,16 +83,17 @@ function createDeadlines() {
     }
   }
   return {
-    /** A signal aborted `ms` from now (or a little later), unless `done` is called first. */
-    start(ms: number): { signal: AbortSignal; done(): void } {
+    /** A signal aborted `ms` from now (or a little later), or by `stop`, unless `done` is called first. */
+    start(ms: number): { signal: AbortSignal; stop: () => void; done: () => void } {
       const controller = new AbortController();
       open.set(controller, performance.now() + ms);
       timer ??= setInterval(sweep, TICK_MS).unref();
-      return { signal: controller.signal, done: () => open.delete(controller) };
+      return { signal: controller.signal, stop: () => controller.abort(STOPPED), done: () => open.delete(controller) };
     },
     close(): void {
       clearInterval(timer);
       timer = undefined;
+      for (const controller of open.keys()) controller.abort(STOPPED);
       open.clear();
     },
   };
@@ -104,10 +115,14 @@ export function createOutbound(options: OutboundOptions): Outbound {
     connections: options.connections ?? 32,
   });
 
-  async function post(url: string, headers: Record<string, string>, body: string): Promise<PostResult> {
+  let closed: Promise<void> | undefined;
+
+  async function post(url: string, headers: Record<string, string>, body: string, stop?: AbortSignal): Promise<PostResult> {
     const started = performance.now();
     const done = (ok: boolean, status: number | null, error: string | null): PostResult =>
       ({ ok, status, error, durationMs: Math.round(performance.now() - started) });
+    if (closed !== undefined) return CLOSED;
+    if (stop?.aborted === true) return stopped(started);
     let target: URL;
     try {
       target = new URL(url);
@@ -119,28 +134,47 @@ export function createOutbound(options: OutboundOptions): Outbound {
       if (why !== undefined) return done(false, null, `refused: ${why}`);
     }
     const deadline = deadlines.start(options.timeoutMs);
+    stop?.addEventListener('abort', deadline.stop, { once: true });
+    const { signal } = deadline;
     try {
-      const { signal } = deadline;
       const response = await request(target, { method: 'POST', headers, body, dispatcher: agent, signal });
-      // Read (and drop) at most 64 KiB, so the connection can be reused; past that it is closed.
-      await response.body.dump({ limit: RESPONSE_READ_LIMIT, signal });
       const status = response.statusCode;
+      try {
+        // Read (and drop) at most 64 KiB, so the connection can be reused; past that it is closed.
+        await response.body.dump({ limit: RESPONSE_READ_LIMIT, signal });
+      } catch (error) {
+        // Stopped while the rest of the body came: the endpoint has answered all the same.
+        if (signal.reason !== STOPPED) throw error;
+      }
       if (status >= 200 && status < 300) return done(true, status, null);
       return done(false, status, unexpectedStatus(status));
     } catch (error) {
+      if (signal.reason === STOPPED) return stopped(started);
       return done(false, null, describe(error));
     } finally {
+      stop?.removeEventListener('abort', deadline.stop);
       deadline.done();
     }
   }
 
   return {
     post,
+    // At shutdown nothing waits for an endpoint: the attempts under way stop at once (aborted),
+    // their connections are cut, and their deliveries are tried again later.
     close: () => {
-      deadlines.close();
-      return agent.close();
+      if (closed === undefined) {
+        deadlines.close();
+        closed = agent.close();
+      }
+      return closed;
     },
   };
+}
+
+const CLOSED: PostResult = { ok: false, status: null, error: 'the outbound is closed', durationMs: 0, local: true };
+
+function stopped(started: number): PostResult {
+  return { ok: false, status: null, error: STOPPED_ERROR, durationMs: Math.round(performance.now() - started), local: true, aborted: true };
 }
 
 /**
@@ -164,8 +198,12 @@ export function perTurn<T>(send: (items: T[]) => void) {
 }
 
 export interface Outbound {
-  /** One POST; never rejects: a failure is a result. */
-  post(url: string, headers: Record<string, string>, body: string): Promise<PostResult>;
+  /**
+   * One POST; never rejects: a failure is a result. Once `stop` is aborted, it ends at once
+   * (unless the endpoint has answered) as `aborted`.
+   */
+  post(url: string, headers: Record<string, string>, body: string, stop?: AbortSignal): Promise<PostResult>;
+  /** Stops the attempts under way (each ends `aborted`) and lets go of every connection. */
   close(): Promise<void>;
 }
 
@@ -174,7 +212,8 @@ export interface Outbound {
  * and response handling, about 20 µs an attempt) does not share the event loop with requests.
  * The POSTs of one turn of the event loop go to the thread in one message, and their results come
  * back many to a message. A thread that fails fails what it had in hand (those deliveries are
- * tried again on their schedule), and the next POST starts another. `threadModule` is what the
+ * tried again on their schedule), and the next POST starts another. A POST whose `stop` is
+ * aborted is stopped on the thread, which answers it as any other. `threadModule` is what the
  * thread runs (outbound-thread.ts; a test gives one that fails).
  */
 export function createThreadedOutbound(options: OutboundOptions, threadModule = new URL('./outbound-thread.ts', import.meta.url)): Outbound {
@@ -222,13 +261,28 @@ export function createThreadedOutbound(options: OutboundOptions, threadModule = 
       fail(batch.map(([id]) => id), `not sent to the outbound thread: ${(error as Error).message}`);
     }
   });
+  // Sent after the POSTs of the same turn, so the thread has every one it is told to stop.
+  const stops = perTurn<number>((ids) => {
+    const held = ids.filter((id) => thread?.sent.has(id) === true);
+    if (held.length > 0) thread!.worker.postMessage({ stop: held } satisfies ThreadRequest);
+  });
 
   return {
-    post(url, headers, body) {
-      if (closed) return Promise.resolve({ ok: false, status: null, error: 'the outbound is closed', durationMs: 0, local: true });
+    post(url, headers, body, stop) {
+      if (closed) return Promise.resolve(CLOSED);
+      if (stop?.aborted === true) return Promise.resolve(stopped(performance.now()));
       const id = nextId++;
       return new Promise<PostResult>((resolve) => {
-        waiting.set(id, resolve);
+        if (stop === undefined) {
+          waiting.set(id, resolve);
+        } else {
+          const onStop = () => stops.push(id);
+          stop.addEventListener('abort', onStop, { once: true });
+          waiting.set(id, (result) => {
+            stop.removeEventListener('abort', onStop);
+            resolve(result);
+          });
+        }
         posts.push([id, url, headers, body]);
       });
     },
@@ -238,7 +292,10 @@ export function createThreadedOutbound(options: OutboundOptions, threadModule = 
       const running = thread;
       thread = undefined;
       if (running !== undefined) {
-        // Its attempts under way end first, and their results come back before it exits.
+        // Its attempts under way are stopped, and their results come back before it exits. Held
+        // meanwhile: otherwise a shutdown with nothing else left to do would end the process here,
+        // before the store is closed.
+        running.worker.ref();
         const exited = new Promise((resolve) => running.worker.once('exit', resolve));
         running.worker.postMessage('close' satisfies ThreadRequest);
         await exited;

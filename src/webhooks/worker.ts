@@ -1,8 +1,10 @@
 // The delivery worker: reads the event log forward into deliveries (the fan-out), claims the due
 // ones, sends them, and records each attempt. Every step's state is in the store, so a crash or
 // SIGKILL loses nothing: a delivery claimed but not recorded is claimed again when its lease runs
-// out. Attempts' results are written together, one transaction for many. Given a pacing (the
-// embedded store's), it keeps to its share of an event loop that other work saturates (pacing.ts).
+// out. A stop loses nothing either, and waits for no endpoint: the attempts under way are cut
+// short and their deliveries given back, due again at once. Attempts' results are written
+// together, one transaction for many. Given a pacing (the embedded store's), it keeps to its share
+// of an event loop that other work saturates (pacing.ts).
 import { outsideAudit } from '../audit/context.ts';
 import type { Clock } from '../clock.ts';
 import type { LoggedEvent } from '../events/store.ts';
@@ -86,6 +88,12 @@ export function createDeliveryWorker(deps: {
   const caps: ClaimCaps = { perEndpoint: settings.endpointConcurrency, perOrganization: Math.max(1, 2 * settings.concurrency - reserve) };
   let results: AttemptResult[] = [];
   let flushing: Promise<void> | undefined;
+  /** Aborted by `stop`: the attempts under way end at once (outbound.ts, `aborted`). */
+  let stopping = new AbortController();
+  /** The attempts under way, for `stop` to wait on. */
+  const attempts = new Set<Promise<void>>();
+  /** Attempts cut short by `stop`: their deliveries, for it to give back. */
+  let cut: string[] = [];
 
   /** `work()`, its synchronous part (all of it on the embedded store) counted against the worker's share. */
   function timed<T>(work: () => T): T {
@@ -214,7 +222,9 @@ export function createDeliveryWorker(deps: {
       }
       const delivery = nextReady();
       if (delivery === undefined) return;
-      void attempt(delivery);
+      const running = attempt(delivery);
+      attempts.add(running);
+      void running.finally(() => attempts.delete(running));
     }
   }
 
@@ -222,11 +232,20 @@ export function createDeliveryWorker(deps: {
     inFlight++;
     underWay.set(delivery.webhookId, (underWay.get(delivery.webhookId) ?? 0) + 1);
     const at = clock.now();
-    const outcome = await timed(() => outbound.post(delivery.url, signedHeaders(delivery.secrets, delivery.eventId, Math.floor(at / 1000), delivery.payload), delivery.payload));
+    const outcome = await timed(() =>
+      outbound.post(delivery.url, signedHeaders(delivery.secrets, delivery.eventId, Math.floor(at / 1000), delivery.payload), delivery.payload, stopping.signal));
     inFlight--;
     const left = underWay.get(delivery.webhookId)! - 1;
     if (left === 0) underWay.delete(delivery.webhookId);
     else underWay.set(delivery.webhookId, left);
+    if (outcome.aborted === true) {
+      // Cut short by this process before the endpoint answered: no attempt of the endpoint's to
+      // record or count. Given back, the delivery is due again at once, here after a restart or
+      // on another node.
+      if (stopped) cut.push(delivery.id);
+      else void giveBack([delivery.id]);
+      return;
+    }
     const result: AttemptResult = {
       seq: delivery.seq,
       id: delivery.id,
@@ -272,30 +291,39 @@ export function createDeliveryWorker(deps: {
     return flushing ?? Promise.resolve();
   }
 
+  /** Claimed deliveries not attempted, or whose attempt was cut short: due again at once, for any node. */
+  async function giveBack(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    try {
+      await store.release(ids);
+    } catch (error) {
+      log.warn({ err: error, deliveries: ids.length }, 'webhooks: could not give back claimed deliveries; their leases run out instead');
+    }
+  }
+
   return {
     start(): void {
       if (!stopped) return;
       stopped = false;
+      stopping = new AbortController();
       within(0);
     },
     wake,
     /**
-     * Stops claiming and attempting; gives back the claimed deliveries not yet attempted and
-     * records the results already in hand. Attempts under way are left to their leases.
+     * Stops claiming and attempting, without waiting for any endpoint: the attempts under way are
+     * cut short. Gives back their deliveries and the claimed ones not yet attempted (due again at
+     * once), and records the results already in hand (an endpoint that answered first).
      */
     async stop(): Promise<void> {
       stopped = true;
       clearTimeout(timer);
       dueAt = undefined;
-      const unsent = ready.map((r) => r.delivery.id);
+      stopping.abort();
+      while (attempts.size > 0) await Promise.all(attempts);
+      const unsent = [...ready.map((r) => r.delivery.id), ...cut];
       ready = [];
-      if (unsent.length > 0) {
-        try {
-          await store.release(unsent);
-        } catch (error) {
-          log.warn({ err: error, deliveries: unsent.length }, 'webhooks: could not give back claimed deliveries; their leases run out instead');
-        }
-      }
+      cut = [];
+      await giveBack(unsent);
       await flush();
     },
   };
