@@ -13,6 +13,8 @@ export interface ScopeStore {
   membersOf(organizationId: string, groupIds: readonly string[]): Promise<string[]>;
   /** The groups one vehicle is in (one index read: the per-request check of a route that names a vehicle). */
   groupsOfVehicle(organizationId: string, vehicleId: string): Promise<string[]>;
+  /** The same, answered at once by a store that reads synchronously (the embedded one): no promise on a hot path. */
+  groupsOfVehicleNow?(organizationId: string, vehicleId: string): string[];
 }
 
 /** The answer for a vehicle that is not there for the caller: the same words for another organization's and one outside the scope. */
@@ -62,6 +64,16 @@ export function createVehicleScope(store: ScopeStore) {
   return {
     visibleOf,
     assertSees,
+    /**
+     * Whether `who` sees the vehicle, answered at once where the store can (undefined: ask
+     * assertSees). Always true for a credential of the whole organization.
+     */
+    seesNow(who: Principal, vehicleId: string): boolean | undefined {
+      const own = who.groupIds;
+      if (own === undefined) return true;
+      if (store.groupsOfVehicleNow === undefined) return undefined;
+      return store.groupsOfVehicleNow(who.organizationId, vehicleId).some((id) => own.includes(id));
+    },
     /** Every vehicle `who` may see; undefined for the whole organization. */
     async vehiclesOf(who: Principal): Promise<Set<string> | undefined> {
       return who.groupIds === undefined ? undefined : new Set(await store.membersOf(who.organizationId, who.groupIds));

@@ -7,7 +7,7 @@
 // the path, so a new route cannot forget it.
 import type { FastifyInstance, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
-import type { VehicleScope } from '../groups/scope.ts';
+import { type VehicleScope, vehicleNotFound } from '../groups/scope.ts';
 
 const VEHICLE_ID_PATH = /^\/(?:v2\/fleet\/vehicles|api\/v1\/vehicles)\/:id(?:\/|$)/;
 
@@ -27,6 +27,10 @@ export const vehicleScopePlugin = fp(async function vehicleScope(app: FastifyIns
       if (who === null || who.groupIds === undefined) return done();
       const vehicleId = (request.params as Record<string, string | undefined>)[param];
       if (vehicleId === undefined) return done();
+      // The embedded store answers at once: no promise on the hot path of a scoped read.
+      const seen = opts.scope.seesNow(who, vehicleId);
+      if (seen === true) return done();
+      if (seen === false) return done(vehicleNotFound(vehicleId));
       opts.scope.assertSees(who, [vehicleId]).then(() => done(), done);
     };
     route.preHandler = route.preHandler === undefined ? [check] : [check, ...[route.preHandler].flat()];

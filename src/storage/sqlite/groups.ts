@@ -51,6 +51,8 @@ export function createSqliteGroupStore(db: DatabaseSync): GroupStore {
   );
   const groupsOfVehicle = db.prepare('SELECT group_id FROM vehicle_group_members WHERE organization_id = ? AND vehicle_id = ?');
   for (const statement of [inGroups, membersOf, groupsOfVehicle]) statement.setReturnArrays(true);
+  const groupsOf = (organizationId: string, vehicleId: string) =>
+    (groupsOfVehicle.all(organizationId, vehicleId) as unknown as [string][]).map((row) => row[0]);
   const update = db.prepare('UPDATE vehicle_groups SET name = ?, description = ?, updated_at = ? WHERE organization_id = ? AND id = ?');
   const touch = db.prepare('UPDATE vehicle_groups SET updated_at = ? WHERE organization_id = ? AND id = ?');
   const remove = db.prepare('DELETE FROM vehicle_groups WHERE organization_id = ? AND id = ?');
@@ -99,8 +101,9 @@ export function createSqliteGroupStore(db: DatabaseSync): GroupStore {
       return (membersOf.all(organizationId, JSON.stringify(groupIds)) as unknown as [string][]).map((row) => row[0]);
     },
     async groupsOfVehicle(organizationId, vehicleId) {
-      return (groupsOfVehicle.all(organizationId, vehicleId) as unknown as [string][]).map((row) => row[0]);
+      return groupsOf(organizationId, vehicleId);
     },
+    groupsOfVehicleNow: groupsOf,
     async addVehicles(organizationId, id, vehicleIds, at) {
       return transaction(db, () => {
         if (selectOne.get(organizationId, id) === undefined) return 'group-not-found' as const;
