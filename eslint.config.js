@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', 'web/dist/**', 'coverage/**', 'sdk/src/schema.d.ts'] },
+  { ignores: ['node_modules/**', 'data/**', 'web/dist/**', 'coverage/**', 'sdk/src/schema.d.ts', 'sdk/dist/**', 'sdk/.packing/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
