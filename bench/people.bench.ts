@@ -1,7 +1,8 @@
 // People: reading the latest state with a session cookie against the same with an API key, in one
 // run, rounds taking turns so that a busy moment of the machine falls on both; the cost of one
-// password hash (the work each sign-in attempt spends); and a vehicle PATCH with its audit entry
-// against the same PATCH without one.
+// password hash (the work each sign-in attempt spends); a vehicle PATCH with its audit entry
+// against the same PATCH without one; and a key limited to one vehicle group against a key of the
+// whole organization, listing vehicles and reading latest states among 100,000 vehicles.
 //
 // The audit entry: two Fleets in this process, each on an embedded store of its own, with the
 // same 1,000 vehicles; request k of a run renames vehicle k mod 1,000 (a name it never had), so
@@ -21,14 +22,44 @@
 // each database is counted: the audited one must hold one `vehicle.updated` entry per committed
 // PATCH (its `vehicle.updated` events, appended by the same transactions) and none written after
 // the response; the baseline none at all.
+//
+// A key limited to one group against a key of the whole organization (both `fleet:read
+// telemetry:read`, made through `POST /v2/api-keys`) on one Fleet of its own with 100,000
+// vehicles in 100 groups of 1,000: vehicle i (`veh-000000` …) in group i mod 100, so a group's
+// vehicles are spread over the ids, not a block of them. Built fast with the rows the API writes:
+// the groups through `POST /v2/groups`; the vehicles through the vehicle service's `register`
+// (what `POST /v2/fleet/vehicles` with `groupIds` calls: the vehicle, its membership, its history
+// entry, its event) on a vehicle store over the Fleet's connection, all in one transaction instead
+// of one synced transaction each; then one record per vehicle through `POST /v2/telemetry`, 1000
+// a request (every vehicle `active`, with a latest state). Two loads, each for both keys: the
+// first page of `GET /v2/fleet/vehicles?limit=100` (the scoped key's reads the memberships, and
+// counts its 1,000 vehicles where the other counts 100,000), and `GET /v2/telemetry/{id}` going
+// round the scoped key's 1,000 vehicles (bench/scoped.ts: GETs whose path varies; the scoped key
+// pays the route's membership check). Measured once the setup's WAL is checkpointed; rounds as
+// for the PATCH, the first of a round alternating; each ratio is the median of the rounds' scoped
+// / unscoped (beside it, this process's CPU per request). Afterwards: the scoped list's total
+// is 1,000 and holds only its group's vehicles, the other's 100,000, and a vehicle outside the
+// group answers 404 to the scoped key, 200 to the other.
+import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { AuditEntry } from '../src/audit/entry.ts';
 import type { AuditStore } from '../src/audit/store.ts';
+import { SCOPES } from '../src/auth/scopes.ts';
+import { createAuthService } from '../src/auth/service.ts';
+import { systemClock } from '../src/clock.ts';
 import { hashPassword } from '../src/people/password.ts';
 import { beforeCommit } from '../src/storage/sqlite/database.ts';
-import { type LoadResult, TABLE_HEAD, load, loadVarying, median, row, startBenchFleet, tempDatabases } from './lib.ts';
+import { createSqliteEventAppender } from '../src/storage/sqlite/events.ts';
+import { createSqliteMemberships } from '../src/storage/sqlite/groups.ts';
+import { type SqliteStores, createSqliteStores } from '../src/storage/sqlite/index.ts';
+import { createVehicleStatuses } from '../src/storage/sqlite/vehicle-status.ts';
+import { createSqliteVehicleStore } from '../src/storage/sqlite/vehicles.ts';
+import type { WalSync } from '../src/storage/sqlite/wal-sync.ts';
+import { createVehicleService } from '../src/vehicles/service.ts';
+import { type LoadResult, TABLE_HEAD, buildBenchFleet, load, loadVarying, median, row, startBenchFleet, tempDatabases } from './lib.ts';
 import type { LoadOutcome } from './load.ts';
-import { createSqliteStores } from '../src/storage/sqlite/index.ts';
+import { dataText } from './rows.ts';
+import { loadPaths } from './scoped.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 4);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -186,5 +217,127 @@ await audited.app.close();
 await plain.app.close();
 await auditedStores.close();
 await plainStores.close();
+
+// A key limited to one group against a key of the whole organization, on 100,000 vehicles.
+const GROUPED = { vehicles: 100_000, groups: 100 };
+const SCOPED_GROUP = 42;
+const vehicleIdOf = (i: number) => `veh-${String(i).padStart(6, '0')}`;
+
+/** Registers vehicles 0 … count - 1 as the API does, vehicle i in groupIds[i mod G], in one transaction of `db`. */
+async function registerAll(db: SqliteStores['db'], organizationId: string, credentialId: string, count: number, groupIds: readonly string[]) {
+  // The one transaction around them all stands for each vehicle's own (wal-sync.ts would sync each).
+  const inline: WalSync = { transaction: async (fn) => fn(), check() {}, close() {} };
+  const appendEvents = createSqliteEventAppender(db);
+  const store = createSqliteVehicleStore(db, inline, createVehicleStatuses(db, appendEvents), appendEvents, createSqliteMemberships(db));
+  const service = createVehicleService({ store, clock: systemClock });
+  const admin = { organizationId, credentialId, scopes: new Set(SCOPES), platform: true };
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    for (let i = 0; i < count; i++) {
+      await service.register(admin, { vehicleId: vehicleIdOf(i), type: 'van', groupIds: [groupIds[i % groupIds.length]!] });
+    }
+    db.exec('COMMIT');
+  } catch (error) {
+    if (db.isTransaction) db.exec('ROLLBACK');
+    throw error;
+  }
+}
+
+const groupedStarted = performance.now();
+const groupedStores = createSqliteStores(databases.file());
+const first = await createAuthService({ store: groupedStores.auth, clock: systemClock }).bootstrap(undefined);
+if (first === undefined) throw new Error('fresh store did not bootstrap');
+const grouped = await buildBenchFleet(groupedStores);
+const postGrouped = async (path: string, payload: object, status: number) => {
+  const res = await grouped.inject({ method: 'POST', url: path, headers: { authorization: `Bearer ${first.secret}` }, payload });
+  if (res.statusCode !== status) throw new Error(`POST ${path}: ${res.statusCode} ${res.body}`);
+  return res.json<Record<string, unknown>>();
+};
+const groupIds: string[] = [];
+for (let g = 0; g < GROUPED.groups; g++) groupIds.push((await postGrouped('/v2/groups', { name: `Depot ${g}` }, 201)).id as string);
+await registerAll(groupedStores.db, first.organization.id, first.key.id, GROUPED.vehicles, groupIds);
+const reportedAt = Date.now() - 60_000;
+for (let start = 0; start < GROUPED.vehicles; start += 1000) {
+  const records = Array.from({ length: Math.min(1000, GROUPED.vehicles - start) }, (_, j) => ({
+    vehicleId: vehicleIdOf(start + j), timestamp: new Date(reportedAt + start + j).toISOString(), data: JSON.parse(dataText(start + j)) as unknown,
+  }));
+  await postGrouped('/v2/telemetry', { records }, 202);
+}
+const keyOf = async (name: string, groups?: string[]) => {
+  const made = await postGrouped('/v2/api-keys', { name, scopes: ['fleet:read', 'telemetry:read'], ...(groups === undefined ? {} : { groupIds: groups }) }, 201);
+  return { authorization: `Bearer ${made.key as string}` };
+};
+const wideKey = await keyOf('bench, whole organization');
+const scopedKey = await keyOf('bench, one group', [groupIds[SCOPED_GROUP]!]);
+// The WAL the setup left copied back (by the checkpoint worker or here) before anything is measured.
+for (let tries = 0; Number(groupedStores.db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get()!.busy) !== 0; tries++) {
+  if (tries === 100) throw new Error('the WAL of the setup is still being checkpointed after 10 s');
+  await new Promise((resolve) => setTimeout(resolve, 100));
+}
+await grouped.listen({ host: '127.0.0.1', port: 0 });
+const groupedUrl = `http://127.0.0.1:${(grouped.server.address() as AddressInfo).port}`;
+const setupSeconds = (performance.now() - groupedStarted) / 1000;
+
+/** The scoped key's vehicles: SCOPED_GROUP, SCOPED_GROUP + G, … */
+const inGroup = Array.from({ length: GROUPED.vehicles / GROUPED.groups }, (_, j) => vehicleIdOf(SCOPED_GROUP + j * GROUPED.groups));
+const LOADS = [
+  { what: 'list', label: 'GET /v2/fleet/vehicles?limit=100', paths: ['/v2/fleet/vehicles?limit=100'] },
+  { what: 'latest', label: `GET /v2/telemetry/{id}, round the group's ${inGroup.length}`, paths: inGroup.map((id) => `/v2/telemetry/${id}`) },
+] as const;
+const KEYS = [{ who: 'scoped key (1 group)', headers: scopedKey }, { who: 'unscoped key', headers: wideKey }] as const;
+
+/** One run, with the CPU this process used per answered request (ms), which a busy machine blurs less than the throughput. */
+async function scopedRun(loadIndex: number, keyIndex: number, forSeconds: number): Promise<LoadOutcome & { cpuMs: number }> {
+  const { label, paths } = LOADS[loadIndex]!;
+  const { who, headers } = KEYS[keyIndex]!;
+  const cpu = process.cpuUsage();
+  const result = await loadPaths({ name: `${label}, ${who}`, url: groupedUrl, paths: [...paths], headers, connections, seconds: forSeconds });
+  const used = process.cpuUsage(cpu);
+  if (result.non2xx + result.errors > 0) throw new Error(`${result.name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return { ...result, cpuMs: (used.user + used.system) / 1000 / result.responses };
+}
+
+// runs[load][key]: the rounds of that load with that key.
+const runs = LOADS.map(() => KEYS.map((): Array<LoadOutcome & { cpuMs: number }> => []));
+for (const l of LOADS.keys()) for (const k of KEYS.keys()) await scopedRun(l, k, WARMUP_SECONDS);
+for (let round = 0; round < rounds; round++) {
+  for (const l of LOADS.keys()) {
+    const order = round % 2 === 0 ? [0, 1] : [1, 0];
+    for (const k of order) runs[l]![k]!.push(await scopedRun(l, k, seconds));
+  }
+}
+
+const scopeProblems: string[] = [];
+const getGrouped = (path: string, headers: Record<string, string>) => grouped.inject({ method: 'GET', url: path, headers });
+const listed = async (headers: Record<string, string>) => (await getGrouped('/v2/fleet/vehicles?limit=100', headers)).json<{ total: number; vehicles: { id: string; groupIds: string[] }[] }>();
+const scopedList = await listed(scopedKey);
+const wideList = await listed(wideKey);
+if (scopedList.total !== inGroup.length) scopeProblems.push(`scoped list: total ${scopedList.total}, not ${inGroup.length}`);
+if (scopedList.vehicles.some((v) => !inGroup.includes(v.id))) scopeProblems.push('scoped list: a vehicle outside its group');
+if (wideList.total !== GROUPED.vehicles) scopeProblems.push(`unscoped list: total ${wideList.total}, not ${GROUPED.vehicles}`);
+const outside = vehicleIdOf(SCOPED_GROUP + 1);
+const outsideScoped = (await getGrouped(`/v2/telemetry/${outside}`, scopedKey)).statusCode;
+const outsideWide = (await getGrouped(`/v2/telemetry/${outside}`, wideKey)).statusCode;
+if (outsideScoped !== 404) scopeProblems.push(`${outside}, outside the group: ${outsideScoped} to the scoped key, not 404`);
+if (outsideWide !== 200) scopeProblems.push(`${outside}: ${outsideWide} to the unscoped key, not 200`);
+
+console.log(`\nGroup-scoped key against unscoped, ${GROUPED.vehicles} vehicles in ${GROUPED.groups} groups (set up in ${setupSeconds.toFixed(0)} s), ` +
+  `${connections} connections, ${rounds} rounds of ${seconds} s each, taking turns (medians shown)\n`);
+console.log(TABLE_HEAD);
+for (const l of LOADS.keys()) for (const k of KEYS.keys()) console.log(row(summary(runs[l]![k]!)));
+console.log('');
+for (const [l, spec] of LOADS.entries()) {
+  const [scoped, wide] = [runs[l]![0]!, runs[l]![1]!];
+  const ratios = scoped.map((r, i) => r.rps / wide[i]!.rps);
+  const cpuRatios = scoped.map((r, i) => wide[i]!.cpuMs / r.cpuMs);
+  console.log(`${spec.what}: scoped / unscoped ${median(ratios).toFixed(2)} x throughput (median of ${rounds} rounds: ${ratios.map((r) => r.toFixed(2)).join(', ')}; goal >= 0.80); ` +
+    `server CPU per request ${median(scoped.map((r) => r.cpuMs)).toFixed(3)} ms scoped, ${median(wide.map((r) => r.cpuMs)).toFixed(3)} ms unscoped, unscoped / scoped ${median(cpuRatios).toFixed(2)} x`);
+}
+console.log(`load generator CPU ${median(runs.flat(2).map((r) => r.loadCpu)).toFixed(2)} of a core (median); ` +
+  `scoped list total ${scopedList.total}, unscoped ${wideList.total}; ${outside} (outside the group): ${outsideScoped} scoped, ${outsideWide} unscoped`);
+
+await grouped.close();
+await groupedStores.close();
 databases.removeAll();
 if (problems.length > 0) throw new Error(`audit entries do not match the PATCHes: ${problems.join('; ')}`);
+if (scopeProblems.length > 0) throw new Error(`the scoped key does not see what it should: ${scopeProblems.join('; ')}`);
