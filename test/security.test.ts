@@ -189,6 +189,7 @@ const KNOWN_ROUTES: Record<string, number> = {
   'GET /v2/fleet/vehicles/:id/geofences': 200,
   'GET /v2/devices': 200,
   'POST /v2/devices': 201,
+  'GET /v2/device-endpoints': 200,
   'GET /v2/fleet/vehicles/:id/trips': 200,
   'GET /v2/fleet/vehicles/:id/stops': 200,
   'GET /v2/telemetry/:vehicleId/aggregates': 200,

@@ -1,5 +1,6 @@
 // The simulator as a user runs it (`npm run simulate`): a child process against a real Fleet
-// process, over HTTP and MQTT. Every process is killed in t.after and every wait is bounded.
+// process, over HTTP, MQTT and the device protocols, sending where the service says its devices
+// send unless told otherwise. Every process is killed in t.after and every wait is bounded.
 import assert from 'node:assert/strict';
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import net from 'node:net';
@@ -8,6 +9,7 @@ import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { generateApiKey } from '../src/auth/keys.ts';
+import { teltonikaTransport } from '../src/cli/simulate-devices.ts';
 import { COMPILE_CACHE, type Exit, request, type RunningFleet, startFleet, withTimeout } from './helpers/process.ts';
 import { waitUntil } from './helpers/wait.ts';
 
@@ -199,40 +201,61 @@ describe('npm run simulate', { concurrency: 2 }, () => {
     assert.ok(!(refused.stdout() + refused.stderr()).includes(unknownKey), 'the key is never printed');
   });
 
-  test('over MQTT: QoS 1 publishes reach the history; a key without telemetry:write is refused', { timeout: TEST_TIMEOUT }, async (t) => {
+  test('over MQTT: to the service\'s own listener without --mqtt-url, whose PUBACKs are the records stored; another broker\'s are not counted as accepted', { timeout: TEST_TIMEOUT }, async (t) => {
     const key = adminKey();
     const port = await freePort();
     const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: key, FLEET_MQTT_PORT: String(port), FLEET_MQTT_HOST: '127.0.0.1' } });
     const mqttUrl = `mqtt://127.0.0.1:${port}`;
     await fleet.waitFor(() => fleet.logs().some((l) => typeof l.msg === 'string' && l.msg.startsWith('MQTT listener on')), 'the MQTT listener');
 
-    const sim = simulate(t, ['--url', fleet.url, '--mqtt', '--mqtt-url', mqttUrl, '--vehicles', '3', '--rate', '30', '--prefix', 'mq'], key);
+    // Only --url and the key: the listener is the one the service names, on the port it bound.
+    const sim = simulate(t, ['--url', fleet.url, '--mqtt', '--vehicles', '3', '--rate', '30', '--prefix', 'mq'], key);
     const sent = await runFor(sim, 2_000, 30);
-    assert.match(sim.stdout(), /over MQTT to mqtt:\/\/127\.0\.0\.1/);
+    assert.match(sim.stdout(), new RegExp(`over MQTT to mqtt://127\\.0\\.0\\.1:${port} \\(the service's own listener\\)`));
     let stored = 0;
     for (const id of ['mq-0001', 'mq-0002', 'mq-0003']) stored += (await history(fleet, key, id)).length;
     assert.equal(stored, sent.accepted, 'every PUBACKed record is in the history');
 
+    // Another broker on the machine: its PUBACKs are its own, counted apart from what Fleet accepted.
+    const { Aedes } = await import('aedes');
+    const other = await Aedes.createBroker();
+    const server = net.createServer((socket) => other.handle(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => other.close(() => server.close(() => resolve()))));
+    const otherUrl = `mqtt://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    const elsewhere = simulate(t, ['--url', fleet.url, '--mqtt', '--mqtt-url', otherUrl, '--vehicles', '1', '--rate', '20', '--prefix', 'mq'], key);
+    await elsewhere.waitFor(() => /acknowledged by the broker [1-9]/.test(elsewhere.stdout()), 'the other broker\'s PUBACKs');
+    elsewhere.child.kill('SIGTERM');
+    assert.deepEqual(await withTimeout(elsewhere.closed, 10_000, 'the simulator to stop'), { code: 0, signal: null }, elsewhere.stderr());
+    assert.match(elsewhere.stdout(), new RegExp(`PUBACKs from ${otherUrl.replaceAll('.', '\\.')} are the broker's, not Fleet's: the MQTT listener of the service at .* is ${mqttUrl.replaceAll('.', '\\.')}\\.`));
+    assert.doesNotMatch(elsewhere.stdout(), /accepted/);
+    assert.match(elsewhere.stdout(), /stopped\. \d+ sent, \d+ acknowledged by the broker \(not by Fleet\), 0 errors\./);
+
+    // A key without telemetry:write may not ask where to send, nor log in to the listener.
     const created = await request(fleet, 'POST', '/v2/api-keys', { key, body: { name: 'no telemetry', scopes: ['fleet:read', 'fleet:write'] } });
     assert.equal(created.status, 201, await created.clone().text());
     const readOnly = ((await created.json()) as { key: string }).key;
+    const unasked = simulate(t, ['--url', fleet.url, '--mqtt', '--vehicles', '1', '--prefix', 'mq'], readOnly);
+    assert.deepEqual(await withTimeout(unasked.closed, 10_000, 'the simulator to give up'), { code: 1, signal: null });
+    assert.match(unasked.stderr(), /GET \/v2\/device-endpoints needs the telemetry:write scope\); pass --mqtt-url\./);
     const refused = simulate(t, ['--url', fleet.url, '--mqtt', '--mqtt-url', mqttUrl, '--vehicles', '1', '--prefix', 'mq'], readOnly);
     assert.deepEqual(await withTimeout(refused.closed, 10_000, 'the simulator to give up'), { code: 1, signal: null });
-    assert.match(refused.stderr(), /the MQTT listener at mqtt:\/\/127\.0\.0\.1:\d+ refused the key/);
+    assert.match(refused.stderr(), /the MQTT broker at mqtt:\/\/127\.0\.0\.1:\d+ refused the login/);
   });
 
-  test('as devices: OsmAnd and Teltonika, each vehicle given a device once; every acknowledged record is stored', { timeout: TEST_TIMEOUT }, async (t) => {
+  test('as devices: Teltonika to the service\'s own listener without --teltonika-url, OsmAnd to /osmand while its port is off; each vehicle given a device once; every acknowledged record is stored', { timeout: TEST_TIMEOUT }, async (t) => {
     const key = adminKey();
     const teltonikaPort = await freePort();
     const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: key, FLEET_TELTONIKA_PORT: String(teltonikaPort), FLEET_PROTOCOLS_HOST: '127.0.0.1' } });
     await fleet.waitFor(() => fleet.logs().some((l) => l.msg === 'Teltonika listener started'), 'the Teltonika listener');
 
-    for (const [protocol, prefix, extra] of [
-      ['osmand', 'os', []],
-      ['teltonika', 'tk', ['--teltonika-url', `tcp://127.0.0.1:${teltonikaPort}`]],
+    for (const [protocol, prefix, destination] of [
+      ['osmand', 'os', `${fleet.url}/osmand`],
+      ['teltonika', 'tk', `tcp://127.0.0.1:${teltonikaPort} (the service's own listener)`],
     ] as const) {
-      const sim = simulate(t, ['--url', fleet.url, '--protocol', protocol, ...extra, '--vehicles', '3', '--rate', '30', '--prefix', prefix], key);
+      const sim = simulate(t, ['--url', fleet.url, '--protocol', protocol, '--vehicles', '3', '--rate', '30', '--prefix', prefix], key);
       const sent = await runFor(sim, 1_500, 20);
+      assert.ok(sim.stdout().includes(`to ${destination}. Ctrl-C`), `${protocol}: ${sim.stdout()}`);
       assert.equal(sent.errors, 0, protocol);
       const devices = (await json(request(fleet, 'GET', '/v2/devices?limit=1000', { key }))).devices.filter((d: any) => d.protocol === protocol);
       assert.deepEqual(devices.map((d: any) => d.vehicleId).sort(), [`${prefix}-0001`, `${prefix}-0002`, `${prefix}-0003`], protocol);
@@ -244,6 +267,44 @@ describe('npm run simulate', { concurrency: 2 }, () => {
     const again = simulate(t, ['--url', fleet.url, '--protocol', 'osmand', '--vehicles', '3', '--rate', '30', '--prefix', 'os'], key);
     await runFor(again, 500, 5);
     assert.equal((await json(request(fleet, 'GET', '/v2/devices?limit=1000', { key }))).total, 6);
+  });
+
+  test('a listener that is off or cannot be reached: one clear line and exit 1, never a refused IMEI', { timeout: TEST_TIMEOUT }, async (t) => {
+    const key = adminKey();
+    const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: key } });
+    const fails = async (args: string[], message: RegExp) => {
+      const sim = simulate(t, ['--url', fleet.url, '--vehicles', '1', '--prefix', 'off', ...args], key);
+      assert.deepEqual(await withTimeout(sim.closed, 15_000, 'the simulator to give up'), { code: 1, signal: null }, sim.stdout() + sim.stderr());
+      assert.match(sim.stderr(), message);
+      assert.doesNotMatch(sim.stdout() + sim.stderr(), /refused IMEI|accepted/);
+    };
+    const service = fleet.url.replaceAll('.', '\\.');
+    await fails(['--mqtt'], new RegExp(`^fleet-simulate: the service at ${service} has its MQTT listener off: pass --mqtt-url or enable it\n$`));
+    await fails(['--protocol', 'teltonika'], new RegExp(`^fleet-simulate: the service at ${service} has its Teltonika listener off: pass --teltonika-url or enable it\n$`));
+    const nowhere = await freePort();
+    await fails(['--protocol', 'teltonika', '--teltonika-url', `tcp://127.0.0.1:${nowhere}`], new RegExp(`^fleet-simulate: cannot connect to 127\\.0\\.0\\.1:${nowhere} \\(ECONNREFUSED\\) for Teltonika\\.\n$`));
+    await fails(['--protocol', 'osmand', '--osmand-url', `http://127.0.0.1:${nowhere}`], new RegExp(`^fleet-simulate: cannot connect to 127\\.0\\.0\\.1:${nowhere} \\(ECONNREFUSED\\) for OsmAnd at http://127\\.0\\.0\\.1:${nowhere}\\.\n$`));
+  });
+
+  test('a Teltonika login: only the listener\'s 0x00 is a refused IMEI; a connection closed or refused says so', async (t) => {
+    const answers: (Buffer | null)[] = [Buffer.from([0x00]), null];
+    const server = net.createServer((socket) => {
+      socket.once('data', () => {
+        const answer = answers.shift();
+        if (answer === null || answer === undefined) socket.destroy();
+        else socket.end(answer);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const { port } = server.address() as net.AddressInfo;
+    const counters = { sent: 0, accepted: 0, duplicates: 0, errors: 0, skipped: 0, lastError: undefined, failingSince: undefined };
+    const login = (at: number) => teltonikaTransport('127.0.0.1', at, new Map([['v-1', '356307042441013']]), counters);
+    await assert.rejects(login(port), new RegExp(`^Error: the Teltonika listener at 127\\.0\\.0\\.1:${port} refused IMEI 356307042441013 \\(0x00\\)`));
+    await assert.rejects(login(port), /closed the connection without answering IMEI 356307042441013$/);
+    const nowhere = await freePort();
+    await assert.rejects(login(nowhere), new RegExp(`^Error: cannot connect to 127\\.0\\.0\\.1:${nowhere} \\(ECONNREFUSED\\)$`));
+    assert.deepEqual(counters, { sent: 0, accepted: 0, duplicates: 0, errors: 0, skipped: 0, lastError: undefined, failingSince: undefined });
   });
 
   test('setup waits out the rate limit, however often a registration is refused, and registers every vehicle', { timeout: TEST_TIMEOUT }, async (t) => {

@@ -679,6 +679,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/device-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where devices send
+         * @description The MQTT, OsmAnd and Teltonika listeners of the process that answers, on the ports it has bound: null for one that is off or could not bind its port (`/osmand` of the API serves OsmAnd whatever its port). A listener on every address is named by the host of the public URL (`FLEET_PUBLIC_URL`), one on a given address by that address. With an existing broker (`FLEET_MQTT_URL`), `mqtt` is that broker.
+         *
+         *     Needs scope `telemetry:write`.
+         */
+        get: operations["getDeviceEndpoints"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/devices": {
         parameters: {
             query?: never;
@@ -2290,6 +2312,52 @@ export interface components {
              * @example van-042
              */
             vehicleId: string;
+        };
+        /**
+         * @description Where devices reach this process: each device entry point as it listens now.
+         * @example {
+         *       "mqtt": {
+         *         "url": "mqtt://fleet.example.com:1883",
+         *         "broker": "embedded"
+         *       },
+         *       "osmand": {
+         *         "url": "http://fleet.example.com:5055/"
+         *       },
+         *       "teltonika": {
+         *         "host": "fleet.example.com",
+         *         "port": 5027
+         *       }
+         *     }
+         */
+        DeviceEndpoints: {
+            /** @description Null while MQTT ingestion has no listener: turned off, or its port could not be bound. */
+            mqtt: {
+                /** @description `embedded`: this service's own listener; log in with a `telemetry:write` key, and a QoS 1 PUBACK means the records are committed. `external`: an existing broker this service subscribes to (`FLEET_MQTT_URL`); log in as that broker says, and its PUBACK is the broker's, not a sign that the service has stored the records. */
+                broker: "embedded" | "external";
+                /**
+                 * @description `mqtt://host:port` (or `mqtts://`), without credentials.
+                 * @example mqtt://fleet.example.com:1883
+                 */
+                url: string;
+            } | null;
+            /** @description Null while the OsmAnd port is off or could not bind its port; `/osmand` of the API's own address serves OsmAnd either way. */
+            osmand: {
+                /**
+                 * @description The root of the OsmAnd port.
+                 * @example http://fleet.example.com:5055/
+                 */
+                url: string;
+            } | null;
+            /** @description Null while the Teltonika listener is off or could not bind its port. */
+            teltonika: {
+                /**
+                 * @description A host name or an address (an IPv6 one without brackets).
+                 * @example fleet.example.com
+                 */
+                host: string;
+                /** @example 5027 */
+                port: number;
+            } | null;
         };
         /** @description A page of devices. */
         DeviceList: {
@@ -5765,6 +5833,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AuditLogPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getDeviceEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Where devices reach this process: each device entry point as it listens now. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceEndpoints"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -13,6 +13,7 @@ import { apiKeyRoutes } from '../auth/keys-routes.ts';
 import { oauthRoutes } from '../auth/oauth/routes.ts';
 import type { Clock } from '../clock.ts';
 import { dashboardPlugin } from '../dashboard/plugin.ts';
+import { deviceEndpointRoutes } from '../devices/endpoints.ts';
 import { deviceRoutes } from '../devices/routes.ts';
 import { eventRoutes } from '../events/routes.ts';
 import { historyRoutes } from '../history/routes.ts';
@@ -197,6 +198,7 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
   await app.register(auditRoutes, { store: deps.stores.audit });
   await app.register(groupRoutes, { service: parts.groups });
   await app.register(deviceRoutes, { service: parts.devices });
+  await app.register(deviceEndpointRoutes, { publicUrl: config.publicUrl, mqtt: config.mqtt, listeners: { mqtt, ...listeners } });
   await app.register(osmandRoutes, { path: '/osmand', ingest: parts.protocolIngest });
   await app.register(oauthRoutes, { oauth: parts.oauth, publicUrl: config.publicUrl });
   await app.register(streamRoutes, {

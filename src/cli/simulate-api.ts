@@ -1,8 +1,9 @@
 // The simulator's calls to the Fleet API, all through the SDK (@fleet/sdk): the reachability
-// check, the vehicles and geofences it sets up, and the HTTP transport (a batch per tick,
-// POST /v2/telemetry). The device protocols and MQTT are elsewhere: they are not the API.
+// check, where the service's devices send, the vehicles and geofences it sets up, and the HTTP
+// transport (a batch per tick, POST /v2/telemetry). The device protocols and MQTT are elsewhere:
+// they are not the API.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type FleetClient, createFleetClient, FleetApiError, parseRetryAfter } from '@fleet/sdk';
+import { type FleetClient, type Schemas, createFleetClient, FleetApiError, parseRetryAfter } from '@fleet/sdk';
 import type { Counters } from './simulate-devices.ts';
 import { PROFILES, type Resume, type SimType, type Sample, type VehicleState, createVehicle, geofencesOnRoutes, typeFor } from './simulation.ts';
 
@@ -85,6 +86,27 @@ export async function checkReachable(api: Api, url: string): Promise<void> {
     throw new Fatal(`cannot reach Fleet at ${shown(url)} (${causeOf(error)}). Is the service running (npm start)? Or pass --url.`);
   }
   if (status !== 200) throw new Fatal(`${url}/healthz answered ${status}: is that a Fleet service?`);
+}
+
+export type DeviceEndpoints = Schemas['DeviceEndpoints'];
+
+/**
+ * Where the service's devices send, as it says (GET /v2/device-endpoints): its own listeners on
+ * the ports they bound, or the broker it subscribes to; or why it did not say (a key without
+ * telemetry:write, a service that does not know the route). A refused key is a Fatal.
+ */
+export async function deviceEndpoints(api: Api, url: string): Promise<{ endpoints: DeviceEndpoints } | { unanswered: string }> {
+  let answer;
+  try {
+    answer = await api.setup.GET('/v2/device-endpoints');
+  } catch (error) {
+    if (error instanceof Fatal) throw error;
+    throw new Fatal(`cannot reach Fleet at ${shown(url)} (${causeOf(error)}) to ask where devices send.`);
+  }
+  const { data, error, response } = answer;
+  if (data !== undefined) return { endpoints: data };
+  if (response.status === 403) return { unanswered: 'the key may not ask where devices send (GET /v2/device-endpoints needs the telemetry:write scope)' };
+  return { unanswered: `the service at ${shown(url)} did not say where devices send (GET /v2/device-endpoints: ${problemText(response.status, error)})` };
 }
 
 async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {

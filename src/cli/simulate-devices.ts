@@ -1,7 +1,9 @@
 // The simulator's device protocols: each simulated vehicle gets a device (registered through
 // /v2/devices through the SDK), and its records go out as that device would send them: an OsmAnd
 // GET per record, or a Teltonika TCP connection per vehicle sending Codec 8 Extended packets. Those
-// are the devices' own protocols, with no API key: plain fetch and TCP, not the SDK.
+// are the devices' own protocols, with no API key: plain fetch and TCP, not the SDK. A connection
+// that cannot be made is said to be one (`cannot connect to host:port (ECONNREFUSED)`): only
+// Fleet's own answer refuses an IMEI.
 import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -15,6 +17,10 @@ export type DeviceProtocol = 'osmand' | 'teltonika';
 /** What a run has sent and how it was answered, counted by every transport. */
 export interface Counters {
   sent: number;
+  /**
+   * Records acknowledged by Fleet: a 202 or 200 with its counts, a Teltonika record count, the
+   * PUBACK of its own MQTT listener. Over another broker, its PUBACKs, printed as the broker's.
+   */
   accepted: number;
   duplicates: number;
   errors: number;
@@ -33,6 +39,44 @@ interface Record {
 function codeOf(body: unknown): string {
   const code = typeof body === 'object' && body !== null ? (body as { code?: unknown }).code : undefined;
   return typeof code === 'string' ? code : '';
+}
+
+/** How long a connection may take to be made, and then a Teltonika IMEI to be answered. */
+const CONNECT_TIMEOUT_MS = 10_000;
+const LOGIN_TIMEOUT_MS = 10_000;
+
+/** `host:port`, an IPv6 address in brackets. */
+export function hostPort(host: string, port: number): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** The system's code for a failed connection (ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH), else the message. */
+export function failureCode(error: unknown): string {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return typeof code === 'string' ? code : String(message);
+}
+
+/** The host and port of an http(s) URL, its scheme's port when it names none. */
+export function targetOf(url: string): { host: string; port: number } {
+  const parsed = new URL(url);
+  return { host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port: parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port) };
+}
+
+/** Resolves once a TCP connection to host:port is made (and closes it); else rejects: `cannot connect to host:port (ECONNREFUSED)`. */
+export function canConnect(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host, port });
+    const timer = setTimeout(() => socket.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })), CONNECT_TIMEOUT_MS);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve();
+    });
+    socket.once('error', (error) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot connect to ${hostPort(host, port)} (${failureCode(error)})`));
+    });
+  });
 }
 
 /** A stable identifier per vehicle: the vehicle id for OsmAnd, a 15-digit IMEI made from it for Teltonika. */
@@ -71,6 +115,8 @@ const KMH_PER_KNOT = 1.852;
 /** One GET per record, as OsmAnd sends, at most `maxInFlight` at a time over kept-alive connections. */
 export function osmandTransport(url: string, identifiers: Map<string, string>, counters: Counters, maxInFlight = 16) {
   const inFlight = new Set<Promise<void>>();
+  const { host, port } = targetOf(url);
+  const target = hostPort(host, port);
   async function report(record: Record) {
     const { location, speed, heading, battery } = record.data;
     const query = new URLSearchParams({ id: identifiers.get(record.vehicleId)!, timestamp: String(Date.parse(record.timestamp)) });
@@ -94,7 +140,11 @@ export function osmandTransport(url: string, identifiers: Map<string, string>, c
       }
     } catch (error) {
       counters.errors++;
-      counters.lastError = `request failed: ${(error as Error).message}`;
+      // fetch's own message ("fetch failed") says nothing: the cause names the connection's failure.
+      const cause = (error as { cause?: unknown }).cause;
+      counters.lastError = cause !== undefined && typeof (cause as { code?: unknown }).code === 'string'
+        ? `cannot connect to ${target} (${failureCode(cause)})`
+        : `request failed: ${(error as Error).message}`;
       counters.failingSince ??= Date.now();
     }
   }
@@ -129,26 +179,67 @@ function toAvl(record: Record): EncodableRecord {
   };
 }
 
-/** A TCP connection per vehicle; records gathered while a packet awaits its answer go in the next one (up to 255). */
+/**
+ * Logs one vehicle's tracker in. Once Fleet has answered its IMEI with 0x01, `opened` takes the
+ * connection over (and what came after the answer), and the promise resolves. Else it rejects, the
+ * connection closed, with what went wrong: no connection made (refused, timed out, unreachable),
+ * the IMEI refused (Fleet's 0x00), or no answer.
+ */
+function teltonikaLogin(host: string, port: number, imei: string, opened: (socket: net.Socket, rest: Buffer) => void): Promise<void> {
+  const where = hostPort(host, port);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host, port, noDelay: true });
+    let connected = false;
+    let timer: NodeJS.Timeout;
+    const done = () => {
+      clearTimeout(timer);
+      socket.off('error', onError).off('close', onClose).off('data', onData);
+    };
+    const fail = (message: string) => {
+      done();
+      socket.destroy();
+      reject(new Error(message));
+    };
+    const onError = (error: Error) => fail(connected
+      ? `the connection to the Teltonika listener at ${where} failed before IMEI ${imei} was answered (${failureCode(error)})`
+      : `cannot connect to ${where} (${failureCode(error)})`);
+    const onClose = () => fail(`the Teltonika listener at ${where} closed the connection without answering IMEI ${imei}`);
+    const onData = (chunk: Buffer) => {
+      if (chunk[0] !== 0x01) {
+        fail(chunk[0] === 0x00
+          ? `the Teltonika listener at ${where} refused IMEI ${imei} (0x00): it knows no teltonika device with it, or holds this address back for unknown IMEIs`
+          : `the Teltonika listener at ${where} answered IMEI ${imei} with 0x${chunk[0]!.toString(16).padStart(2, '0')}: is it a Teltonika listener?`);
+        return;
+      }
+      done();
+      opened(socket, chunk.subarray(1));
+      resolve();
+    };
+    timer = setTimeout(() => fail(`cannot connect to ${where} (ETIMEDOUT)`), CONNECT_TIMEOUT_MS);
+    socket.on('error', onError).on('close', onClose).on('data', onData);
+    socket.once('connect', () => {
+      connected = true;
+      clearTimeout(timer);
+      timer = setTimeout(() => fail(`the Teltonika listener at ${where} did not answer IMEI ${imei} within ${LOGIN_TIMEOUT_MS / 1000} s`), LOGIN_TIMEOUT_MS);
+      socket.write(imeiLogin(imei));
+    });
+  });
+}
+
+/**
+ * A TCP connection per vehicle; records gathered while a packet awaits its answer go in the next
+ * one (up to 255). Accepted: the record counts Fleet answers, once the records are committed.
+ */
 export async function teltonikaTransport(host: string, port: number, identifiers: Map<string, string>, counters: Counters) {
-  interface Link { socket: net.Socket; waiting: number; queued: Record[]; onAck: (() => void) | undefined }
+  interface Link { socket: net.Socket; waiting: number; queued: Record[] }
   const links = new Map<string, Link>();
   let closing = false;
-  await Promise.all([...identifiers].map(async ([vehicleId, imei]) => {
-    const socket = net.connect({ host, port, noDelay: true });
-    const link: Link = { socket, waiting: 0, queued: [], onAck: undefined };
-    let login: ((ok: boolean) => void) | undefined;
-    const loggedIn = new Promise<boolean>((resolve) => {
-      login = resolve;
-    });
+
+  function open(vehicleId: string, socket: net.Socket, rest: Buffer) {
+    const link: Link = { socket, waiting: 0, queued: [] };
+    links.set(vehicleId, link);
     let pending = Buffer.alloc(0);
-    socket.on('data', (chunk: Buffer) => {
-      if (login !== undefined) {
-        const ok = chunk[0] === 1;
-        login(ok);
-        login = undefined;
-        chunk = chunk.subarray(1);
-      }
+    const onData = (chunk: Buffer) => {
       pending = Buffer.concat([pending, chunk]);
       while (pending.length >= 4) {
         counters.accepted += pending.readUInt32BE(0);
@@ -156,10 +247,10 @@ export async function teltonikaTransport(host: string, port: number, identifiers
         link.waiting = 0;
         flush(link);
       }
-    });
+    };
+    socket.on('data', onData);
     socket.on('error', (error) => {
-      counters.lastError = `teltonika: ${error.message}`;
-      login?.(false);
+      counters.lastError = `teltonika: ${failureCode(error)}`;
     });
     socket.on('close', () => {
       links.delete(vehicleId);
@@ -168,10 +259,17 @@ export async function teltonikaTransport(host: string, port: number, identifiers
       counters.lastError = `teltonika: the connection of ${vehicleId} closed`;
       counters.failingSince ??= Date.now();
     });
-    socket.write(imeiLogin(imei));
-    if (!(await loggedIn)) throw new Error(`the Teltonika listener at ${host}:${port} refused IMEI ${imei} (or cannot be reached)`);
-    links.set(vehicleId, link);
-  }));
+    if (rest.length > 0) onData(rest);
+  }
+
+  const logins = await Promise.allSettled([...identifiers].map(([vehicleId, imei]) =>
+    teltonikaLogin(host, port, imei, (socket, rest) => open(vehicleId, socket, rest))));
+  const failed = logins.find((login) => login.status === 'rejected');
+  if (failed !== undefined) {
+    closing = true;
+    for (const link of links.values()) link.socket.destroy();
+    throw failed.reason as Error;
+  }
 
   function flush(link: Link) {
     if (link.waiting > 0 || link.queued.length === 0) return;

@@ -1,20 +1,25 @@
 // Fleet simulator: registers N vehicles and drives believable telemetry at R records per second in
 // total against a running service, over HTTP (a batch per tick, POST /v2/telemetry), MQTT (QoS 1
 // publishes to fleet/{id}/telemetry), or as devices speaking OsmAnd or Teltonika (each vehicle
-// gets a registered device; see simulate-devices.ts). The motion model is src/cli/simulation.ts;
-// every call to the Fleet API goes through the SDK (simulate-api.ts).
+// gets a registered device; see simulate-devices.ts). MQTT and the device protocols go where the
+// service says its devices send (GET /v2/device-endpoints) unless told otherwise, and "accepted"
+// counts only what Fleet itself acknowledged. The motion model is src/cli/simulation.ts; every
+// call to the Fleet API goes through the SDK (simulate-api.ts).
 //
 //   FLEET_KEY=fleet_... npm run simulate -- --vehicles 20 --rate 50
 //
-// Exit status: 0 after Ctrl-C / SIGTERM, 1 when the service is unreachable or refuses the key,
-// 2 for bad arguments.
+// Exit status: 0 after Ctrl-C / SIGTERM, 1 when the service or its listener is unreachable or off,
+// or refuses the key, 2 for bad arguments.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import {
-  Fatal, type OutRecord, type Transport, checkReachable, connect, httpTransport, prepareGeofences, prepareVehicles, shown,
+  type Api, Fatal, type OutRecord, type Transport, checkReachable, connect, deviceEndpoints, httpTransport,
+  prepareGeofences, prepareVehicles, shown,
 } from './simulate-api.ts';
-import { type Counters, type DeviceProtocol, osmandTransport, prepareDevices, teltonikaTransport } from './simulate-devices.ts';
+import {
+  type Counters, type DeviceProtocol, canConnect, hostPort, osmandTransport, prepareDevices, targetOf, teltonikaTransport,
+} from './simulate-devices.ts';
 import { advance, createScheduler, sample } from './simulation.ts';
 
 const USAGE = `Usage: npm run simulate -- [options]
@@ -24,11 +29,11 @@ const USAGE = `Usage: npm run simulate -- [options]
   --url URL          the Fleet service (default $FLEET_URL or http://localhost:8080)
   --key KEY          API key (default $FLEET_KEY; prefer the variable: arguments show in ps)
   --mqtt             publish over MQTT (QoS 1) instead of HTTP batches
-  --mqtt-url URL     MQTT listener (default $FLEET_MQTT_URL or mqtt://localhost:1883)
+  --mqtt-url URL     the MQTT broker (default: the service's, as it says; see below)
   --protocol P       send as devices: osmand (a GET per record) or teltonika (TCP per vehicle);
                      each vehicle gets a device of that protocol, registered if missing
-  --osmand-url URL   where OsmAnd reports go (default <url>/osmand; the OsmAnd port is http://host:5055)
-  --teltonika-url U  the Teltonika listener, tcp://host:port (default $FLEET_TELTONIKA_URL or tcp://<host of url>:5027)
+  --osmand-url URL   where OsmAnd reports go (default: the service's OsmAnd port, else <url>/osmand)
+  --teltonika-url U  the Teltonika listener, tcp://host:port (default: the service's, as it says)
   --geofences N      place N geofences (circles and small polygons) just ahead of the vehicles
                      on their routes, named <prefix>-geofence-01...; a re-run reuses those of
                      the same names, moved onto the new positions. Their geofence.entered and
@@ -38,6 +43,16 @@ const USAGE = `Usage: npm run simulate -- [options]
   --report S         seconds between status lines (default 5)
   --seed N           varies routes and everything random (default 0)
   -h, --help         this text
+
+Without --mqtt-url, --osmand-url or --teltonika-url, the simulator asks the service at --url where
+its devices send (GET /v2/device-endpoints, with the key: it needs telemetry:write) and sends
+there; a listener the service has off is an error (OsmAnd falls back to <url>/osmand). "accepted"
+counts only what Fleet acknowledged once the records were stored: the 202 of a batch, the 200 of an
+OsmAnd report, a Teltonika record count, the PUBACK of Fleet's own MQTT listener. The PUBACK of any
+other broker (one Fleet subscribes to, or an --mqtt-url that is not the service's listener) is
+counted as "acknowledged by the broker": it does not mean Fleet stored the records. A connection
+that cannot be made is "cannot connect to host:port (ECONNREFUSED)" (or ETIMEDOUT, EHOSTUNREACH),
+never a refusal by Fleet; only Fleet's 0x00 answer to an IMEI is "refused IMEI".
 
 Vehicles drive loops around the city, stop at lights, park for 5 to 15 minutes now and then (a
 delivery: half of them within their first quarter of an hour), and charge at their depot, so
@@ -64,10 +79,11 @@ interface Options {
   url: string;
   key: string;
   mqtt: boolean;
-  mqttUrl: string;
+  /** The destinations given; those not given are asked of the service. */
+  mqttUrl: string | undefined;
   protocol: DeviceProtocol | undefined;
-  osmandUrl: string;
-  teltonika: { host: string; port: number };
+  osmandUrl: string | undefined;
+  teltonika: { host: string; port: number } | undefined;
   geofences: number;
   prefix: string;
   tickMs: number;
@@ -87,10 +103,10 @@ function parseOptions(argv: string[]): Options {
         url: { type: 'string', default: process.env.FLEET_URL || 'http://localhost:8080' },
         key: { type: 'string', default: process.env.FLEET_KEY ?? '' },
         mqtt: { type: 'boolean', default: false },
-        'mqtt-url': { type: 'string', default: process.env.FLEET_MQTT_URL || 'mqtt://localhost:1883' },
+        'mqtt-url': { type: 'string' },
         protocol: { type: 'string' },
         'osmand-url': { type: 'string' },
-        'teltonika-url': { type: 'string', default: process.env.FLEET_TELTONIKA_URL ?? '' },
+        'teltonika-url': { type: 'string' },
         geofences: { type: 'string', default: '0' },
         prefix: { type: 'string', default: 'sim' },
         tick: { type: 'string', default: '1000' },
@@ -127,18 +143,19 @@ function parseOptions(argv: string[]): Options {
   const protocol = parsed.protocol;
   if (protocol !== undefined && protocol !== 'osmand' && protocol !== 'teltonika') usageError(`--protocol "${protocol}" is neither osmand nor teltonika`);
   if (protocol !== undefined && parsed.mqtt) usageError('--protocol and --mqtt exclude each other');
-  const base = url('url', parsed.url, ['http:', 'https:']);
-  const teltonikaUrl = new URL(url('teltonika-url', parsed['teltonika-url'] || `tcp://${new URL(base).hostname}:5027`, ['tcp:']));
+  const given = parsed['teltonika-url'];
+  const teltonikaUrl = given === undefined ? undefined : new URL(url('teltonika-url', given, ['tcp:']));
+  if (teltonikaUrl !== undefined && teltonikaUrl.port === '') usageError(`--teltonika-url "${given}" names no port: tcp://host:port`);
   return {
     protocol,
-    osmandUrl: url('osmand-url', parsed['osmand-url'] ?? `${base}/osmand`, ['http:', 'https:']),
-    teltonika: { host: teltonikaUrl.hostname, port: Number(teltonikaUrl.port || 5027) },
+    osmandUrl: parsed['osmand-url'] === undefined ? undefined : url('osmand-url', parsed['osmand-url'], ['http:', 'https:']),
+    teltonika: teltonikaUrl === undefined ? undefined : { host: teltonikaUrl.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(teltonikaUrl.port) },
     vehicles: number('vehicles', parsed.vehicles, 1, 100_000, true),
     rate: number('rate', parsed.rate, 0.01, 1_000_000, false),
     url: url('url', parsed.url, ['http:', 'https:']),
     key: parsed.key,
     mqtt: parsed.mqtt,
-    mqttUrl: url('mqtt-url', parsed['mqtt-url'], ['mqtt:', 'mqtts:', 'tcp:', 'ws:', 'wss:']),
+    mqttUrl: parsed['mqtt-url'] === undefined ? undefined : url('mqtt-url', parsed['mqtt-url'], ['mqtt:', 'mqtts:', 'tcp:', 'ws:', 'wss:']),
     geofences: number('geofences', parsed.geofences, 0, 1000, true),
     prefix: parsed.prefix,
     tickMs: number('tick', parsed.tick, 50, 60_000, true),
@@ -147,14 +164,86 @@ function parseOptions(argv: string[]): Options {
   };
 }
 
+// --- Where records go ----------------------------------------------------------------------------
+
+/** Where MQTT publishes go, and whose their PUBACKs are. */
+interface MqttTarget {
+  url: string;
+  /** The PUBACKs come from Fleet's own listener, each sent once its records are stored. */
+  fleetAcks: boolean;
+  /** What the start line says of it, when the service named it. */
+  about: string | undefined;
+  /** Why its PUBACKs are not Fleet's (printed at the start), when they are not. */
+  note: string | undefined;
+}
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** The port an MQTT URL names, or its scheme's default. */
+function portOf(url: URL): number {
+  if (url.port !== '') return Number(url.port);
+  const secure = url.protocol === 'mqtts:' || url.protocol === 'wss:';
+  return url.protocol.startsWith('ws') ? (secure ? 443 : 80) : secure ? 8883 : 1883;
+}
+
+/** The broker a URL names, for comparing two: mqtt: and tcp: alike, loopback names alike, default ports filled in. */
+function brokerOf(text: string): string {
+  const url = new URL(text);
+  const host = url.hostname.toLowerCase();
+  return `${url.protocol === 'tcp:' ? 'mqtt:' : url.protocol}//${LOOPBACK.has(host) ? 'loopback' : host}:${portOf(url)}`;
+}
+
+async function mqttTarget(api: Api, options: Options): Promise<MqttTarget> {
+  const service = shown(options.url);
+  const asked = await deviceEndpoints(api, options.url);
+  const own = 'endpoints' in asked ? asked.endpoints.mqtt : undefined;
+  const given = options.mqttUrl;
+  if (given === undefined) {
+    if (!('endpoints' in asked)) throw new Fatal(`${asked.unanswered}; pass --mqtt-url.`);
+    if (own === null || own === undefined) throw new Fatal(`the service at ${service} has its MQTT listener off: pass --mqtt-url or enable it`);
+    if (own.broker === 'embedded') return { url: own.url, fleetAcks: true, about: 'the service\'s own listener', note: undefined };
+    return {
+      url: own.url, fleetAcks: false, about: 'the broker the service subscribes to',
+      note: `it is the broker the service at ${service} subscribes to, which answers on its own terms (and devices log in as it says)`,
+    };
+  }
+  if (own !== null && own !== undefined && own.broker === 'embedded' && brokerOf(own.url) === brokerOf(given)) {
+    return { url: given, fleetAcks: true, about: 'the service\'s own listener', note: undefined };
+  }
+  const why = own === undefined ? (asked as { unanswered: string }).unanswered
+    : own === null ? `the service at ${service} has its MQTT listener off`
+      : own.broker === 'embedded' ? `the MQTT listener of the service at ${service} is ${own.url}`
+        : brokerOf(own.url) === brokerOf(given) ? `it is the broker the service at ${service} subscribes to, which answers on its own terms`
+          : `the service at ${service} subscribes to ${own.url}`;
+  return { url: given, fleetAcks: false, about: undefined, note: why };
+}
+
+/** The Teltonika listener: the one given, else the service's own. */
+async function teltonikaTarget(api: Api, options: Options): Promise<{ host: string; port: number }> {
+  if (options.teltonika !== undefined) return options.teltonika;
+  const asked = await deviceEndpoints(api, options.url);
+  if (!('endpoints' in asked)) throw new Fatal(`${asked.unanswered}; pass --teltonika-url.`);
+  const own = asked.endpoints.teltonika;
+  if (own === null) throw new Fatal(`the service at ${shown(options.url)} has its Teltonika listener off: pass --teltonika-url or enable it`);
+  return own;
+}
+
+/** Where OsmAnd reports go: the URL given, else the service's OsmAnd port, else /osmand of the API (served either way). */
+async function osmandTarget(api: Api, options: Options): Promise<string> {
+  if (options.osmandUrl !== undefined) return options.osmandUrl;
+  const asked = await deviceEndpoints(api, options.url);
+  const own = 'endpoints' in asked ? asked.endpoints.osmand : null;
+  return own === null ? `${options.url}/osmand` : own.url.replace(/\/+$/, '');
+}
+
 // --- MQTT -------------------------------------------------------------------------------------
 
-async function mqttTransport(options: Options, counters: Counters): Promise<Transport> {
+async function mqttTransport(target: MqttTarget, options: Options, counters: Counters): Promise<Transport> {
   const mqtt = await import('mqtt');
   let client: Awaited<ReturnType<typeof mqtt.connectAsync>>;
   try {
     client = await mqtt.connectAsync(
-      options.mqttUrl,
+      target.url,
       {
         clientId: `fleet-sim-${randomBytes(4).toString('hex')}`,
         username: 'fleet-simulator',
@@ -168,9 +257,15 @@ async function mqttTransport(options: Options, counters: Counters): Promise<Tran
   } catch (error) {
     const { code, message } = error as { code?: number | string; message: string };
     if (code === 4 || code === 5 || code === 134 || code === 135) {
-      throw new Fatal(`the MQTT listener at ${shown(options.mqttUrl)} refused the key (${message}). It needs the telemetry:write scope.`);
+      throw new Fatal(target.fleetAcks
+        ? `the MQTT listener at ${shown(target.url)} refused the key (${message}). It needs the telemetry:write scope.`
+        : `the MQTT broker at ${shown(target.url)} refused the login (${message}). Fleet's own listener takes a key with the telemetry:write scope; another broker, credentials of its own.`);
     }
-    throw new Fatal(`cannot reach the MQTT listener at ${shown(options.mqttUrl)} (${typeof code === 'string' ? code : message}). Is it enabled? Or pass --mqtt-url.`);
+    if (typeof code === 'string') {
+      const url = new URL(target.url);
+      throw new Fatal(`cannot connect to ${hostPort(url.hostname.replace(/^\[(.*)\]$/, '$1'), portOf(url))} (${code}) for MQTT at ${shown(target.url)}.`);
+    }
+    throw new Fatal(`no MQTT answer from ${shown(target.url)} (${message}).`);
   }
   client.on('error', (error) => {
     counters.lastError = `mqtt: ${error.message}`;
@@ -215,12 +310,6 @@ async function mqttTransport(options: Options, counters: Counters): Promise<Tran
 
 // --- Main loop ----------------------------------------------------------------------------------
 
-function destination(options: Options): string {
-  if (options.protocol === 'osmand') return shown(options.osmandUrl);
-  if (options.protocol === 'teltonika') return `tcp://${options.teltonika.host}:${options.teltonika.port}`;
-  return shown(options.mqtt ? options.mqttUrl : options.url);
-}
-
 function clock(): string {
   return new Date().toTimeString().slice(0, 8);
 }
@@ -229,6 +318,23 @@ async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const api = connect(options.url, options.key);
   await checkReachable(api, options.url);
+  // Where the records go is settled first: a listener that is off ends the run before any setup.
+  const mqtt = options.mqtt ? await mqttTarget(api, options) : undefined;
+  const teltonika = options.protocol === 'teltonika' ? await teltonikaTarget(api, options) : undefined;
+  const osmandUrl = options.protocol === 'osmand' ? await osmandTarget(api, options) : undefined;
+  // Connecting once now, a listener that cannot be reached ends the run before any setup too.
+  const probe = osmandUrl !== undefined ? { ...targetOf(osmandUrl), what: `OsmAnd at ${shown(osmandUrl)}` }
+    : teltonika !== undefined ? { ...teltonika, what: 'Teltonika' } : undefined;
+  if (probe !== undefined) await canConnect(probe.host, probe.port).catch((error: unknown) => {
+    throw new Fatal(`${(error as Error).message} for ${probe.what}.`);
+  });
+  const destination = osmandUrl !== undefined ? shown(osmandUrl)
+    : teltonika !== undefined ? `tcp://${hostPort(teltonika.host, teltonika.port)}${options.teltonika === undefined ? ' (the service\'s own listener)' : ''}`
+      : mqtt !== undefined ? `${shown(mqtt.url)}${mqtt.about === undefined ? '' : ` (${mqtt.about})`}`
+        : shown(options.url);
+  /** What the count of acknowledged records is called: only Fleet's acknowledgements are "accepted". */
+  const acknowledged = mqtt === undefined || mqtt.fleetAcks ? 'accepted' : 'acknowledged by the broker';
+
   const { sims, created } = await prepareVehicles(api, options);
   const geofences = options.geofences > 0 ? await prepareGeofences(api, options, sims) : undefined;
 
@@ -245,14 +351,14 @@ async function main(): Promise<void> {
       throw new Fatal((error as Error).message);
     }
   }
-  const transport = options.protocol === 'osmand'
-    ? osmandTransport(options.osmandUrl, identifiers!, counters)
-    : options.protocol === 'teltonika'
-      ? await teltonikaTransport(options.teltonika.host, options.teltonika.port, identifiers!, counters).catch((error: unknown) => {
+  const transport = osmandUrl !== undefined
+    ? osmandTransport(osmandUrl, identifiers!, counters)
+    : teltonika !== undefined
+      ? await teltonikaTransport(teltonika.host, teltonika.port, identifiers!, counters).catch((error: unknown) => {
         throw new Fatal((error as Error).message);
       })
-      : options.mqtt
-        ? await mqttTransport(options, counters)
+      : mqtt !== undefined
+        ? await mqttTransport(mqtt, options, counters)
         : httpTransport(api, counters, {
         fatal(error) {
           fatal ??= error;
@@ -285,8 +391,11 @@ async function main(): Promise<void> {
 
   write(
     `fleet-simulate: ${active.length} vehicles (${created} newly registered), ${options.rate} records/s over ${transport.name} ` +
-      `to ${destination(options)}. Ctrl-C to stop.`,
+      `to ${destination}. Ctrl-C to stop.`,
   );
+  if (mqtt?.note !== undefined) {
+    write(`fleet-simulate: PUBACKs from ${shown(mqtt.url)} are the broker's, not Fleet's: ${mqtt.note}. They do not mean Fleet stored the records.`);
+  }
   if (geofences !== undefined) {
     write(
       `fleet-simulate: ${options.geofences} geofences on the routes (${geofences.created} created, ${geofences.reused} reused); ` +
@@ -300,7 +409,7 @@ async function main(): Promise<void> {
     const now = Date.now();
     const perSecond = ((counters.sent - last.sent) * 1000) / Math.max(1, now - last.at);
     let line =
-      `${clock()}  sent ${counters.sent} (${perSecond.toFixed(1)}/s)  accepted ${counters.accepted}` +
+      `${clock()}  sent ${counters.sent} (${perSecond.toFixed(1)}/s)  ${acknowledged} ${counters.accepted}` +
       (options.mqtt ? '' : `  duplicates ${counters.duplicates}`) +
       `  errors ${counters.errors}`;
     if (counters.skipped > 0) line += `  skipped ${counters.skipped}`;
@@ -348,7 +457,8 @@ async function main(): Promise<void> {
   await transport.close();
   report();
   if (fatal !== undefined) throw fatal;
-  write(`fleet-simulate: stopped. ${counters.sent} sent, ${counters.accepted} accepted, ${counters.errors} errors.`);
+  const ackedBy = acknowledged === 'accepted' ? 'accepted' : 'acknowledged by the broker (not by Fleet)';
+  write(`fleet-simulate: stopped. ${counters.sent} sent, ${counters.accepted} ${ackedBy}, ${counters.errors} errors.`);
 }
 
 try {

@@ -8,6 +8,8 @@ export interface ProtocolListener {
   start(): Promise<void>;
   stop(): Promise<void>;
   readiness(): Promise<CheckState>;
+  /** The host it was told to listen on and the port it listens on, while it does (GET /v2/device-endpoints). */
+  address(): { host: string; port: number } | undefined;
 }
 
 /** Why a listener could not start, as /readyz and the log say it. */
@@ -32,9 +34,9 @@ export function createProtocolListener(spec: {
 }): ProtocolListener {
   const { name, host, port, log } = spec;
   let state: CheckState = { degraded: 'starting' };
+  let listening: number | undefined;
 
   async function start() {
-    let listening: number;
     try {
       listening = await spec.listen();
     } catch (error) {
@@ -48,8 +50,9 @@ export function createProtocolListener(spec: {
 
   async function stop() {
     state = { degraded: 'shutting down' };
+    listening = undefined;
     await spec.close();
   }
 
-  return { start, stop, readiness: async () => state };
+  return { start, stop, readiness: async () => state, address: () => (listening === undefined ? undefined : { host, port: listening }) };
 }

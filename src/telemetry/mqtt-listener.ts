@@ -58,6 +58,7 @@ export function createMqttListener(deps: {
   let server: net.Server | undefined;
   let state: CheckState = { degraded: 'starting' };
   let closing = false;
+  let listening: number | undefined;
 
   async function principalOf(secret: string): Promise<Principal | number> {
     try {
@@ -174,7 +175,8 @@ export function createMqttListener(deps: {
     server = tcp;
     state = 'up';
     const address = tcp.address();
-    log.info({ host, port: typeof address === 'object' && address !== null ? address.port : port }, `MQTT listener on ${host}:${port}`);
+    listening = typeof address === 'object' && address !== null ? address.port : port;
+    log.info({ host, port: listening }, `MQTT listener on ${host}:${port}`);
   }
 
   /**
@@ -184,6 +186,7 @@ export function createMqttListener(deps: {
   async function stop() {
     closing = true;
     state = { degraded: 'shutting down' };
+    listening = undefined;
     if (broker === undefined || server === undefined) return;
     const tcp = server;
     const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
@@ -195,5 +198,5 @@ export function createMqttListener(deps: {
     log.info('MQTT listener closed');
   }
 
-  return { start, stop, readiness: async () => state };
+  return { start, stop, readiness: async () => state, address: () => (listening === undefined ? undefined : { host, port: listening }) };
 }

@@ -103,6 +103,8 @@ export interface MqttIngestion {
   start(): Promise<void>;
   stop(): Promise<void>;
   readiness(): Promise<CheckState>;
+  /** The embedded listener's host and the port it listens on, while it does (GET /v2/device-endpoints). */
+  address?(): { host: string; port: number } | undefined;
 }
 
 export function createMqttIngestion(deps: {
