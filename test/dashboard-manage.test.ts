@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Locator, WebSocketRoute } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
@@ -19,7 +20,7 @@ import { THRESHOLD_FIELDS as SERVER_FIELDS } from '../src/rules/model.ts';
 import { SUBSCRIBABLE } from '../src/webhooks/schema.ts';
 import { EVENT_TYPES, PROTOCOLS, ROLES, SCOPES, THRESHOLD_FIELDS } from '../web/lists.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
+import { PAGE_TIMEOUT, freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
 import { startReceiver } from './helpers/receiver.ts';
 
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard-manage/', import.meta.url));
@@ -84,6 +85,21 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
   const get = async <T>(url: string) => {
     const res = await ctx.request('GET', url);
     return { status: res.statusCode, body: res.json<T>() };
+  };
+
+  /**
+   * Whether a box is wholly inside the window (to the pixel: layout has fractions, scrolling
+   * none), and whether the focus is in it.
+   */
+  const seen = (box: Locator) => box.evaluate((el) => {
+    const r = el.getBoundingClientRect();
+    const { documentElement: view, activeElement } = el.ownerDocument;
+    return { inView: r.top > -1 && r.left > -1 && r.bottom < view.clientHeight + 1 && r.right < view.clientWidth + 1, focused: el.contains(activeElement) };
+  });
+  /** Waits until `box` has scrolled wholly into the window (smoothly, so over a few frames). */
+  const scrolledTo = async (box: Locator) => {
+    for (const deadline = Date.now() + PAGE_TIMEOUT; !(await seen(box)).inView && Date.now() < deadline;) await sleep(50);
+    return seen(box);
   };
 
   await page.goto(`${origin}/`);
@@ -165,6 +181,8 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
   });
 
   await t.test('API keys: a scope picker, the secret shown once with a copy button, the list, revoke', async () => {
+    // A laptop's window: the form is taller than it, and the secret appears under its button.
+    await page.setViewportSize({ width: 1280, height: 720 });
     await open('API keys', 'API keys');
     const create = form('Create an API key');
     await create.getByLabel('Name').fill('gateway');
@@ -181,6 +199,11 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     const secret = page.getByRole('region', { name: 'New key "gateway"' });
     const field = secret.getByLabel('API key');
     await field.waitFor();
+    // Brought into view, and the focus on the key: a keyboard or a screen reader lands there.
+    assert.deepEqual(await scrolledTo(secret), { inView: true, focused: true });
+    assert.equal(await field.evaluate((el) => el === el.ownerDocument.activeElement), true);
+    assert.match(String(await field.getAttribute('aria-describedby')), /./, 'the field is described by the note');
+    assert.match(await page.locator(`#${String(await field.getAttribute('aria-describedby'))}`).innerText(), /not shown again/);
     const key = await field.inputValue();
     assert.match(key, /^fleet_[A-Za-z0-9]{32,}/);
     await secret.getByRole('button', { name: 'Copy' }).click();
@@ -198,6 +221,7 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     await secret.getByRole('button', { name: 'Done' }).click();
     await secret.waitFor({ state: 'detached' });
     assert.ok(!(await page.content()).includes(key), 'the secret stayed in the page');
+    await page.setViewportSize({ width: 1360, height: 900 });
 
     await listed.getByRole('button', { name: 'Revoke' }).click();
     await listed.getByRole('button', { name: 'Confirm revoke' }).click();
@@ -225,11 +249,17 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     assert.equal(await create.getByRole('checkbox', { name: 'vehicle.status_changed' }).isChecked(), true);
     await shot('04-webhook-problem');
 
+    // Someone who prefers reduced motion: the secret is in view at once, not scrolled to smoothly.
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await page.emulateMedia({ reducedMotion: 'reduce' });
     await create.getByLabel('URL').fill(receiver.url);
     await create.getByRole('button', { name: 'Add endpoint' }).click();
     const secretBox = page.getByRole('region', { name: `Signing secret of ${receiver.url}` });
     const secret = await secretBox.getByLabel('Signing secret').inputValue();
     assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+    assert.deepEqual(await seen(secretBox), { inView: true, focused: true });
+    await page.emulateMedia({ reducedMotion: null });
+    await page.setViewportSize({ width: 1360, height: 900 });
     await secretBox.getByRole('button', { name: 'Done' }).click();
     const endpoint = page.getByRole('article', { name: receiver.url });
     await endpoint.getByText('vehicle.status_changed').waitFor();
@@ -290,6 +320,8 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     assert.notEqual(rotated, secret);
     await endpoint.getByRole('button', { name: 'Rotate secret', exact: true }).waitFor();
     assert.equal(await endpoint.getByRole('button', { name: 'Confirm rotate secret' }).count(), 0);
+    // The focus stays with the new secret; the rotate button coming back does not take it.
+    assert.deepEqual(await scrolledTo(rotatedBox), { inView: true, focused: true });
     await rotatedBox.getByRole('button', { name: 'Done' }).click();
     await endpoint.getByRole('button', { name: 'Send test' }).click();
     await receiver.waitFor(() => receiver.received.length === 4);

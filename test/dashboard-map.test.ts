@@ -52,6 +52,71 @@ function trackOf(start: number): Array<{ vehicleId: string; timestamp: string; d
   return records;
 }
 
+/**
+ * The grid's labels of the map in `view` (run in the page): `problems` lists a label outside the
+ * map, under a control, away from its edge (latitudes at the left, longitudes at the bottom),
+ * on top of another, or repeated, and a line well inside the view without its label. With
+ * `anchor`, a vehicle's marker on screen, each label is also checked against where its line is:
+ * from the marker's position and the zoom, a longitude's x and a latitude's y (Web Mercator, 256 px
+ * tiles), to 2 px.
+ */
+const GRID_LABELS = String.raw`((viewSelector, anchorSelector) => {
+  const problems = [];
+  const view = document.querySelector(viewSelector);
+  if (view === null) return { problems: ['no map'], lat: 0, lng: 0 };
+  const c = view.getBoundingClientRect();
+  const controls = [...view.querySelectorAll('.leaflet-control')].map((el) => el.getBoundingClientRect()).filter((r) => r.width > 0);
+  const cross = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const valueOf = (text) => {
+    const m = /^(\d+(?:\.\d+)?)°([NSEW]?)$/.exec(text);
+    return m === null ? NaN : Number(m[1]) * (m[2] === 'S' || m[2] === 'W' ? -1 : 1);
+  };
+  const labels = [...view.querySelectorAll('.grid-label')].filter((el) => !el.hidden).map((el) => ({
+    text: el.textContent, lat: el.classList.contains('grid-label-lat'), r: el.getBoundingClientRect(),
+  }));
+  const texts = labels.map((l) => l.text);
+  for (const [i, l] of labels.entries()) {
+    const { r } = l;
+    if (Number.isNaN(valueOf(l.text))) problems.push(l.text + ': not a coordinate');
+    if (texts.indexOf(l.text) !== i) problems.push(l.text + ': labelled more than once');
+    if (r.width === 0 || r.left < c.left || r.right > c.right || r.top < c.top || r.bottom > c.bottom) problems.push(l.text + ': not wholly inside the map');
+    if (controls.some((k) => cross(r, k))) problems.push(l.text + ': under a control');
+    if (labels.some((o, j) => j !== i && cross(r, o.r))) problems.push(l.text + ': on another label');
+    const atEdge = l.lat
+      ? r.left - c.left <= 8 || controls.some((k) => k.bottom > r.top && k.top < r.bottom && Math.abs(r.left - k.right) <= 8)
+      : c.bottom - r.bottom <= 8 || controls.some((k) => k.right > r.left && k.left < r.right && Math.abs(k.top - r.bottom) <= 8);
+    if (!atEdge) problems.push(l.text + (l.lat ? ': not at the left edge' : ': not at the bottom edge'));
+  }
+  const lat = labels.filter((l) => l.lat);
+  const lng = labels.filter((l) => !l.lat);
+  if (anchorSelector !== null) {
+    const marker = document.querySelector(anchorSelector);
+    const zoom = Number(document.querySelector('.fleet .map').dataset.zoom);
+    if (marker === null || lng.length < 2) return { problems: [...problems, 'no anchor, or fewer than two longitude labels'], lat: lat.length, lng: lng.length };
+    const m = marker.getBoundingClientRect();
+    const [mx, my, lat0, lng0] = [m.left + m.width / 2, m.top + m.height / 2, Number(marker.dataset.lat), Number(marker.dataset.lng)];
+    const world = 256 * 2 ** zoom;
+    const merc = (v) => Math.log(Math.tan(Math.PI / 4 + (v * Math.PI) / 360));
+    const xOf = (v) => mx + ((v - lng0) / 360) * world;
+    const yOf = (v) => my - ((merc(v) - merc(lat0)) / (2 * Math.PI)) * world;
+    for (const l of lng) if (Math.abs((l.r.left + l.r.right) / 2 - xOf(valueOf(l.text))) > 2) problems.push(l.text + ': not at its line');
+    for (const l of lat) if (Math.abs((l.r.top + l.r.bottom) / 2 - yOf(valueOf(l.text))) > 2) problems.push(l.text + ': not at its line');
+    // The lines' step, from neighbouring longitude labels; every line well inside has its label.
+    const values = lng.map((l) => valueOf(l.text)).sort((a, b) => a - b);
+    const step = Math.min(...values.slice(1).map((v, i) => v - values[i]));
+    const has = (list, v) => list.some((l) => Math.abs(valueOf(l.text) - v) < step / 10);
+    for (let k = Math.ceil((lng0 - (mx - c.left) / world * 360) / step); k * step < lng0 + ((c.right - mx) / world) * 360; k++) {
+      const x = xOf(k * step);
+      if (x > c.left + 40 && x < c.right - 40 && !has(lng, k * step)) problems.push('the line at ' + (k * step).toFixed(4) + '° longitude has no label');
+    }
+    for (let k = Math.floor(lat0 / step) - 20; k <= Math.floor(lat0 / step) + 20; k++) {
+      const y = yOf(k * step);
+      if (y > c.top + 30 && y < c.bottom - 40 && !has(lat, k * step)) problems.push('the line at ' + (k * step).toFixed(4) + '° latitude has no label');
+    }
+  }
+  return { problems, lat: lat.length, lng: lng.length };
+})`;
+
 async function wheel(page: Page, selector: string, deltaY: number) {
   const box = await page.locator(selector).boundingBox();
   assert.ok(box !== null);
@@ -169,6 +234,45 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
     await page.locator('.map-search-result', { hasText: 'No vehicle "no-such-car" on the map.' }).waitFor();
   });
 
+  /** The grid's labels of a map, once they pass the checks (they follow the map within a frame of its moving). */
+  const gridLabels = async (view: string, anchor: string | null) => {
+    const check = `${GRID_LABELS}(${JSON.stringify(view)}, ${JSON.stringify(anchor)})`;
+    let result = await page.evaluate<{ problems: string[]; lat: number; lng: number }>(check);
+    for (const deadline = Date.now() + PAGE_TIMEOUT; result.problems.length > 0 && Date.now() < deadline; result = await page.evaluate(check)) await sleep(50);
+    assert.deepEqual(result.problems, [], `the grid's labels of ${view}`);
+    return result;
+  };
+
+  await t.test('the grid is labelled like a chart\'s axes: each line once along the left and bottom edges, whole, following the map', async () => {
+    // A laptop's window. The map is where the search left it: on car-0123, at a zoom where it stands alone.
+    await page.setViewportSize({ width: 1280, height: 720 });
+    const found = '.marker.found[data-vehicle-id="car-0123"]';
+    for (let zoom = await data('zoom'); zoom > 17; zoom = await data('zoom')) {
+      await page.getByRole('button', { name: 'Zoom out' }).click();
+      await until(`Number(${MAP}.zoom) < ${zoom}`);
+    }
+    const first = await gridLabels('.fleet .map-view', found);
+    assert.ok(first.lat >= 1 && first.lng >= 2, `${first.lat} latitude and ${first.lng} longitude labels`);
+    const texts = () => page.locator('.fleet .grid-label:not([hidden])').evaluateAll((els) => els.map((el) => `${el.textContent} ${Math.round(el.getBoundingClientRect().left)} ${Math.round(el.getBoundingClientRect().top)}`));
+    const before = await texts();
+    await shot('11b-map-grid');
+
+    // Zoomed in with the keyboard (around the vehicle in the middle): finer lines, labelled again.
+    await page.locator('.fleet .map-view').focus();
+    await page.keyboard.press('Equal');
+    await until(`Number(${MAP}.zoom) === 18`);
+    await gridLabels('.fleet .map-view', found);
+    assert.notDeepEqual(await texts(), before);
+
+    // Panned with the keyboard: the labels stay on the edges and on their lines.
+    const zoomed = await texts();
+    await page.keyboard.press('ArrowLeft');
+    await page.keyboard.press('ArrowUp');
+    await gridLabels('.fleet .map-view', found);
+    assert.notDeepEqual(await texts(), zoomed);
+    await page.setViewportSize({ width: 1360, height: 900 });
+  });
+
   await t.test('a vehicle\'s chart shows values under the pointer and zooms to a dragged span', async () => {
     await page.goto(`${origin}/#/vehicles/car-0001`);
     await page.locator('figcaption', { hasText: /^151 speed and 0 battery readings/ }).waitFor();
@@ -256,6 +360,8 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
   await t.test('a polygon drawn on the page is created through the API, with the vehicles inside', async () => {
     await page.locator('nav a', { hasText: 'Geofences' }).click();
     await page.locator('.geofences .empty', { hasText: 'No geofences yet.' }).waitFor();
+    // The drawing toolbar under the zoom buttons: the latitude labels go beside both.
+    await gridLabels('.geofence-map-view', null);
     await page.locator('.leaflet-pm-icon-polygon').click();
     for (const [x, y] of [[0.35, 0.35], [0.65, 0.35], [0.65, 0.65], [0.35, 0.65]] as const) await clickAt(x, y);
     await clickAt(0.35, 0.35);

@@ -124,6 +124,7 @@ test('the dashboard for people: invitation, sessions, users, roles, two-factor s
     await link.waitFor();
     const url = await link.inputValue();
     assert.match(url, new RegExp(`^${origin}/#/invitation\\?token=`));
+    assert.equal(await link.evaluate((el) => el === el.ownerDocument.activeElement), true, 'the focus goes to the link, shown once');
     await box.getByRole('button', { name: 'Copy' }).click();
     await box.getByText('Copied to the clipboard.').waitFor();
     assert.equal(await page.evaluate('navigator.clipboard.readText()'), url);
@@ -169,6 +170,7 @@ test('the dashboard for people: invitation, sessions, users, roles, two-factor s
     await row.getByRole('button', { name: 'New invitation' }).click();
     const again = page.getByRole('region', { name: 'New invitation for erin@example.com' });
     assert.notEqual(await again.getByLabel('Invitation link').inputValue(), url);
+    assert.equal(await again.evaluate((el) => el.contains(el.ownerDocument.activeElement)), true, 'the focus goes to the new link');
     await shot('03-users');
     const writes = sent.filter((r) => r.method !== 'GET' && r.path !== '/auth/login' && r.path !== '/auth/invitations/accept');
     assert.deepEqual(writes.filter((r) => r.csrf === undefined), [], 'every write with the session carried the CSRF token');
@@ -206,6 +208,8 @@ test('the dashboard for people: invitation, sessions, users, roles, two-factor s
     const codes = page.getByRole('region', { name: 'Recovery codes' });
     await codes.waitFor();
     assert.equal(await codes.getByRole('listitem').count(), 10);
+    // The form that had the focus is gone: the focus is on the codes, read from their start.
+    assert.equal(await codes.evaluate((el) => el === el.ownerDocument.activeElement), true, 'the focus on the recovery codes');
     assert.match(await codes.innerText(), /not shown again/);
     assert.equal((await userOf(dana.id)).totpEnabled, true);
     await shot('05-recovery-codes');

@@ -4,7 +4,7 @@
 // docs/API.md "Users and sessions".
 import { api, currentSession, type RecoveryCodes, type Session, storeSession, type TotpEnrolment } from './api.ts';
 import { h, replace } from './dom.ts';
-import { field, loading, onSubmit, problemBox, uid } from './forms.ts';
+import { field, loading, onSubmit, problemBox, reveal, uid } from './forms.ts';
 import { checkNewPassword } from './sign-in.ts';
 
 /** A base32 secret as a person copies it into an app: groups of four. */
@@ -106,8 +106,11 @@ export function renderAccount(root: HTMLElement): () => void {
     onSubmit(confirm, feedback, async () => {
       const { recoveryCodes } = await api<RecoveryCodes>('POST', '/auth/totp/confirm', { body: { code: code.value.trim() } });
       await refresh();
-      // Above the form that turns it off: what to do now comes first.
-      totpBox.insertBefore(recoveryBox(recoveryCodes), totpBox.querySelector('form'));
+      // Above the form that turns it off: what to do now comes first, and focus goes there (the
+      // form it was in is gone), so that the codes are read from their start.
+      const codes = recoveryBox(recoveryCodes);
+      totpBox.insertBefore(codes, totpBox.querySelector('form'));
+      reveal(codes);
     });
     return box;
   }
@@ -115,7 +118,7 @@ export function renderAccount(root: HTMLElement): () => void {
   /** The recovery codes, this once. */
   function recoveryBox(codes: readonly string[]): HTMLElement {
     const done = h('button', { type: 'button', class: 'primary' }, 'I have stored them');
-    const box = h('section', { class: 'secret-box', 'aria-label': 'Recovery codes' },
+    const box = h('section', { class: 'secret-box', 'aria-label': 'Recovery codes', tabindex: '-1' },
       h('strong', {}, 'Two-factor sign-in is on. Your recovery codes:'),
       h('p', {}, 'Each works once in place of a code, should you lose your phone. Store them somewhere safe now (a password manager, or on paper): '
         + 'they are not shown again.'),

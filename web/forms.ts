@@ -176,19 +176,29 @@ export async function act(button: HTMLButtonElement, feedback: HTMLElement, acti
   }
 }
 
+export interface SecretOptions {
+  title: string;
+  label: string;
+  secret: string;
+  note: string;
+}
+
 /**
  * A secret the service shows once (an API key, a webhook signing secret): in a read-only field
  * with a copy button, until the user says they have it. Nothing keeps it after that.
  */
-export function secretBox(options: { title: string; label: string; secret: string; note: string }): HTMLElement {
+function secretBox(options: SecretOptions): HTMLElement {
   const input = h('input', { type: 'text', readonly: true, id: uid('secret'), class: 'secret-value', spellcheck: 'false', autocomplete: 'off' });
   input.value = options.secret;
+  const note = h('p', { id: `${input.id}-note` }, options.note);
+  // Read with the field, so that landing on it says it is shown once.
+  input.setAttribute('aria-describedby', note.id);
   const copy = h('button', { type: 'button' }, 'Copy');
   const done = h('button', { type: 'button', class: 'primary' }, 'Done');
   const said = h('p', { class: 'muted', role: 'status' });
   const box = h('section', { class: 'secret-box', 'aria-label': options.title },
     h('strong', {}, options.title),
-    h('p', {}, options.note),
+    note,
     h('label', { for: input.id }, options.label),
     h('div', { class: 'secret-row' }, input, copy, done),
     said);
@@ -209,6 +219,34 @@ export function secretBox(options: { title: string; label: string; secret: strin
     box.remove();
   });
   input.addEventListener('focus', () => input.select());
+  return box;
+}
+
+/**
+ * Takes the person to what an action has just shown once (a secret): scrolled into view (at once
+ * for someone who prefers reduced motion) and `target` in it focused, so that a keyboard or a
+ * screen reader lands there rather than on the button that asked for it, the box maybe out of
+ * sight below.
+ */
+export function reveal(box: HTMLElement, target: HTMLElement = box): void {
+  const reduced = window.matchMedia('(prefers-reduced-motion: reduce)').matches;
+  box.scrollIntoView({ block: 'nearest', behavior: reduced ? 'auto' : 'smooth' });
+  target.focus({ preventScroll: true });
+}
+
+/**
+ * Shows a secret in `slot` and takes the person to its field (revealed). Done gives focus back to
+ * where it was, if that is still on the page.
+ */
+export function showSecret(slot: HTMLElement, options: SecretOptions): HTMLElement {
+  const before = document.activeElement;
+  const box = secretBox(options);
+  replace(slot, box);
+  const input = box.querySelector('input');
+  reveal(box, input ?? undefined);
+  box.querySelector('button.primary')?.addEventListener('click', () => {
+    if (before instanceof HTMLElement && before !== document.body && before.isConnected) before.focus();
+  });
   return box;
 }
 
@@ -234,9 +272,14 @@ export function confirmButton(label: string, feedback: HTMLElement, action: () =
   yes.addEventListener('click', () => {
     no.disabled = true;
     void act(yes, feedback, action).then(() => {
-      // Still there (a rotated secret, a refused delete): back to the first button.
+      // Still there (a rotated secret, a refused delete): back to the first button. Focus goes
+      // with it unless the action has taken it elsewhere (to the secret it shows).
       no.disabled = false;
-      if (wrap.isConnected) reset();
+      if (!wrap.isConnected) return;
+      const focused = document.activeElement;
+      const moved = focused !== null && focused !== document.body && !wrap.contains(focused);
+      replace(wrap, start);
+      if (!moved) start.focus();
     });
   });
   replace(wrap, start);

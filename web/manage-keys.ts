@@ -3,7 +3,7 @@
 // `admin`. docs/API.md "API keys, organizations and quotas", "Scoped credentials".
 import { api, encode, type ApiKey } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
-import { checkboxGroup, confirmButton, field, loading, onSubmit, panelHeader, problemBox, secretBox, uid } from './forms.ts';
+import { checkboxGroup, confirmButton, field, loading, onSubmit, panelHeader, problemBox, showSecret, uid } from './forms.ts';
 import { type Group, groupPicker, groupsUnreadable, limitText, readGroups } from './groups.ts';
 import { ORGANIZATION_WIDE_SCOPES, SCOPES } from './lists.ts';
 
@@ -99,12 +99,12 @@ export function renderManageKeys(root: HTMLElement): () => void {
     const created = await api<ApiKey & { key: string }>('POST', '/v2/api-keys', { body });
     form.reset();
     syncScopes();
-    replace(secretSlot, secretBox({
+    showSecret(secretSlot, {
       title: `New key "${created.name}"`,
       label: 'API key',
       secret: created.key,
       note: 'Copy it now and keep it somewhere safe: it is not shown again.',
-    }));
+    });
     void loadList();
   });
 

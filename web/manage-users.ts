@@ -4,7 +4,7 @@
 // docs/API.md "Users and sessions", "Scoped credentials".
 import { api, currentSession, encode, type InvitedUser, type Role, type User, type UserList } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
-import { act, confirmButton, field, loading, onSubmit, panelHeader, problemBox, secretBox, select } from './forms.ts';
+import { act, confirmButton, field, loading, onSubmit, panelHeader, problemBox, showSecret, select } from './forms.ts';
 import { type Group, groupPicker, groupsUnreadable, limitText, readGroups } from './groups.ts';
 import { ROLES } from './lists.ts';
 
@@ -20,9 +20,9 @@ const PAGE = 100;
 /** The hint of a user's group choice (the page's intro says what being limited means). */
 const GROUPS_HELP = 'None chosen: the whole organization.';
 
-/** The invitation link, shown once: the person sets their password there. */
-function invitationBox(title: string, invited: InvitedUser): HTMLElement {
-  return secretBox({
+/** The invitation link, shown once in `slot`: the person sets their password there. */
+function showInvitation(slot: HTMLElement, title: string, invited: InvitedUser): HTMLElement {
+  return showSecret(slot, {
     title,
     label: 'Invitation link',
     secret: invited.invitation.url,
@@ -82,7 +82,7 @@ export function renderManageUsers(root: HTMLElement): () => void {
     const invited = await api<InvitedUser>('POST', '/v2/users', { body });
     form.reset();
     role.value = 'viewer';
-    replace(secretSlot, invitationBox(`Invitation for ${invited.email}`, invited));
+    showInvitation(secretSlot, `Invitation for ${invited.email}`, invited);
     void loadList();
   });
 
@@ -219,7 +219,7 @@ export function renderManageUsers(root: HTMLElement): () => void {
     const reinvite = h('button', { type: 'button' }, 'New invitation');
     reinvite.addEventListener('click', () => void act(reinvite, feedback, async () => {
       const invited = await api<InvitedUser>('POST', `/v2/users/${encode(user.id)}/invitation`);
-      replace(listSecret, invitationBox(`New invitation for ${invited.email}`, invited));
+      showInvitation(listSecret, `New invitation for ${invited.email}`, invited);
       return 'A new invitation link is above the list; the previous one no longer works.';
     }));
     const remove = confirmButton('Delete', feedback, async () => {

@@ -4,7 +4,7 @@
 import { api, encode, type Webhook, type WebhookDelivery } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { EVENT_TYPES } from './lists.ts';
-import { act, checkboxGroup, confirmButton, field, onSubmit, panelHeader, problemBox, secretBox, uid } from './forms.ts';
+import { act, checkboxGroup, confirmButton, field, onSubmit, panelHeader, problemBox, showSecret, uid } from './forms.ts';
 import { deliveryAttempts } from './webhook-attempts.ts';
 
 type Delivery = WebhookDelivery;
@@ -76,12 +76,12 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
     form.reset();
     enabled.checked = true;
     types.set(['*']);
-    replace(secretSlot, secretBox({
+    showSecret(secretSlot, {
       title: `Signing secret of ${created.url}`,
       label: 'Signing secret',
       secret: created.secret,
       note: 'Give it to the receiver to verify signatures. It is not shown again (rotate it to get a new one).',
-    }));
+    });
     void loadList();
   });
 
@@ -150,12 +150,12 @@ export function renderManageWebhooks(root: HTMLElement): () => void {
     }));
     const rotate = confirmButton('Rotate secret', feedback, async () => {
       const { secret } = await api<{ secret: string }>('POST', `/v2/webhooks/${encode(webhook.id)}/rotate-secret`);
-      replace(secretSlot, secretBox({
+      showSecret(secretSlot, {
         title: `New signing secret of ${webhook.url}`,
         label: 'New signing secret',
         secret,
         note: 'For 24 hours every delivery is signed with the old secret and this one. It is not shown again.',
-      }));
+      });
     });
     const remove = confirmButton('Delete', feedback, async () => {
       await api('DELETE', `/v2/webhooks/${encode(webhook.id)}`);

@@ -86,6 +86,11 @@ export function createMap(options: { tileUrl: string }): FleetMap {
   let lastBuild = -Infinity;
   let buildCost = 0;
   let frame = 0;
+  /**
+   * Set once the map is removed: Leaflet may still fire an event after that (a window resize's
+   * moveend comes 200 ms late), which then finds no map to ask.
+   */
+  let destroyed = false;
   let buildTimer: number | undefined;
   /** Until the person pans or zooms, the view keeps every vehicle in sight. */
   let follow = true;
@@ -187,7 +192,7 @@ export function createMap(options: { tileUrl: string }): FleetMap {
 
   /** Asks the worker for the clusters and lone vehicles of the view. */
   function query() {
-    if (version === 0) return;
+    if (version === 0 || destroyed) return;
     const view = map.getBounds();
     inner = view.pad(-0.05);
     const bounds = view.pad(0.1);
@@ -314,6 +319,7 @@ export function createMap(options: { tileUrl: string }): FleetMap {
   }
 
   function schedule() {
+    if (destroyed) return;
     if (frame === 0) frame = requestAnimationFrame(onFrame);
   }
 
@@ -398,6 +404,7 @@ export function createMap(options: { tileUrl: string }): FleetMap {
       schedule();
     },
     destroy() {
+      destroyed = true;
       resize.disconnect();
       if (frame !== 0) cancelAnimationFrame(frame);
       window.clearTimeout(buildTimer);
