@@ -25,6 +25,8 @@ export function createDeviceService(deps: {
   scope?: VehicleScope;
 }) {
   const { store, clock } = deps;
+  /** Whether `who` sees the vehicle; without a scope to ask, only a credential of the whole organization does. */
+  const sees = async (who: Principal, vehicleId: string) => (await deps.scope?.sees(who, vehicleId)) ?? who.groupIds === undefined;
   // A write per packet would cost a transaction per packet for a field nobody reads at that rate:
   // the times are kept here and written together every flushMs (and at shutdown).
   const pending = new Map<string, number>();
@@ -83,9 +85,7 @@ export function createDeviceService(deps: {
   /** The device, if `who` may see it: a device of a vehicle outside a scoped credential's groups is not there for it. */
   async function visible(who: Principal, id: string): Promise<DeviceRecord> {
     const device = await store.get(who.organizationId, id);
-    if (device === undefined || (who.groupIds !== undefined && (await deps.scope?.visibleOf(who, [device.vehicleId]))?.has(device.vehicleId) !== true)) {
-      throw notFound(id);
-    }
+    if (device === undefined || !(await sees(who, device.vehicleId))) throw notFound(id);
     return device;
   }
 
@@ -94,9 +94,7 @@ export function createDeviceService(deps: {
   }
 
   async function list(who: Principal, filter: DeviceFilter) {
-    if (who.groupIds !== undefined && filter.vehicleId !== undefined && (await deps.scope?.visibleOf(who, [filter.vehicleId]))?.has(filter.vehicleId) !== true) {
-      return { devices: [], total: 0 };
-    }
+    if (filter.vehicleId !== undefined && !(await sees(who, filter.vehicleId))) return { devices: [], total: 0 };
     const page = await store.list(who.organizationId, who.groupIds === undefined ? filter : { ...filter, anyOfGroups: who.groupIds });
     return { devices: page.devices.map(withPending), total: page.total };
   }

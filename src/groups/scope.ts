@@ -61,22 +61,24 @@ export function createVehicleScope(store: ScopeStore) {
     if (hidden.length > 1) throw new AppError('vehicle-not-found', `No vehicle ${hidden.slice(0, 10).map((id) => `"${id}"`).join(', ')} in this organization.`);
   }
 
+  /**
+   * Whether `who` sees the vehicle, answered at once where the store can (undefined: ask
+   * assertSees). Always true for a credential of the whole organization.
+   */
+  function seesNow(who: Principal, vehicleId: string): boolean | undefined {
+    const own = who.groupIds;
+    if (own === undefined) return true;
+    if (store.groupsOfVehicleNow === undefined) return undefined;
+    return store.groupsOfVehicleNow(who.organizationId, vehicleId).some((id) => own.includes(id));
+  }
+
   return {
     visibleOf,
     assertSees,
-    /**
-     * Whether `who` sees the vehicle, answered at once where the store can (undefined: ask
-     * assertSees). Always true for a credential of the whole organization.
-     */
-    seesNow(who: Principal, vehicleId: string): boolean | undefined {
-      const own = who.groupIds;
-      if (own === undefined) return true;
-      if (store.groupsOfVehicleNow === undefined) return undefined;
-      return store.groupsOfVehicleNow(who.organizationId, vehicleId).some((id) => own.includes(id));
-    },
-    /** Every vehicle `who` may see; undefined for the whole organization. */
-    async vehiclesOf(who: Principal): Promise<Set<string> | undefined> {
-      return who.groupIds === undefined ? undefined : new Set(await store.membersOf(who.organizationId, who.groupIds));
+    seesNow,
+    /** Whether `who` sees the vehicle (a device's, an alert's): at once where the store can answer so. */
+    async sees(who: Principal, vehicleId: string): Promise<boolean> {
+      return seesNow(who, vehicleId) ?? (await visibleOf(who, [vehicleId]))!.has(vehicleId);
     },
   };
 }

@@ -93,7 +93,7 @@ export function createRulesService(deps: {
   async function alert(who: Principal, id: string): Promise<AlertRecord> {
     const found = await store.getAlert(who.organizationId, id);
     // An alert of a vehicle outside a scoped credential's groups is not there for it.
-    const hidden = found !== undefined && who.groupIds !== undefined && (await deps.scope?.visibleOf(who, [found.vehicleId]))?.has(found.vehicleId) !== true;
+    const hidden = found !== undefined && !((await deps.scope?.sees(who, found.vehicleId)) ?? who.groupIds === undefined);
     if (found === undefined || hidden) throw new AppError('alert-not-found', `No alert "${id}" in this organization.`);
     return found;
   }

@@ -10,7 +10,7 @@ import type { Configuration, PatchVehicleBody, RegisterVehicleBody, StatusChange
 import type { Page, StatusChange, VehicleRecord, VehicleStore } from './store.ts';
 import { TRANSITIONS, canTransition } from './transitions.ts';
 import { type LatestLookup, toDetails } from './view.ts';
-import { groupsShown, groupsToSet } from '../groups/scope.ts';
+import { groupsShown, groupsToSet, vehicleNotFound } from '../groups/scope.ts';
 
 export interface ListOptions extends Page {
   statuses?: VehicleStatus[];
@@ -69,7 +69,7 @@ export function createVehicleService(deps: {
   /** The vehicle as stored (every group); the routes check a scoped caller sees it (http/vehicle-scope.ts). */
   async function load(who: Principal, id: string): Promise<VehicleRecord> {
     const vehicle = await store.get(who.organizationId, id);
-    if (vehicle === undefined) throw notFound(id);
+    if (vehicle === undefined) throw vehicleNotFound(id);
     return vehicle;
   }
 
@@ -88,7 +88,7 @@ export function createVehicleService(deps: {
 
   async function remove(who: Principal, id: string): Promise<void> {
     const events = [newEvent(who.organizationId, 'vehicle.deleted', id, clock.now(), {})];
-    if (!(await store.delete(who.organizationId, id, events))) throw notFound(id);
+    if (!(await store.delete(who.organizationId, id, events))) throw vehicleNotFound(id);
     deps.events?.emit('recorded', { events });
   }
 
@@ -183,6 +183,3 @@ function unknownGroup(groupIds: readonly string[]): AppError {
   return new AppError('group-not-found', `One of the groups ${groupIds.map((g) => `"${g}"`).join(', ')} does not exist in this organization.`);
 }
 
-function notFound(id: string): AppError {
-  return new AppError('vehicle-not-found', `No vehicle "${id}" in this organization.`);
-}
