@@ -133,6 +133,8 @@ export interface Config {
   events: { retentionDays: number };
   /** The audit log: entries older than this many days are deleted. */
   audit: { retentionDays: number };
+  /** Device commands: how long a sent command waits for the device's answer before it is `timed_out`. */
+  commands: { timeoutSeconds: number };
   /** How often each node runs the offline alert check, seconds; whether trips are detected live. */
   rules: { offlineCheckSeconds: number; tripEvents: boolean };
   webhooks: { allowPrivate: boolean; endpointConcurrency: number };
@@ -208,6 +210,7 @@ export const VARIABLES = {
   FLEET_QUOTA_GEOFENCE_VERTICES: { default: '1000000', doc: 'Positions over all geofences of an organization (a circle counts one).' },
   FLEET_EVENT_RETENTION_DAYS: { default: '30', doc: 'Events (the feed) and webhook deliveries older than this many days are deleted in the background.' },
   FLEET_AUDIT_RETENTION_DAYS: { default: '365', doc: 'Audit log entries older than this many days (1 to 36500) are deleted in the background.' },
+  FLEET_COMMAND_TIMEOUT_SECONDS: { default: '60', doc: 'A command sent to a device and not answered within this many seconds (1 to 3600) is `timed_out`.' },
   FLEET_SESSION_IDLE_MINUTES: {
     default: '720',
     doc: 'A person\'s session ends after this many minutes without a request (5 to 10080); whatever its use, it ends 7 days after sign-in.',
@@ -388,6 +391,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   };
   const eventRetentionDays = int('FLEET_EVENT_RETENTION_DAYS', 1, 36_500);
   const auditRetentionDays = int('FLEET_AUDIT_RETENTION_DAYS', 1, 36_500);
+  const commandTimeoutSeconds = int('FLEET_COMMAND_TIMEOUT_SECONDS', 1, 3600);
   const offlineCheckSeconds = int('FLEET_OFFLINE_CHECK_SECONDS', 1, 3600);
   const idleMinutes = int('FLEET_SESSION_IDLE_MINUTES', 5, 10_080);
   const tripEvents = read('FLEET_TRIP_EVENTS');
@@ -430,6 +434,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       telemetry: { retentionDays },
       events: { retentionDays: eventRetentionDays },
       audit: { retentionDays: auditRetentionDays },
+      commands: { timeoutSeconds: commandTimeoutSeconds },
       rules: { offlineCheckSeconds, tripEvents: tripEvents === 'true' },
       webhooks: { allowPrivate: allowPrivate === 'true', endpointConcurrency },
       sessions: { idleMinutes },

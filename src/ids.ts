@@ -29,7 +29,7 @@ const RANDOM = {
 } as const satisfies Record<string, { alphabet: 'base62' | 'base64url'; length: number }>;
 
 /** Time-ordered ids: the base62 characters after the prefix, the first TIME_LENGTH of them the time. */
-const TIME_ORDERED = { evt: 24, alert: 20, dlv: 20, aud: 20 } as const satisfies Record<string, number>;
+const TIME_ORDERED = { evt: 24, alert: 20, dlv: 20, aud: 20, cmd: 20 } as const satisfies Record<string, number>;
 
 /** Base62 digits of the time (ms): eight cover every millisecond up to the year 8000. */
 const TIME_LENGTH = 8;
@@ -52,17 +52,21 @@ export function newId(prefix: IdPrefix): string {
 /** Base62 digits after the time that count the ids this process made in the same millisecond. */
 const SEQUENCE_LENGTH = 3;
 const SEQUENCE_MAX = 62 ** SEQUENCE_LENGTH - 1;
-let lastMs = -1;
-let sequence = 0;
+/** Per kind: the last millisecond an id was made in, and how many were made in it. Kept apart, so that ids of another kind made on another clock (a test's) in between do not break the count. */
+const counters = new Map<TimeOrderedIdPrefix, { lastMs: number; sequence: number }>();
 
 /**
  * A new id of the kind `prefix` names: the time `at` (ms) in its first characters, then a count
- * of the ids this process made in that millisecond (so that its ids of one millisecond sort in the
- * order they were made: the audit log lists by id), random ones after.
+ * of the ids of its kind this process made in that millisecond (so that its ids of one millisecond
+ * sort in the order they were made: the audit log lists by id, a vehicle's queued commands go out
+ * by id), random ones after.
  */
 export function newTimeOrderedId(prefix: TimeOrderedIdPrefix, at: number = Date.now()): string {
   const ms = Math.max(0, Math.floor(at));
-  sequence = ms === lastMs ? Math.min(sequence + 1, SEQUENCE_MAX) : 0;
-  lastMs = ms;
+  let counter = counters.get(prefix);
+  if (counter === undefined) counters.set(prefix, (counter = { lastMs: -1, sequence: 0 }));
+  counter.sequence = ms === counter.lastMs ? Math.min(counter.sequence + 1, SEQUENCE_MAX) : 0;
+  counter.lastMs = ms;
+  const sequence = counter.sequence;
   return `${prefix}_${base62(ms, TIME_LENGTH)}${base62(sequence, SEQUENCE_LENGTH)}${randomBase62(TIME_ORDERED[prefix] - TIME_LENGTH - SEQUENCE_LENGTH)}`;
 }

@@ -53,6 +53,7 @@ describe('defaults', () => {
       telemetry: { retentionDays: 30 },
       events: { retentionDays: 30 },
       audit: { retentionDays: 365 },
+      commands: { timeoutSeconds: 60 },
       rules: { offlineCheckSeconds: 15, tripEvents: true },
       webhooks: { allowPrivate: false, endpointConcurrency: 32 },
       sessions: { idleMinutes: 720 },

@@ -1,6 +1,7 @@
 // Ids (src/ids.ts): each kind keeps its public form, one that the routes taking it accept; ids are
 // unique; event, alert and delivery ids begin with the time they were made, so they sort by it
 // (and the store's index of them grows at its end); the rest is random.
+import { CommandIdParams } from '../src/commands/schema.ts';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { TSchema } from 'typebox';
@@ -39,6 +40,7 @@ const TIME_ORDERED_FORMS: Record<TimeOrderedIdPrefix, { rest: RegExp; param?: TS
   alert: { rest: base62(20), param: AlertIdParams.properties.id },
   dlv: { rest: base62(20), param: DeliveryParams.properties.deliveryId },
   aud: { rest: base62(20), param: AuditQuery.properties.cursor },
+  cmd: { rest: base62(20), param: CommandIdParams.properties.id },
 };
 
 test('every kind of id has its public form, one its routes accept, and 10,000 of a kind are distinct', () => {
@@ -46,7 +48,7 @@ test('every kind of id has its public form, one its routes accept, and 10,000 of
     ...Object.entries(FORMS).map(([prefix, form]) => [prefix, () => newId(prefix as IdPrefix), form] as [string, () => string, typeof form]),
     ...Object.entries(TIME_ORDERED_FORMS).map(([prefix, form]) => [prefix, () => newTimeOrderedId(prefix as TimeOrderedIdPrefix), form] as [string, () => string, typeof form]),
   ];
-  assert.equal(kinds.length, 14);
+  assert.equal(kinds.length, 15);
   for (const [prefix, make, { rest, param }] of kinds) {
     const ids = Array.from({ length: 10_000 }, make);
     for (const id of ids) {

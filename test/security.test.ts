@@ -103,6 +103,7 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/alerts/:id/acknowledge': () => ({}),
   '/v2/alerts/:id/resolve': () => ({}),
   '/v2/devices': (id) => ({ protocol: 'osmand', identifier: unique('matrix-device'), vehicleId: id }),
+  '/v2/fleet/vehicles/:id/commands': () => ({ type: 'reboot', channel: 'mqtt' }),
   '/v2/users': () => ({ email: `${unique('matrix')}@example.com`, name: 'Matrix', role: 'viewer' }),
   '/v2/users/:id': () => ({ name: unique('name') }),
   '/v2/users/:id/invitation': () => undefined,
@@ -199,6 +200,9 @@ const KNOWN_ROUTES: Record<string, number> = {
   'GET /v2/groups': 200,
   'POST /v2/groups': 201,
   'GET /v2/audit-log': 200,
+  'POST /v2/fleet/vehicles/:id/commands': 202,
+  'GET /v2/fleet/vehicles/:id/commands': 200,
+  'GET /v2/fleet/vehicles/:id/command-types': 200,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {

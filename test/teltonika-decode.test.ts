@@ -156,9 +156,9 @@ describe('framing', () => {
     assert.throws(() => new Framer().push(withHeader(0x47455420, 10)), FramingError, 'a bad preamble ("GET ...")');
     assert.throws(() => new Framer().push(Buffer.from('GET / HTTP/1.1\r\n')), FramingError, 'an IMEI length of 18245');
     assert.throws(() => new Framer().push(Buffer.from([0, 0])), FramingError, 'an empty IMEI');
-    const codec12 = bytes(DOC.codec8Second);
-    codec12[8] = 0x0c;
-    assert.throws(() => new Framer().push(Buffer.concat([login, codec12])), FramingError, 'an unknown codec');
+    const codec13 = bytes(DOC.codec8Second);
+    codec13[8] = 0x0d; // Codec 13 (Codec 12 carries commands: commands-teltonika.test.ts)
+    assert.throws(() => new Framer().push(Buffer.concat([login, codec13])), FramingError, 'an unknown codec');
   });
 
   test('AVL data that does not parse is a MalformedPacket, never a crash or a partial result', () => {

@@ -157,14 +157,14 @@ describe('bad input never crashes the service', () => {
       b.writeUInt32BE(n, 4);
       return b;
     };
-    const codec12 = Buffer.from(DOC.codec8Second, 'hex');
-    codec12[8] = 0x0c;
+    const codec13 = Buffer.from(DOC.codec8Second, 'hex');
+    codec13[8] = 0x0d; // Codec 13 (Codec 12 carries commands: commands-teltonika.test.ts)
     const cases: Array<[string, Buffer, boolean]> = [
       ['random bytes instead of a login', Buffer.from(Array.from({ length: 300 }, () => (Math.random() * 256) | 0)), false],
       ['an HTTP request', Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'), false],
       ['a length claiming 4 GiB', lengthOf(0xffffffff), true],
       ['a bad preamble', Buffer.from('0000000100000010', 'hex'), true],
-      ['codec 12', codec12, true],
+      ['codec 13', codec13, true],
       ['random bytes after login', Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 37 + 11) % 256)), true],
     ];
     for (const [label, bytes, loggedIn] of cases) {

@@ -430,13 +430,13 @@ export interface paths {
         };
         /**
          * OsmAnd report (GET)
-         * @description For OsmAnd and Traccar Client: no credential, the registered device identifier is the credential. Answered 200 once the record is durably committed; 404 for an identifier no device is registered with; 409 for a retired vehicle.
+         * @description For OsmAnd and Traccar Client: no credential, the registered device identifier is the credential. Answered 200 once the record is durably committed; 404 for an identifier no device is registered with; 409 for a retired vehicle. When a command is queued for the device's vehicle (channel `osmand`), the 200 carries the oldest one's text as a `text/plain` body instead, and that command is `delivered`.
          */
         get: operations["osmandReportGet"];
         put?: never;
         /**
          * OsmAnd report (POST)
-         * @description For OsmAnd and Traccar Client: no credential, the registered device identifier is the credential. Parameters in the query or an `application/x-www-form-urlencoded` body, or Traccar Client 9's JSON body. Answered 200 once the record is durably committed; 404 for an identifier no device is registered with; 409 for a retired vehicle.
+         * @description For OsmAnd and Traccar Client: no credential, the registered device identifier is the credential. Parameters in the query or an `application/x-www-form-urlencoded` body, or Traccar Client 9's JSON body. Answered 200 once the record is durably committed; 404 for an identifier no device is registered with; 409 for a retired vehicle. When a command is queued for the device's vehicle (channel `osmand`), the 200 carries the oldest one's text as a `text/plain` body instead, and that command is `delivered`.
          */
         post: operations["osmandReportPost"];
         delete?: never;
@@ -679,6 +679,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/commands/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a command
+         * @description Needs scope `fleet:read`.
+         */
+        get: operations["getCommand"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a queued command
+         * @description Answered 200 with the command, `cancelled` (also when it was cancelled already); 409 `command-not-queued` once it has been sent, delivered, or has expired.
+         *
+         *     Needs scope `commands`.
+         */
+        delete: operations["cancelCommand"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/device-endpoints": {
         parameters: {
             query?: never;
@@ -835,6 +861,56 @@ export interface paths {
          *     Needs scope `fleet:write`.
          */
         patch: operations["updateVehicle"];
+        trace?: never;
+    };
+    "/v2/fleet/vehicles/{id}/command-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The command types a vehicle can be sent
+         * @description The channel a command takes by default (the vehicle's Teltonika device, else its OsmAnd device, else MQTT) and the types it carries.
+         *
+         *     Needs scope `fleet:read`.
+         */
+        get: operations["getVehicleCommandTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/fleet/vehicles/{id}/commands": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a vehicle's commands
+         * @description Newest first; `status` keeps those in the statuses given (`queued,sent`: the unfinished ones).
+         *
+         *     Needs scope `fleet:read`.
+         */
+        get: operations["listVehicleCommands"];
+        put?: never;
+        /**
+         * Send a command to a vehicle's device
+         * @description Answered 202 with the command, `queued`: it goes out as soon as a device of the vehicle is connected, and its status moves on (`command.<status>` events in the feed, webhooks and streams). `channel` defaults to the vehicle's Teltonika device, else its OsmAnd device, else MQTT. A type the channel cannot carry, or params that do not fit the type, answer 400; a retired vehicle 409 `vehicle-retired`; 100 commands queued or sent already 409 `command-queue-full`; `queue: false` with no device connected 409 `device-offline`.
+         *
+         *     Needs scope `commands`.
+         */
+        post: operations["sendCommand"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v2/fleet/vehicles/{id}/geofences": {
@@ -2175,6 +2251,337 @@ export interface components {
             /** @enum {string} */
             type: "Circle";
         };
+        /**
+         * @description A command and where it is in its lifecycle.
+         * @example {
+         *       "id": "cmd_0Nf3kQ2m9Zb7aQx1Lp4W",
+         *       "vehicleId": "van-042",
+         *       "type": "positionSingle",
+         *       "params": {},
+         *       "channel": "teltonika",
+         *       "status": "succeeded",
+         *       "createdAt": "2026-11-28T08:00:00.000Z",
+         *       "createdBy": {
+         *         "type": "user",
+         *         "id": "usr_5Yk2Wq9LmT3bV8cN1rXz"
+         *       },
+         *       "expiresAt": "2026-11-28T09:00:00.000Z",
+         *       "sentAt": "2026-11-28T08:00:00.120Z",
+         *       "completedAt": "2026-11-28T08:00:01.480Z",
+         *       "result": "GPS:1 Sat:9 Lat:52.520008 Long:13.404954 Alt:34 Speed:0 Dir:0 Date: 2026/11/28 Time: 08:00:01",
+         *       "error": null
+         *     }
+         */
+        Command: {
+            /**
+             * @description How the command reaches the device.
+             * @enum {unknown}
+             */
+            channel: "teltonika" | "osmand" | "mqtt";
+            /** @description When it reached a final status. */
+            completedAt: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            createdAt: string;
+            /** @description The credential that asked for it. */
+            createdBy: {
+                id: string;
+                /** @description `user`, `apiKey` or `oauthClient`. */
+                type: string;
+            };
+            /** @description Why it failed (`failed`, `timed_out`). */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            expiresAt: string;
+            /**
+             * @description Assigned by the service; later commands sort after earlier ones.
+             * @example cmd_0Nf3kQ2m9Zb7aQx1Lp4W
+             */
+            id: string;
+            /** @description `custom`: `{text}`; `outputControl`: `{output, on}`; the other types take none. */
+            params: {
+                /** @description `outputControl`: switch it on (true) or off. */
+                on?: boolean;
+                /** @description `outputControl`: the digital output, 1 to 4. */
+                output?: number;
+                /** @description `custom`: the text sent to the device (printable ASCII). */
+                text?: string;
+            };
+            /** @description The device's answer (`succeeded`). */
+            result: string | null;
+            /** @description When the device was sent it (MQTT: when a subscriber acknowledged it). */
+            sentAt: string | null;
+            /**
+             * @description `queued` → `sent` → `succeeded` | `failed` | `timed_out`; `queued` → `expired` | `cancelled`; `delivered` is final for OsmAnd, whose devices do not answer.
+             * @enum {unknown}
+             */
+            status: "queued" | "sent" | "succeeded" | "failed" | "timed_out" | "expired" | "cancelled" | "delivered";
+            /**
+             * @description What to ask of the device.
+             * @enum {unknown}
+             */
+            type: "custom" | "engineStop" | "engineResume" | "positionSingle" | "reboot" | "outputControl";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description An event of type `command.cancelled`. */
+        CommandCancelledEvent: {
+            data: components["schemas"]["Command"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "command.cancelled";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description An event of type `command.delivered`. */
+        CommandDeliveredEvent: {
+            data: components["schemas"]["Command"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "command.delivered";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description An event of type `command.expired`. */
+        CommandExpiredEvent: {
+            data: components["schemas"]["Command"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "command.expired";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description An event of type `command.failed`. */
+        CommandFailedEvent: {
+            data: components["schemas"]["Command"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "command.failed";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description A page of a vehicle's commands. */
+        CommandList: {
+            /** @description Newest first. */
+            commands: components["schemas"]["Command"][];
+            /** @description Pass as `cursor` for the next (older) page; null on the last. */
+            nextCursor: string | null;
+        };
+        /** @description An event of type `command.queued`. */
+        CommandQueuedEvent: {
+            data: components["schemas"]["Command"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "command.queued";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /**
+         * @description A command to send to a vehicle's device.
+         * @example {
+         *       "type": "outputControl",
+         *       "params": {
+         *         "output": 2,
+         *         "on": true
+         *       }
+         *     }
+         * @example {
+         *       "type": "custom",
+         *       "params": {
+         *         "text": "getinfo"
+         *       },
+         *       "queue": false
+         *     }
+         */
+        CommandRequest: {
+            /**
+             * @description How the command reaches the device.
+             * @enum {unknown}
+             */
+            channel?: "teltonika" | "osmand" | "mqtt";
+            /** @description Not sent after this long, seconds: default 3600; `engineStop` 300 by default and at most 3600. */
+            expiresInSeconds?: number;
+            /** @description `custom`: `{text}`; `outputControl`: `{output, on}`; the other types take none. */
+            params?: {
+                /** @description `outputControl`: switch it on (true) or off. */
+                on?: boolean;
+                /** @description `outputControl`: the digital output, 1 to 4. */
+                output?: number;
+                /** @description `custom`: the text sent to the device (printable ASCII). */
+                text?: string;
+            };
+            /** @description false: answered 409 `device-offline` (and not kept) unless the device is connected now. Default true. */
+            queue?: boolean;
+            /**
+             * @description What to ask of the device.
+             * @enum {unknown}
+             */
+            type: "custom" | "engineStop" | "engineResume" | "positionSingle" | "reboot" | "outputControl";
+        };
+        /** @description An event of type `command.sent`. */
+        CommandSentEvent: {
+            data: components["schemas"]["Command"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "command.sent";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description An event of type `command.succeeded`. */
+        CommandSucceededEvent: {
+            data: components["schemas"]["Command"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "command.succeeded";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description An event of type `command.timed_out`. */
+        CommandTimedOutEvent: {
+            data: components["schemas"]["Command"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "command.timed_out";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /**
+         * @description The channel a command to this vehicle takes by default, and what it can carry.
+         * @example {
+         *       "channel": "teltonika",
+         *       "types": [
+         *         "custom",
+         *         "engineStop",
+         *         "engineResume",
+         *         "positionSingle",
+         *         "reboot",
+         *         "outputControl"
+         *       ]
+         *     }
+         */
+        CommandTypes: {
+            /**
+             * @description How the command reaches the device.
+             * @enum {unknown}
+             */
+            channel: "teltonika" | "osmand" | "mqtt";
+            /** @description The types this channel carries. */
+            types: ("custom" | "engineStop" | "engineResume" | "positionSingle" | "reboot" | "outputControl")[];
+        };
         /** @description A new API key, with its secret (shown this once). */
         CreatedApiKey: {
             /**
@@ -2409,7 +2816,7 @@ export interface components {
          *       }
          *     }
          */
-        Event: components["schemas"]["VehicleRegisteredEvent"] | components["schemas"]["VehicleUpdatedEvent"] | components["schemas"]["VehicleStatusChangedEvent"] | components["schemas"]["VehicleDeletedEvent"] | components["schemas"]["GeofenceEnteredEvent"] | components["schemas"]["GeofenceExitedEvent"] | components["schemas"]["AlertOpenedEvent"] | components["schemas"]["AlertAcknowledgedEvent"] | components["schemas"]["AlertResolvedEvent"] | components["schemas"]["TripStartedEvent"] | components["schemas"]["TripEndedEvent"] | components["schemas"]["WebhookTestEvent"];
+        Event: components["schemas"]["VehicleRegisteredEvent"] | components["schemas"]["VehicleUpdatedEvent"] | components["schemas"]["VehicleStatusChangedEvent"] | components["schemas"]["VehicleDeletedEvent"] | components["schemas"]["GeofenceEnteredEvent"] | components["schemas"]["GeofenceExitedEvent"] | components["schemas"]["AlertOpenedEvent"] | components["schemas"]["AlertAcknowledgedEvent"] | components["schemas"]["AlertResolvedEvent"] | components["schemas"]["TripStartedEvent"] | components["schemas"]["TripEndedEvent"] | components["schemas"]["CommandQueuedEvent"] | components["schemas"]["CommandSentEvent"] | components["schemas"]["CommandSucceededEvent"] | components["schemas"]["CommandFailedEvent"] | components["schemas"]["CommandTimedOutEvent"] | components["schemas"]["CommandExpiredEvent"] | components["schemas"]["CommandCancelledEvent"] | components["schemas"]["CommandDeliveredEvent"] | components["schemas"]["WebhookTestEvent"];
         /** @description A page of the event feed. */
         EventPage: {
             /** @description Oldest first, in the order the service recorded them. */
@@ -2421,7 +2828,7 @@ export interface components {
          * @description Event type. Receivers must ignore types they do not know.
          * @enum {unknown}
          */
-        EventType: "vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "webhook.test";
+        EventType: "vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "webhook.test";
         /** @description What is wrong with one value of the request. */
         FieldError: {
             /**
@@ -2830,7 +3237,7 @@ export interface components {
              * @description Stable machine-readable code.
              * @enum {unknown}
              */
-            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "outside-groups" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "group-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "group-in-use" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
+            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "outside-groups" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "group-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "command-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "group-in-use" | "device-offline" | "command-queue-full" | "command-not-queued" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
             detail?: string;
             /** @description Each invalid value, on a `validation-failed` problem. */
             errors?: components["schemas"]["FieldError"][];
@@ -3811,7 +4218,7 @@ export interface components {
              *       "geofence.entered"
              *     ]
              */
-            eventTypes: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "*")[];
+            eventTypes: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "*")[];
             /**
              * @description An `https://` or `http://` URL. Loopback, private, link-local and multicast targets are refused (at creation and at each delivery).
              * @example https://hooks.example.com/fleet
@@ -3868,7 +4275,7 @@ export interface components {
              *       "geofence.entered"
              *     ]
              */
-            eventTypes?: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "*")[];
+            eventTypes?: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "*")[];
             /**
              * @description An `https://` or `http://` URL. Loopback, private, link-local and multicast targets are refused (at creation and at each delivery).
              * @example https://hooks.example.com/fleet
@@ -5842,6 +6249,77 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    getCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Assigned by the service; later commands sort after earlier ones.
+                 * @example cmd_0Nf3kQ2m9Zb7aQx1Lp4W
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A command and where it is in its lifecycle. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Command"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    cancelCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Assigned by the service; later commands sort after earlier ones.
+                 * @example cmd_0Nf3kQ2m9Zb7aQx1Lp4W
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A command and where it is in its lifecycle. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Command"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     getDeviceEndpoints: {
         parameters: {
             query?: never;
@@ -6236,6 +6714,128 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Vehicle"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getVehicleCommandTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+                 * @example van-042
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The channel a command to this vehicle takes by default, and what it can carry. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommandTypes"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listVehicleCommands: {
+        parameters: {
+            query?: {
+                /** @description The `nextCursor` of the previous page. */
+                cursor?: string;
+                /** @description Page size. */
+                limit?: number;
+                /**
+                 * @description One status or several, comma-separated.
+                 * @example queued,sent
+                 */
+                status?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+                 * @example van-042
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of a vehicle's commands. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommandList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    sendCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+                 * @example van-042
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CommandRequest"];
+            };
+        };
+        responses: {
+            /** @description A command and where it is in its lifecycle. */
+            202: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Command"];
                 };
             };
             400: components["responses"]["BadRequest"];

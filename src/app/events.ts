@@ -58,6 +58,10 @@ export function wireEvents(dispatcher: Dispatcher, parts: Services): void {
     else if (e.accessChanged === true) streams.credentialChanged(e.userId);
   });
   dispatcher.on('membershipChanged', (e) => streams.membershipChanged(e.organizationId));
+  // This node offered its own command to its channels as it queued it.
+  dispatcher.on('commandQueued', (e) => {
+    if (e.origin === 'remote') void parts.commands.offerQueued(e.organizationId, e.commandId).catch(() => undefined);
+  });
   dispatcher.on('streamTaken', (e) => {
     if (e.origin === 'remote') streams.release(e.streamId);
   });

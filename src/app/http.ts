@@ -15,6 +15,7 @@ import type { Clock } from '../clock.ts';
 import { dashboardPlugin } from '../dashboard/plugin.ts';
 import { deviceEndpointRoutes } from '../devices/endpoints.ts';
 import { deviceRoutes } from '../devices/routes.ts';
+import { commandRoutes } from '../commands/routes.ts';
 import { eventRoutes } from '../events/routes.ts';
 import { historyRoutes } from '../history/routes.ts';
 import { authPlugin } from '../http/auth.ts';
@@ -199,7 +200,8 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
   await app.register(groupRoutes, { service: parts.groups });
   await app.register(deviceRoutes, { service: parts.devices });
   await app.register(deviceEndpointRoutes, { publicUrl: config.publicUrl, mqtt: config.mqtt, listeners: { mqtt, ...listeners } });
-  await app.register(osmandRoutes, { path: '/osmand', ingest: parts.protocolIngest });
+  await app.register(commandRoutes, { service: parts.commands });
+  await app.register(osmandRoutes, { path: '/osmand', ingest: parts.protocolIngest, commands: parts.commands.link });
   await app.register(oauthRoutes, { oauth: parts.oauth, publicUrl: config.publicUrl });
   await app.register(streamRoutes, {
     service: streams, publicUrl: config.publicUrl,

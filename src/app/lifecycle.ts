@@ -7,6 +7,7 @@ export function addLifecycle(app: FastifyInstance, parts: Services): void {
   app.addHook('onReady', async () => {
     await Promise.all([mqtt.start(), listeners.osmand?.start(), listeners.teltonika?.start()]);
     deliveries.start();
+    parts.commands.start();
     void offline.runOnce();
   });
   // preClose: MQTT and the device listeners stop taking messages and answer those in hand while
@@ -22,6 +23,7 @@ export function addLifecycle(app: FastifyInstance, parts: Services): void {
     parts.peopleCleanup.stop();
     parts.auditRetention.stop();
     offline.stop();
+    parts.commands.stop();
     await deliveries.stop();
     parts.pacing?.close();
     await parts.outbound.close();

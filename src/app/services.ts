@@ -6,6 +6,7 @@ import type { Registry } from 'prom-client';
 import { createOAuthService } from '../auth/oauth/clients.ts';
 import { createAuthService } from '../auth/service.ts';
 import type { Clock } from '../clock.ts';
+import { createCommandService } from '../commands/service.ts';
 import { createDeviceService } from '../devices/service.ts';
 import { createFeedService } from '../events/feed.ts';
 import { eventMetrics } from '../events/metrics.ts';
@@ -20,6 +21,7 @@ import { startAuditRetention } from '../audit/retention.ts';
 import { createGroupService } from '../groups/service.ts';
 import { createVehicleScope } from '../groups/scope.ts';
 import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
+import { osmandChannel } from '../protocols/osmand/commands.ts';
 import { createOsmandListener } from '../protocols/osmand/listener.ts';
 import { createTeltonikaListener } from '../protocols/teltonika/listener.ts';
 import { createRuleEngine } from '../rules/engine.ts';
@@ -141,20 +143,29 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   const devices = createDeviceService({
     store: stores.devices, clock, maxDevices: config.quotas.devices, scope: vehicleScope, onFlushError: (error) => log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
   });
+  // Commands to devices: the service, and each protocol's channel attached to it below.
+  const commands = createCommandService({
+    store: stores.commands, vehicles: stores.vehicles, devices: stores.devices, clock, events, scope: vehicleScope,
+    timeoutMs: config.commands.timeoutSeconds * 1000, log,
+    // The node holding the device's connection sends it: every node is told, and takes it only if it is still queued.
+    ...(deps.cluster === undefined ? {} : { announce: (command) => events.emit('commandQueued', { organizationId: command.organizationId, commandId: command.id }) }),
+  });
+  commands.attach(osmandChannel);
   const { protocols, devicePorts } = config;
   // One allowance of unknown identifiers per address across every device entry point.
   const deviceGuard = createDeviceGuard({ settings: devicePorts, clock, registry: metrics });
   const protocolIngest = createProtocolIngest({ devices, telemetry, guard: deviceGuard });
   const listeners = {
     osmand: protocols.osmandPort === 0 ? undefined : createOsmandListener({
-      host: protocols.host, port: protocols.osmandPort, timeouts: config.http.timeouts, ingest: protocolIngest,
+      host: protocols.host, port: protocols.osmandPort, timeouts: config.http.timeouts, ingest: protocolIngest, commands: commands.link,
       log: log.child({ component: 'osmand' }),
     }),
     teltonika: protocols.teltonikaPort === 0 ? undefined : createTeltonikaListener({
       host: protocols.host, port: protocols.teltonikaPort, idleMs: protocols.teltonikaIdleMs, limits: devicePorts,
-      registry: metrics, ingest: protocolIngest, log: log.child({ component: 'teltonika' }),
+      registry: metrics, ingest: protocolIngest, commands: commands.link, log: log.child({ component: 'teltonika' }),
     }),
   };
+  if (listeners.teltonika?.channel !== undefined) commands.attach(listeners.teltonika.channel);
 
   const retention = startRetention({
     store: stores.telemetry, clock, days: config.telemetry.retentionDays, log,
@@ -168,6 +179,6 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     eventCounts, outbound, pacing, deliveries, webhooks,
     feed: createFeedService({ store: stores.events }),
     history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles }),
-    mqtt, devices, protocolIngest, deviceGuard, listeners, retention, eventRetention, peopleCleanup, auditRetention, groups, vehicleScope,
+    mqtt, devices, protocolIngest, deviceGuard, listeners, commands, retention, eventRetention, peopleCleanup, auditRetention, groups, vehicleScope,
   };
 }

@@ -62,6 +62,8 @@ const table = {
   deleteGroup: { action: 'group.deleted', resource: 'group', id: 'param:id' },
   addGroupVehicles: { action: 'group.vehicles_added', resource: 'group', id: 'param:id' },
   removeGroupVehicle: { action: 'group.vehicle_removed', resource: 'group', id: 'param:id' },
+  sendCommand: { action: 'command.created', resource: 'command', id: 'new:cmd' },
+  cancelCommand: { action: 'command.cancelled', resource: 'command', id: 'param:id' },
   createStreamTicket: { action: 'stream.ticket_issued', resource: 'stream', id: 'param:streamId' },
 } as const satisfies Record<string, AuditAction>;
 

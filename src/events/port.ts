@@ -38,6 +38,8 @@ export interface FleetEvents {
    * credentials limited to groups read their vehicles again.
    */
   membershipChanged: { organizationId: string };
+  /** A command was queued (cluster mode): the node holding a connection of its vehicle's device sends it. */
+  commandQueued: { organizationId: string; commandId: string };
 }
 
 export type EventName = keyof FleetEvents;

@@ -1,6 +1,7 @@
 // Event schemas: each type's data, the envelope (one schema per type, told apart by `type`), the
 // feed's query and page.
 import { Type, type Static, type TSchema } from 'typebox';
+import { Command } from '../commands/schema.ts';
 import { Trip } from '../history/schema.ts';
 import { AlertEventData } from '../rules/schema.ts';
 import { IsoTimestamp, commaListPattern } from '../schema/common.ts';
@@ -43,6 +44,14 @@ export const EVENT_DATA = {
     { additionalProperties: false },
   ), 'What is known of a trip once it qualifies, and will not change.'),
   'trip.ended': Trip,
+  'command.queued': Command,
+  'command.sent': Command,
+  'command.succeeded': Command,
+  'command.failed': Command,
+  'command.timed_out': Command,
+  'command.expired': Command,
+  'command.cancelled': Command,
+  'command.delivered': Command,
   'webhook.test': NoData,
 } satisfies Record<EventType, TSchema>;
 

@@ -17,6 +17,14 @@ export const EVENT_TYPES = [
   'alert.resolved',
   'trip.started',
   'trip.ended',
+  'command.queued',
+  'command.sent',
+  'command.succeeded',
+  'command.failed',
+  'command.timed_out',
+  'command.expired',
+  'command.cancelled',
+  'command.delivered',
   'webhook.test',
 ] as const;
 

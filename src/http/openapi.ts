@@ -220,6 +220,7 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
         { name: 'telemetry', description: 'Send telemetry; read the latest state and history.' },
         { name: 'streams', description: 'Live telemetry and status over WebSocket: create a stream, attach to it, read and end it.' },
         { name: 'devices', description: 'Trackers (OsmAnd, Teltonika) registered for vehicles, and the OsmAnd endpoint they send to.' },
+        { name: 'commands', description: 'Commands to vehicles\' devices (Teltonika Codec 12, OsmAnd, MQTT): send, follow, cancel.' },
         { name: 'events', description: 'The event feed: everything that happened, in order.' },
         { name: 'webhooks', description: 'Webhook endpoints that receive events (Standard Webhooks), and their deliveries.' },
         { name: 'geofences', description: 'Areas vehicles enter and leave.' },

@@ -1,6 +1,7 @@
 // Every store the service uses, as one bundle handed to app.ts. Each backend (SQLite embedded,
 // PostgreSQL for cluster mode) provides the same bundle, and test/contract/ holds both to it.
 import type { AuditStore } from '../audit/store.ts';
+import type { CommandStore } from '../commands/store.ts';
 import type { GroupStore } from '../groups/store.ts';
 import type { OAuthStore } from '../auth/oauth/store.ts';
 import type { AuthStore } from '../auth/store.ts';
@@ -29,6 +30,7 @@ export interface Stores {
   sso: SsoStore;
   audit: AuditStore;
   groups: GroupStore;
+  commands: CommandStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -8,6 +8,7 @@ import { shutdownArrivalsPlugin, timeoutOptions } from '../../http/timeouts.ts';
 import { clientErrorHandler, frameworkErrorHandler, problemsPlugin } from '../../schema/problems.ts';
 import { serializerCompiler } from '../../schema/serializer.ts';
 import { validatorCompiler } from '../../schema/validation.ts';
+import type { CommandLink } from '../../commands/channel.ts';
 import type { ProtocolIngest } from '../ingest.ts';
 import { type ProtocolListener, createProtocolListener } from '../listener.ts';
 import { osmandRoutes } from './routes.ts';
@@ -17,6 +18,7 @@ export function createOsmandListener(deps: {
   port: number;
   timeouts: HttpTimeoutConfig;
   ingest: ProtocolIngest;
+  commands?: CommandLink;
   log: FastifyBaseLogger;
 }): ProtocolListener {
   const { host, port, log } = deps;
@@ -37,7 +39,7 @@ export function createOsmandListener(deps: {
     app.removeContentTypeParser('text/plain');
     await app.register(problemsPlugin);
     await app.register(shutdownArrivalsPlugin, { requestMs: deps.timeouts.requestMs });
-    await app.register(osmandRoutes, { path: '/', ingest: deps.ingest });
+    await app.register(osmandRoutes, { path: '/', ingest: deps.ingest, ...(deps.commands === undefined ? {} : { commands: deps.commands }) });
     try {
       await app.listen({ host, port });
     } catch (error) {

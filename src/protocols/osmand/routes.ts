@@ -4,7 +4,9 @@
 // The route is public: these apps send no credential, only their device identifier, so the
 // identifier is the credential. Whoever knows a registered identifier can send positions for its
 // vehicle; docs/API.md "Devices and protocols" says how to choose identifiers that are hard to guess.
-import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifySchemaCompiler } from 'fastify';
+import type { CommandLink } from '../../commands/channel.ts';
+import type { DeviceRecord } from '../../devices/store.ts';
 import { Type } from 'typebox';
 import { AppError } from '../../errors.ts';
 import { responses } from '../../schema/common.ts';
@@ -71,8 +73,17 @@ function report(query: Record<string, unknown>, body: unknown): OsmandReport {
   return decodeJson(body);
 }
 
-export async function osmandRoutes(app: FastifyInstance, opts: { path: string; ingest: ProtocolIngest }) {
-  const { ingest } = opts;
+/** The text of the vehicle's oldest queued OsmAnd command, now delivered; undefined when there is none. */
+async function nextCommand(commands: CommandLink, device: DeviceRecord): Promise<string | undefined> {
+  for (const command of await commands.queued(device.organizationId, device.vehicleId, 'osmand')) {
+    const delivered = await commands.deliver(command);
+    if (delivered !== undefined) return (delivered.params as { text: string }).text;
+  }
+  return undefined;
+}
+
+export async function osmandRoutes(app: FastifyInstance, opts: { path: string; ingest: ProtocolIngest; commands?: CommandLink }) {
+  const { ingest, commands } = opts;
   app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_request, body, done) => {
     done(null, new FormBody(body as string));
   });
@@ -80,7 +91,7 @@ export async function osmandRoutes(app: FastifyInstance, opts: { path: string; i
   // The decoder judges the parameters (the route's schema documents them): typed as what
   // Fastify's query string parser makes, a record of text.
   type Request = { Querystring: Record<string, unknown> };
-  const handler = async (request: { query: Record<string, unknown>; body: unknown; socket: { remoteAddress?: string } }) => {
+  const handler = async (request: { query: Record<string, unknown>; body: unknown; socket: { remoteAddress?: string } }, reply: FastifyReply) => {
     const decoded = report(request.query, request.body);
     const admission = await ingest.admit('osmand', decoded.identifier, request.socket.remoteAddress);
     switch (admission.status) {
@@ -93,8 +104,13 @@ export async function osmandRoutes(app: FastifyInstance, opts: { path: string; i
       }
       case 'unknown':
         throw new AppError('device-not-found', `No OsmAnd device "${decoded.identifier}" is registered.`);
-      case 'admitted':
-        return ingest.ingest(admission.device, decoded.records);
+      case 'admitted': {
+        const result = await ingest.ingest(admission.device, decoded.records);
+        const command = commands === undefined ? undefined : await nextCommand(commands, admission.device);
+        if (command === undefined) return result;
+        // The device's next request is answered with its oldest queued command (OsmAnd has no other way back).
+        return reply.type('text/plain; charset=utf-8').send(command);
+      }
     }
   };
 
@@ -105,7 +121,8 @@ export async function osmandRoutes(app: FastifyInstance, opts: { path: string; i
     description:
       'For OsmAnd and Traccar Client: no credential, the registered device identifier is the credential. ' +
       (method === 'POST' ? 'Parameters in the query or an `application/x-www-form-urlencoded` body, or Traccar Client 9\'s JSON body. ' : '') +
-      'Answered 200 once the record is durably committed; 404 for an identifier no device is registered with; 409 for a retired vehicle.',
+      'Answered 200 once the record is durably committed; 404 for an identifier no device is registered with; 409 for a retired vehicle. ' +
+      'When a command is queued for the device\'s vehicle (channel `osmand`), the 200 carries the oldest one\'s text as a `text/plain` body instead, and that command is `delivered`.',
     security: [],
     querystring: Parameters,
     ...(method === 'POST' ? { body: JsonReport, consumes: ['application/json', FORM] } : {}),

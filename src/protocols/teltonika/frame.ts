@@ -5,6 +5,7 @@
 // length over 64 KiB closes the connection before anything is allocated), and bytes are copied
 // once into it, so a packet sent a byte at a time costs no more than one sent whole.
 import { crc16Ibm } from './crc.ts';
+import { CODEC_12 } from './codec12.ts';
 import { isKnownCodec } from './decode.ts';
 
 /** Longest AVL data accepted; Teltonika's own devices send at most a few KiB. */
@@ -14,7 +15,9 @@ const MAX_IMEI_BYTES = 64;
 export type Frame =
   | { kind: 'imei'; imei: string }
   /** `data`: codec id .. second record count. `crcOk` false: damaged in transit, to be sent again. */
-  | { kind: 'packet'; data: Uint8Array; crcOk: boolean };
+  | { kind: 'packet'; data: Uint8Array; crcOk: boolean }
+  /** A Codec 12 message (a tracker's answer to a command): `data` from the codec id to the second quantity. */
+  | { kind: 'codec12'; data: Uint8Array; crcOk: boolean };
 
 /** Bytes that cannot be this protocol: the connection is closed. */
 export class FramingError extends Error {}
@@ -91,7 +94,9 @@ export class Framer {
     this.#stage = 'header';
     const data = body.subarray(0, body.length - 4);
     // The codec id is checked before the CRC: an unknown codec is not a damaged packet to await again.
+    const crcOk = body.readUInt32BE(body.length - 4) === crc16Ibm(data);
+    if (data[0] === CODEC_12) return { kind: 'codec12', data, crcOk };
     if (!isKnownCodec(data[0]!)) throw new FramingError(`unknown codec 0x${data[0]!.toString(16).padStart(2, '0')}`);
-    return { kind: 'packet', data, crcOk: body.readUInt32BE(body.length - 4) === crc16Ibm(data) };
+    return { kind: 'packet', data, crcOk };
   }
 }

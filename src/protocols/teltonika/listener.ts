@@ -19,6 +19,7 @@
 import net from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
+import type { CommandChannel, CommandLink } from '../../commands/channel.ts';
 import type { DevicePortsConfig } from '../../config.ts';
 import type { DeviceRecord } from '../../devices/store.ts';
 import { isAppError } from '../../errors.ts';
@@ -26,6 +27,7 @@ import type { ProtocolIngest } from '../ingest.ts';
 import { type ProtocolListener, createProtocolListener } from '../listener.ts';
 import { MalformedPacket, decodeAvlData, toTelemetry } from './decode.ts';
 import { type Frame, Framer, FramingError } from './frame.ts';
+import { createTeltonikaCommands } from './commands.ts';
 import { createConnectionLimits } from './limits.ts';
 
 const ACCEPTED = Buffer.from([0x01]);
@@ -48,9 +50,12 @@ export function createTeltonikaListener(deps: {
   limits: DevicePortsConfig;
   registry: Registry;
   ingest: ProtocolIngest;
+  /** Commands to the trackers (Codec 12); none: the listener only takes telemetry. */
+  commands?: CommandLink;
   log: FastifyBaseLogger;
-}): ProtocolListener {
+}): ProtocolListener & { channel?: CommandChannel } {
   const { host, port, idleMs, ingest, log } = deps;
+  const commands = deps.commands === undefined ? undefined : createTeltonikaCommands(deps.commands, log);
   const { loginTimeoutMs, packetTimeoutMs } = deps.limits;
   const limits = createConnectionLimits({ connections: deps.limits.connections, perAddress: deps.limits.connectionsPerAddress, registry: deps.registry });
   const connections = new Set<Connection>();
@@ -84,6 +89,7 @@ export function createTeltonikaListener(deps: {
       case 'admitted':
         connection.device = admission.device;
         connection.socket.write(ACCEPTED);
+        commands?.loggedIn(connection);
     }
   }
 
@@ -113,6 +119,11 @@ export function createTeltonikaListener(deps: {
       return login(connection, frame.imei);
     }
     if (connection.device === undefined) return; // refused at login; the socket is ending
+    if (frame.kind === 'codec12') {
+      // A tracker's answer to a command: never a reason to close its connection.
+      if (commands === undefined) return log.info({ imei: connection.device.identifier }, 'Teltonika Codec 12 frame dropped: commands are off');
+      return commands.received(connection, frame.data, frame.crcOk);
+    }
     try {
       await packet(connection, frame.data, frame.crcOk);
     } catch (error) {
@@ -153,6 +164,7 @@ export function createTeltonikaListener(deps: {
     socket.on('close', () => {
       clearTimeout(connection.deadline);
       connections.delete(connection);
+      commands?.closed(connection);
     });
     socket.on('data', (chunk: Buffer) => {
       // Refused (our side has ended): what else it sends is not read, nor its timer reset.
@@ -220,7 +232,10 @@ export function createTeltonikaListener(deps: {
     await closed;
   }
 
-  return createProtocolListener({ name: 'Teltonika', ingestion: 'Teltonika', host, port, log, listen, close: shutDown });
+  return {
+    ...createProtocolListener({ name: 'Teltonika', ingestion: 'Teltonika', host, port, log, listen, close: shutDown }),
+    ...(commands === undefined ? {} : { channel: commands.channel }),
+  };
 }
 
 function recordCount(n: number): Buffer {

@@ -8,6 +8,7 @@ import { createPostgresDeviceStore } from './devices.ts';
 import { type Database, type PostgresOptions, migrate, openPostgres } from './database.ts';
 import { createPostgresOAuthStore } from './oauth.ts';
 import { createPostgresAuditStore } from './audit.ts';
+import { createPostgresCommandStore } from './commands.ts';
 import { createPostgresGroupStore } from './groups.ts';
 import { createPostgresPeopleStore } from './people.ts';
 import { createPostgresSsoStore } from './sso.ts';
@@ -50,6 +51,7 @@ export function postgresStores(db: Database): Stores {
     people: createPostgresPeopleStore(db),
     audit: createPostgresAuditStore(db),
     groups: createPostgresGroupStore(db),
+    commands: createPostgresCommandStore(db),
     sso: createPostgresSsoStore(db),
     async ping() {
       await db.query({ name: 'ping', text: 'SELECT 1' });

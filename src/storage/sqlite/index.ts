@@ -10,6 +10,7 @@ import { createSqliteWebhookStore } from './webhooks.ts';
 import { createSqliteDeviceStore } from './devices.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
 import { createSqliteAuditStore } from './audit.ts';
+import { createSqliteCommandStore } from './commands.ts';
 import { createSqliteGroupStore, createSqliteMemberships } from './groups.ts';
 import { createSqlitePeopleStore } from './people.ts';
 import { createSqliteSsoStore } from './sso.ts';
@@ -64,6 +65,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     people: createSqlitePeopleStore(db),
     audit: createSqliteAuditStore(db),
     groups: createSqliteGroupStore(db),
+    commands: createSqliteCommandStore(db, appendEvents),
     sso: createSqliteSsoStore(db),
     async ping() {
       ping.get();

@@ -1,0 +1,270 @@
+// Device commands (docs/API.md "Commands"): created queued, handed to the vehicle's channel, moved
+// through their lifecycle by the channels' answers, the clock (expiry, timeouts) and cancellation.
+// Every change of status is written with its `command.<status>` event in one transaction and only
+// from a status it may leave that way, so a command is sent at most once and never after its expiry.
+import { noteNewId } from '../audit/context.ts';
+import { actorTypeOf } from '../audit/entry.ts';
+import type { Principal } from '../auth/scopes.ts';
+import { type Clock, type Timer, iso } from '../clock.ts';
+import type { DeviceStore } from '../devices/store.ts';
+import { AppError, type FieldError } from '../errors.ts';
+import type { EventPort } from '../events/port.ts';
+import { type EventRecord, newEvent } from '../events/types.ts';
+import type { VehicleScope } from '../groups/scope.ts';
+import { vehicleNotFound } from '../groups/scope.ts';
+import { newTimeOrderedId } from '../ids.ts';
+import type { VehicleStore } from '../vehicles/store.ts';
+import type { CommandChannel, CommandLink, CommandOutcome } from './channel.ts';
+import {
+  CHANNEL_TYPES, type ChannelName, type CommandChange, type CommandParams, type CommandRecord, type CommandStatus, MAX_UNFINISHED,
+  expiryBounds, fromFor,
+} from './model.ts';
+import { COMMAND_LIST_LIMIT_DEFAULT, type CommandBody, type CommandListQuery } from './schema.ts';
+import type { CommandStore } from './store.ts';
+
+export type CommandService = ReturnType<typeof createCommandService>;
+export type CommandView = ReturnType<typeof toCommandView>;
+
+export function toCommandView(c: CommandRecord) {
+  return {
+    id: c.id, vehicleId: c.vehicleId, type: c.type, params: c.params, channel: c.channel, status: c.status,
+    createdAt: iso(c.createdAt), createdBy: c.createdBy, expiresAt: iso(c.expiresAt),
+    sentAt: c.sentAt === null ? null : iso(c.sentAt), completedAt: c.completedAt === null ? null : iso(c.completedAt),
+    result: c.result, error: c.error,
+  };
+}
+
+/** How often queued commands are checked for expiry, and sent ones whose node went away for their timeout. */
+const SWEEP_MS = 1_000;
+/** A sent command's own connection times it out; the sweep takes those of a node that is gone, this much later. */
+const ORPHAN_GRACE_MS = 5_000;
+
+export function createCommandService(deps: {
+  store: CommandStore;
+  vehicles: Pick<VehicleStore, 'get'>;
+  devices: Pick<DeviceStore, 'list'>;
+  clock: Clock;
+  events: EventPort;
+  scope: VehicleScope;
+  timeoutMs: number;
+  /** Cluster mode: whether a device of the vehicle is connected to another node, for `queue: false`. */
+  connectedElsewhere?: (organizationId: string, vehicleId: string, channel: ChannelName) => Promise<boolean>;
+  /** Cluster mode: tells the other nodes a command was queued, so the one holding the device sends it. */
+  announce?: (command: CommandRecord) => void;
+  log: { warn(obj: object, msg: string): void };
+}) {
+  const { store, clock, timeoutMs } = deps;
+  const channels = new Map<ChannelName, CommandChannel>();
+
+  function eventOf(command: CommandRecord): EventRecord {
+    // Every status has its event type; the data is the command as the API shows it.
+    return newEvent(command.organizationId, `command.${command.status}`, command.vehicleId, clock.now(), toCommandView(command));
+  }
+
+  async function change(organizationId: string, id: string, next: CommandChange): Promise<CommandRecord | undefined> {
+    const changed = await store.change(organizationId, id, fromFor(next.status), next, eventOf);
+    if (changed === undefined) return undefined;
+    deps.events.emit('recorded', { events: [changed.event] });
+    return changed.command;
+  }
+
+  /** The channel a new command takes by default: a Teltonika device of the vehicle, else an OsmAnd one, else MQTT. */
+  async function defaultChannel(organizationId: string, vehicleId: string): Promise<ChannelName> {
+    const { devices } = await deps.devices.list(organizationId, { vehicleId, limit: 100, offset: 0 });
+    if (devices.some((d) => d.protocol === 'teltonika')) return 'teltonika';
+    if (devices.some((d) => d.protocol === 'osmand')) return 'osmand';
+    return 'mqtt';
+  }
+
+  async function create(who: Principal, vehicleId: string, body: CommandBody): Promise<CommandRecord> {
+    const vehicle = await deps.vehicles.get(who.organizationId, vehicleId);
+    if (vehicle === undefined) throw vehicleNotFound(vehicleId);
+    if (vehicle.status === 'retired') throw new AppError('vehicle-retired', `Vehicle "${vehicleId}" is retired: it takes no commands.`);
+    const params = paramsOf(body);
+    const channel = body.channel ?? (await defaultChannel(who.organizationId, vehicleId));
+    if (!CHANNEL_TYPES[channel].includes(body.type)) {
+      throw invalid(`The ${channel} channel cannot carry \`${body.type}\`; it carries ${CHANNEL_TYPES[channel].map((t) => `\`${t}\``).join(', ')}.`, '/type', `is not carried by ${channel}`);
+    }
+    const bounds = expiryBounds(body.type);
+    const seconds = body.expiresInSeconds ?? bounds.default;
+    if (seconds > bounds.max) {
+      throw invalid(`\`${body.type}\` expires after at most ${bounds.max} s.`, '/expiresInSeconds', `must be <= ${bounds.max} for ${body.type}`);
+    }
+    if (body.queue === false && !(await connected(who.organizationId, vehicleId, channel))) {
+      throw new AppError('device-offline', `No ${channel} device of vehicle "${vehicleId}" is connected now; with \`queue: false\` the command is not kept.`);
+    }
+    const now = clock.now();
+    const command: CommandRecord = {
+      id: newTimeOrderedId('cmd', now), organizationId: who.organizationId, vehicleId, type: body.type, params, channel, status: 'queued',
+      createdAt: now, createdBy: { type: actorTypeOf(who.credentialId), id: who.credentialId }, expiresAt: now + seconds * 1000,
+      sentAt: null, completedAt: null, result: null, error: null,
+    };
+    // The audit entry written with the insert names the new command.
+    noteNewId('cmd', command.id);
+    const event = eventOf(command);
+    const stored = await store.insert(command, event, MAX_UNFINISHED);
+    if (stored === 'no-vehicle') throw vehicleNotFound(vehicleId);
+    if (stored === 'full') {
+      throw new AppError('command-queue-full', `Vehicle "${vehicleId}" has ${MAX_UNFINISHED} commands queued or sent already; cancel some or wait for them.`);
+    }
+    deps.events.emit('recorded', { events: [event] });
+    offer(command);
+    return command;
+  }
+
+  /** Hands a queued command to this node's channel, and in cluster mode to the other nodes'. */
+  function offer(command: CommandRecord): void {
+    channels.get(command.channel)?.offer(command);
+    deps.announce?.(command);
+  }
+
+  async function connected(organizationId: string, vehicleId: string, channel: ChannelName): Promise<boolean> {
+    if (channels.get(channel)?.connected(organizationId, vehicleId) === true) return true;
+    return (await deps.connectedElsewhere?.(organizationId, vehicleId, channel)) ?? false;
+  }
+
+  async function get(who: Principal, id: string): Promise<CommandRecord> {
+    const found = await store.get(who.organizationId, id);
+    // A command of a vehicle the credential does not see is not there for it.
+    if (found === undefined || !(await deps.scope.sees(who, found.vehicleId))) throw notFound(id);
+    return found;
+  }
+
+  async function cancel(who: Principal, id: string): Promise<CommandRecord> {
+    const current = await get(who, id);
+    if (current.status === 'cancelled') return current;
+    const cancelled = current.status === 'queued' ? await change(who.organizationId, id, { status: 'cancelled', at: clock.now() }) : undefined;
+    if (cancelled !== undefined) return cancelled;
+    const now = (await store.get(who.organizationId, id)) ?? current;
+    if (now.status === 'cancelled') return now;
+    throw new AppError('command-not-queued', `Command "${id}" is ${now.status.replace('_', ' ')}: only a queued command can be cancelled.`);
+  }
+
+  async function list(who: Principal, vehicleId: string, query: CommandListQuery) {
+    const limit = query.limit ?? COMMAND_LIST_LIMIT_DEFAULT;
+    const before = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+    const statuses = query.status === undefined ? undefined : ([...new Set(query.status.split(','))] as CommandStatus[]);
+    const found = await store.list(who.organizationId, vehicleId, { limit: limit + 1, ...(before === undefined ? {} : { before }), ...(statuses === undefined ? {} : { statuses }) });
+    // A vehicle's commands go with it: none found may mean no such vehicle.
+    if (found.length === 0 && (await deps.vehicles.get(who.organizationId, vehicleId)) === undefined) throw vehicleNotFound(vehicleId);
+    const more = found.length > limit;
+    const page = more ? found.slice(0, limit) : found;
+    return { commands: page, nextCursor: more ? Buffer.from(page.at(-1)!.id).toString('base64url') : null };
+  }
+
+  async function types(who: Principal, vehicleId: string) {
+    const vehicle = await deps.vehicles.get(who.organizationId, vehicleId);
+    if (vehicle === undefined) throw vehicleNotFound(vehicleId);
+    const channel = await defaultChannel(who.organizationId, vehicleId);
+    return { channel, types: [...CHANNEL_TYPES[channel]] };
+  }
+
+  // What the channels ask of the service.
+  const link: CommandLink = {
+    timeoutMs,
+    after: (ms, fn) => clock.after(ms, fn),
+    queued: (organizationId, vehicleId, channel) => store.queued(organizationId, vehicleId, channel, clock.now(), MAX_UNFINISHED),
+    async take(command) {
+      const now = clock.now();
+      if (command.expiresAt <= now) return undefined;
+      return change(command.organizationId, command.id, { status: 'sent', at: now });
+    },
+    async deliver(command) {
+      const now = clock.now();
+      if (command.expiresAt <= now) return undefined;
+      return change(command.organizationId, command.id, { status: 'delivered', at: now });
+    },
+    async settle(organizationId, commandId, outcome: CommandOutcome) {
+      const changed = await change(organizationId, commandId, {
+        status: outcome.status, at: clock.now(),
+        result: outcome.status === 'timed_out' ? null : (outcome.result ?? null),
+        error: outcome.status === 'succeeded' ? null : outcome.error,
+      });
+      return changed !== undefined;
+    },
+  };
+
+  /** Queued commands past their expiry become `expired`; sent ones whose node went away, `timed_out`. */
+  async function sweep(): Promise<number> {
+    const now = clock.now();
+    const due = await store.due(now, now - timeoutMs - ORPHAN_GRACE_MS, 500);
+    let changed = 0;
+    for (const command of due) {
+      const next: CommandChange = command.status === 'queued'
+        ? { status: 'expired', at: now }
+        : { status: 'timed_out', at: now, error: 'no answer from the device (its connection was lost)' };
+      if ((await change(command.organizationId, command.id, next)) !== undefined) changed += 1;
+    }
+    return changed;
+  }
+
+  let sweeping: Timer | undefined;
+  let stopped = false;
+  function scheduleSweep() {
+    if (stopped) return;
+    sweeping = clock.after(SWEEP_MS, () => {
+      void sweep()
+        .catch((error: unknown) => deps.log.warn({ err: error }, 'command expiry sweep failed; tried again shortly'))
+        .finally(scheduleSweep);
+    });
+  }
+
+  return {
+    create, get, cancel, list, types, link, sweep,
+    /** A protocol offers its channel once it is made. */
+    attach(channel: CommandChannel) {
+      channels.set(channel.name, channel);
+    },
+    /** Another node queued a command: this node's channel sends it if it holds the device. */
+    async offerQueued(organizationId: string, commandId: string) {
+      const command = await store.get(organizationId, commandId);
+      if (command?.status === 'queued') channels.get(command.channel)?.offer(command);
+    },
+    connectedHere: (organizationId: string, vehicleId: string, channel: ChannelName) => channels.get(channel)?.connected(organizationId, vehicleId) === true,
+    start() {
+      stopped = false;
+      scheduleSweep();
+    },
+    stop() {
+      stopped = true;
+      sweeping?.cancel();
+    },
+  };
+}
+
+function paramsOf(body: CommandBody): CommandParams {
+  const given = body.params ?? {};
+  switch (body.type) {
+    case 'custom':
+      if (given.text === undefined || given.output !== undefined || given.on !== undefined) throw invalid('`custom` takes `params: {text}` and nothing else.', '/params', 'must be {text}');
+      return { text: given.text };
+    case 'outputControl':
+      if (given.output === undefined || given.on === undefined || given.text !== undefined) {
+        throw invalid('`outputControl` takes `params: {output, on}` and nothing else.', '/params', 'must be {output, on}');
+      }
+      return { output: given.output, on: given.on };
+    case 'engineStop':
+    case 'engineResume':
+    case 'positionSingle':
+    case 'reboot':
+      if (Object.keys(given).length > 0) throw invalid(`\`${body.type}\` takes no params.`, '/params', 'must be empty or absent');
+      return {};
+  }
+}
+
+function invalid(detail: string, path: string, message: string): AppError {
+  const errors: FieldError[] = [{ in: 'body', path, message }];
+  return new AppError('validation-failed', detail, { errors });
+}
+
+function notFound(id: string): AppError {
+  return new AppError('command-not-found', `No command "${id}" in this organization.`);
+}
+
+function decodeCursor(cursor: string): string {
+  const id = Buffer.from(cursor, 'base64url').toString();
+  if (!/^cmd_[A-Za-z0-9]{20}$/.test(id)) {
+    throw new AppError('validation-failed', 'The cursor is not one this service issued.', { errors: [{ in: 'query', path: '/cursor', message: 'is not a valid cursor' }] });
+  }
+  return id;
+}
