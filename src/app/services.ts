@@ -136,13 +136,6 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     help: 'Telemetry records judged against their organization\'s alert rules and geofences, in the commits of this node.',
   }, () => ruleEngine.evaluations());
 
-  // MQTT ingestion (own listener, existing broker, or off) over the same ingest function as HTTP.
-  const mqtt = createMqttIngestion({ config: config.mqtt, telemetry, auth, registry: metrics, log });
-  // Device protocols, over the same ingest function again; each listener acknowledges only what
-  // this node committed, so in cluster mode a device may send to any node.
-  const devices = createDeviceService({
-    store: stores.devices, clock, maxDevices: config.quotas.devices, scope: vehicleScope, onFlushError: (error) => log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
-  });
   // Commands to devices: the service, and each protocol's channel attached to it below.
   const commands = createCommandService({
     store: stores.commands, vehicles: stores.vehicles, devices: stores.devices, clock, events, scope: vehicleScope,
@@ -151,6 +144,16 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     ...(deps.cluster === undefined ? {} : { announce: (command) => events.emit('commandQueued', { organizationId: command.organizationId, commandId: command.id }) }),
   });
   commands.attach(osmandChannel);
+  // MQTT ingestion (own listener, existing broker, or off) over the same ingest function as HTTP.
+  const mqtt = createMqttIngestion({
+    config: config.mqtt, telemetry, auth, registry: metrics, log, commands: { link: commands.link, mayUse: commands.deviceMayUse },
+  });
+  if (mqtt.channel !== undefined) commands.attach(mqtt.channel);
+  // Device protocols, over the same ingest function again; each listener acknowledges only what
+  // this node committed, so in cluster mode a device may send to any node.
+  const devices = createDeviceService({
+    store: stores.devices, clock, maxDevices: config.quotas.devices, scope: vehicleScope, onFlushError: (error) => log.warn({ err: error }, 'device last-seen times not written; kept for the next try'),
+  });
   const { protocols, devicePorts } = config;
   // One allowance of unknown identifiers per address across every device entry point.
   const deviceGuard = createDeviceGuard({ settings: devicePorts, clock, registry: metrics });

@@ -24,12 +24,17 @@ export type CommandOutcome =
 export interface CommandLink {
   /** The vehicle's queued commands for the channel, oldest first, not expired. */
   queued(organizationId: string, vehicleId: string, channel: ChannelName): Promise<CommandRecord[]>;
+  /** A command of the organization, as stored now. */
+  get(organizationId: string, id: string): Promise<CommandRecord | undefined>;
   /** Takes a queued command to send it (queued → sent): undefined when it is not to be sent (cancelled, expired, taken by another connection). */
   take(command: CommandRecord): Promise<CommandRecord | undefined>;
   /** A queued command handed over with no answer to come (queued → delivered, OsmAnd). */
   deliver(command: CommandRecord): Promise<CommandRecord | undefined>;
-  /** A sent command's outcome; false when it was settled already (timed out, say). */
-  settle(organizationId: string, commandId: string, outcome: CommandOutcome): Promise<boolean>;
+  /**
+   * A sent command's outcome; false when it was settled already (timed out, say), or when it is
+   * not the `expected` vehicle's on that channel (a device names the command it answers).
+   */
+  settle(organizationId: string, commandId: string, outcome: CommandOutcome, expected?: { vehicleId: string; channel: ChannelName }): Promise<boolean>;
   /** How long a sent command waits for its answer, ms. */
   readonly timeoutMs: number;
   /** Calls `fn` after `ms` (the service's clock). */

@@ -163,6 +163,7 @@ export function createCommandService(deps: {
   const link: CommandLink = {
     timeoutMs,
     after: (ms, fn) => clock.after(ms, fn),
+    get: (organizationId, id) => store.get(organizationId, id),
     queued: (organizationId, vehicleId, channel) => store.queued(organizationId, vehicleId, channel, clock.now(), MAX_UNFINISHED),
     async take(command) {
       const now = clock.now();
@@ -174,7 +175,11 @@ export function createCommandService(deps: {
       if (command.expiresAt <= now) return undefined;
       return change(command.organizationId, command.id, { status: 'delivered', at: now });
     },
-    async settle(organizationId, commandId, outcome: CommandOutcome) {
+    async settle(organizationId, commandId, outcome: CommandOutcome, expected) {
+      if (expected !== undefined) {
+        const found = await store.get(organizationId, commandId);
+        if (found === undefined || found.vehicleId !== expected.vehicleId || found.channel !== expected.channel) return false;
+      }
       const changed = await change(organizationId, commandId, {
         status: outcome.status, at: clock.now(),
         result: outcome.status === 'timed_out' ? null : (outcome.result ?? null),
@@ -220,6 +225,9 @@ export function createCommandService(deps: {
       const command = await store.get(organizationId, commandId);
       if (command?.status === 'queued') channels.get(command.channel)?.offer(command);
     },
+    /** Whether a device's credential may use the vehicle's command topics: a vehicle of its organization that it sees. */
+    deviceMayUse: async (who: Principal, vehicleId: string): Promise<boolean> =>
+      (await deps.vehicles.get(who.organizationId, vehicleId)) !== undefined && (await deps.scope.sees(who, vehicleId)),
     connectedHere: (organizationId: string, vehicleId: string, channel: ChannelName) => channels.get(channel)?.connected(organizationId, vehicleId) === true,
     start() {
       stopped = false;

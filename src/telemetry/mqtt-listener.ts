@@ -12,7 +12,7 @@
 //   device's client reconnects and resends, so nothing it sent is lost: a refused message goes
 //   through once the vehicle is registered, a failed one once the store is back.
 import net from 'node:net';
-import { Aedes, type AuthenticateError, type Client, type PublishPacket } from 'aedes';
+import { Aedes, type AuthenticateError, type Client, type PublishPacket, type Subscription } from 'aedes';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AuthService } from '../auth/service.ts';
 import type { Principal } from '../auth/scopes.ts';
@@ -20,6 +20,7 @@ import { isAppError } from '../errors.ts';
 import type { CheckState } from '../readiness.ts';
 import { PacketTooLarge, limitPacketSize } from './mqtt-packet-limit.ts';
 import type { MqttIngest, MqttIngestion } from './mqtt.ts';
+import { type MqttCommands, resultTopic, vehicleOfCommandsTopic } from './mqtt-commands.ts';
 
 /** CONNACK return codes of MQTT 3.1.1 (aedes declares them as a const enum, which TS cannot import here). */
 const SERVER_UNAVAILABLE = 3;
@@ -30,6 +31,7 @@ interface Device {
   /** The password given at CONNECT, checked again at each publish: a revoked key stops at once. */
   secret: string;
   credentialId: string;
+  organizationId: string;
   /** Settles once this device's previous publish has been answered: PUBACKs keep the PUBLISH order. */
   turn: Promise<void>;
 }
@@ -48,9 +50,11 @@ export function createMqttListener(deps: {
   port: number;
   auth: Pick<AuthService, 'authenticate'>;
   ingest: MqttIngest;
+  /** Commands to devices over their connections; none: devices only publish telemetry. */
+  commands?: MqttCommands<Client>;
   log: FastifyBaseLogger;
 }): MqttIngestion {
-  const { host, port, auth, ingest, log } = deps;
+  const { host, port, auth, ingest, commands, log } = deps;
   const devices = new WeakMap<Client, Device>();
   const sockets = new Set<net.Socket>();
   const answering = new Set<Promise<void>>();
@@ -84,7 +88,7 @@ export function createMqttListener(deps: {
     // the id it chose, and a takeover happens only within an organization. aedes registers the
     // client (and takes a session over) after this hook, under `client.id`.
     client.id = scopedClientId(found.organizationId, client.id);
-    devices.set(client, { secret, credentialId: found.credentialId, turn: Promise.resolve() });
+    devices.set(client, { secret, credentialId: found.credentialId, organizationId: found.organizationId, turn: Promise.resolve() });
     log.debug({ clientId: client.id, credentialId: found.credentialId }, 'MQTT device connected');
     return null;
   }
@@ -100,6 +104,10 @@ export function createMqttListener(deps: {
         : { outcome: 'refused' as const, detail: 'the credential is no longer valid for telemetry:write' };
       ingest.settle(result, context);
       return new Error(result.detail);
+    }
+    if (commands !== undefined && resultTopic(packet.topic) !== undefined) {
+      const taken = await commands.result(principal, packet.topic, packet.payload);
+      return taken === 'taken' ? null : new Error('the credential may not answer for this vehicle');
     }
     const { outcome, detail } = await ingest.ingest(principal.organizationId, packet.topic, packet.payload, context, principal);
     return outcome === 'stored' || outcome === 'invalid' ? null : new Error(detail ?? outcome);
@@ -132,9 +140,22 @@ export function createMqttListener(deps: {
       void turn.finally(() => answering.delete(turn));
     },
 
-    // Devices only publish; a subscription is refused (SUBACK 0x80), the connection stays.
-    authorizeSubscribe(_client: Client, _subscription: unknown, callback: (error: Error | null, subscription: null) => void) {
-      callback(null, null);
+    // A device may subscribe to its vehicles' commands topics alone, by exact name, at QoS 1 or 2
+    // (a command is sent at its PUBACK); any other subscription is refused (SUBACK 0x80) and the
+    // connection stays.
+    authorizeSubscribe(client: Client, subscription: Subscription, callback: (error: Error | null, subscription: Subscription | null) => void) {
+      const device = devices.get(client);
+      if (commands === undefined || device === undefined || subscription.qos === 0 || vehicleOfCommandsTopic(subscription.topic) === undefined) {
+        callback(null, null);
+        return;
+      }
+      void principalOf(device.secret)
+        .then(async (principal) => (typeof principal === 'number' ? false : commands.maySubscribe(principal, subscription.topic)))
+        .then((allowed) => callback(null, allowed ? { ...subscription, qos: 1 } : null))
+        .catch((error: unknown) => {
+          log.error({ err: error }, 'MQTT subscription could not be checked');
+          callback(null, null);
+        });
     },
   };
 
@@ -146,6 +167,29 @@ export function createMqttListener(deps: {
     };
     aedes.on('clientError', (client, error) => closedOnError(client.id, error));
     aedes.on('connectionError', (_client, error) => closedOnError(null, error));
+    if (commands !== undefined) {
+      aedes.on('subscribe', (subscriptions, client) => {
+        const organizationId = devices.get(client)?.organizationId;
+        if (organizationId === undefined) return;
+        for (const s of subscriptions) if ((s.qos as number) !== 128) commands.subscribed(client, organizationId, s.topic);
+      });
+      aedes.on('unsubscribe', (topics, client) => {
+        for (const topic of topics) commands.unsubscribed(client, topic);
+      });
+      aedes.on('clientDisconnect', (client) => commands.disconnected(client));
+      // A resumed session's subscriptions are restored without a 'subscribe' event.
+      aedes.on('clientReady', (client) => {
+        const organizationId = devices.get(client)?.organizationId;
+        if (organizationId === undefined) return;
+        for (const topic of Object.keys((client as Client & { subscriptions?: Record<string, unknown> }).subscriptions ?? {})) commands.subscribed(client, organizationId, topic);
+      });
+      aedes.on('ack', (packet, client) => {
+        const organizationId = devices.get(client)?.organizationId;
+        if (organizationId === undefined) return;
+        if (packet === undefined) void commands.acknowledged(client, organizationId, undefined);
+        else if ('topic' in packet && vehicleOfCommandsTopic(packet.topic) !== undefined) void commands.acknowledged(client, organizationId, packet.payload);
+      });
+    }
     // noDelay: a PUBACK is a few bytes that a device waits for; Nagle's algorithm would hold it
     // back until the device's TCP acknowledgement (up to 40 ms with delayed ACKs).
     const tcp = net.createServer({ noDelay: true }, (socket) => {

@@ -12,6 +12,9 @@ import { isAppError } from '../errors.ts';
 import type { CheckState } from '../readiness.ts';
 import { compileDataValidator } from '../schema/validation.ts';
 import { VehicleId } from '../vehicles/schema.ts';
+import type { Client } from 'aedes';
+import type { CommandChannel, CommandLink } from '../commands/channel.ts';
+import { createMqttCommands } from './mqtt-commands.ts';
 import { createMqttListener } from './mqtt-listener.ts';
 import { createMqttSubscriber } from './mqtt-subscriber.ts';
 import type { TelemetryService } from './service.ts';
@@ -105,6 +108,8 @@ export interface MqttIngestion {
   readiness(): Promise<CheckState>;
   /** The embedded listener's host and the port it listens on, while it does (GET /v2/device-endpoints). */
   address?(): { host: string; port: number } | undefined;
+  /** How commands reach devices over MQTT, when they can. */
+  channel?: CommandChannel;
 }
 
 export function createMqttIngestion(deps: {
@@ -112,6 +117,8 @@ export function createMqttIngestion(deps: {
   telemetry: Pick<TelemetryService, 'ingestForVehicle'>;
   auth: Pick<AuthService, 'authenticate' | 'getOrganization'>;
   registry: Registry;
+  /** Commands to devices, and whether a device's credential may use a vehicle's command topics. */
+  commands?: { link: CommandLink; mayUse: (who: Principal, vehicleId: string) => Promise<boolean> };
   log: FastifyBaseLogger;
 }): MqttIngestion {
   const { config } = deps;
@@ -120,8 +127,16 @@ export function createMqttIngestion(deps: {
   switch (config.mode) {
     case 'off':
       return { start: async () => undefined, stop: async () => undefined, readiness: async () => 'disabled' };
-    case 'listener':
-      return createMqttListener({ host: config.host, port: config.port, auth: deps.auth, ingest, log });
+    case 'listener': {
+      const commands = deps.commands === undefined ? undefined : createMqttCommands<Client>({
+        link: deps.commands.link, mayUse: deps.commands.mayUse, log,
+        publishTo: (client, topic, payload) => client.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 1, retain: false, dup: false }, (error) => {
+          if (error) log.debug({ err: error, clientId: client.id }, 'MQTT command not written; it goes out again at the next subscription');
+        }),
+      });
+      const listener = createMqttListener({ host: config.host, port: config.port, auth: deps.auth, ingest, log, ...(commands === undefined ? {} : { commands }) });
+      return commands === undefined ? listener : { ...listener, channel: commands.channel };
+    }
     case 'broker':
       return createMqttSubscriber({ config, auth: deps.auth, ingest, log });
   }
