@@ -318,3 +318,31 @@ describe('broker configuration and connection state', () => {
       await waitUntil(async () => (await mqttCheck(right)) === 'up', 'the right password to subscribe');
     });
 });
+
+describe('commands through an existing broker', { skip }, () => {
+  test('a command is published to the broker on the vehicle\'s commands topic; the device\'s result on the result topic completes it, garbage completes nothing', async () => {
+    const app = await subscribedApp(`fleet-test-${RUN}-cmd`, `fleet-test-${RUN}-cmd-1`);
+    const vehicleId = `cmd-${RUN}`;
+    await app.registerVehicle(vehicleId);
+    const client = await device();
+    await withTimeout(client.subscribeAsync(`fleet/${vehicleId}/commands`, { qos: 1 }), 5_000, 'the SUBACK');
+    const received = new Promise<{ id: string; type: string; params: unknown }>((resolve) => {
+      client.on('message', (topic, payload) => {
+        if (topic === `fleet/${vehicleId}/commands`) resolve(JSON.parse(payload.toString()));
+      });
+    });
+    const made = await app.request('POST', `/v2/fleet/vehicles/${vehicleId}/commands`, { body: { type: 'outputControl', params: { output: 1, on: false } } });
+    assert.equal(made.statusCode, 202, made.body);
+    const { id } = made.json<{ id: string; channel: string }>();
+    assert.equal(made.json<{ channel: string }>().channel, 'mqtt');
+    const message = await withTimeout(received, 5_000, 'the command at the device');
+    assert.deepEqual({ id: message.id, type: message.type, params: message.params }, { id, type: 'outputControl', params: { output: 1, on: false } });
+    const status = async () => (await app.request('GET', `/v2/commands/${id}`)).json<{ status: string; result: string | null }>();
+    assert.equal((await status()).status, 'sent');
+    const resultTopic = `fleet/${vehicleId}/commands/${id}/result`;
+    await withTimeout(client.publishAsync(resultTopic, 'not json', { qos: 1 }), 5_000, 'the broker\'s PUBACK');
+    await withTimeout(client.publishAsync(resultTopic, JSON.stringify({ status: 'succeeded', result: 'DOUT1:0' }), { qos: 1 }), 5_000, 'the broker\'s PUBACK');
+    await waitUntil(async () => (await status()).status === 'succeeded', 'the command to succeed');
+    assert.equal((await status()).result, 'DOUT1:0');
+  });
+});

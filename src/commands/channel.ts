@@ -22,8 +22,8 @@ export type CommandOutcome =
 
 /** What a channel asks of the commands service: each call moves a command only if it is still where it should be. */
 export interface CommandLink {
-  /** The vehicle's queued commands for the channel, oldest first, not expired. */
-  queued(organizationId: string, vehicleId: string, channel: ChannelName): Promise<CommandRecord[]>;
+  /** The vehicle's (undefined: every vehicle's) queued commands for the channel, oldest first, not expired. */
+  queued(organizationId: string, vehicleId: string | undefined, channel: ChannelName): Promise<CommandRecord[]>;
   /** A command of the organization, as stored now. */
   get(organizationId: string, id: string): Promise<CommandRecord | undefined>;
   /** Takes a queued command to send it (queued → sent): undefined when it is not to be sent (cancelled, expired, taken by another connection). */

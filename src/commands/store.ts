@@ -29,8 +29,8 @@ export interface CommandStore {
     organizationId: string, id: string, from: readonly CommandStatus[], change: CommandChange,
     eventOf: (changed: CommandRecord) => EventRecord,
   ): Promise<{ command: CommandRecord; event: EventRecord } | undefined>;
-  /** The vehicle's queued commands for `channel` not expired at `now`, oldest first. */
-  queued(organizationId: string, vehicleId: string, channel: ChannelName, now: number, limit: number): Promise<CommandRecord[]>;
+  /** The vehicle's (undefined: every vehicle's) queued commands for `channel` not expired at `now`, oldest first. */
+  queued(organizationId: string, vehicleId: string | undefined, channel: ChannelName, now: number, limit: number): Promise<CommandRecord[]>;
   /** Across organizations: queued commands expired at `now`, and sent ones sent at or before `sentBefore`. */
   due(now: number, sentBefore: number, limit: number): Promise<CommandRecord[]>;
 }

@@ -68,8 +68,7 @@ export function createMqttCommands<C extends object>(deps: {
   const subscribers = new Map<string, Set<C>>();
   /** Per connection: its organization, the vehicles it subscribed to, the commands published to it (each once), awaiting PUBACK. */
   const connections = new Map<C, { organizationId: string; vehicles: Set<string>; published: Map<string, CommandRecord> }>();
-  /** Sent commands waiting for their result on this node, with their timeout. */
-  const waiting = new Map<string, { cancel(): void }>();
+  const results = createResultWaits(link, log);
   const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
 
   function publish(client: C, command: CommandRecord) {
@@ -164,12 +163,7 @@ export function createMqttCommands<C extends object>(deps: {
       state?.published.delete(command.id);
       try {
         const sent = await link.take(command);
-        if (sent === undefined || waiting.has(sent.id)) return;
-        waiting.set(sent.id, link.after(link.timeoutMs, () => {
-          waiting.delete(sent.id);
-          void link.settle(sent.organizationId, sent.id, { status: 'timed_out', error: `no result from the device within ${Math.round(link.timeoutMs / 1000)} s` })
-            .catch((error: unknown) => log.warn({ err: error, commandId: sent.id }, 'command timeout not recorded; the sweep records it'));
-        }));
+        if (sent !== undefined) results.wait(sent);
       } catch (error) {
         log.warn({ err: error, commandId: command.id }, 'MQTT command acknowledged but not recorded as sent; the sweep settles it');
       }
@@ -182,22 +176,43 @@ export function createMqttCommands<C extends object>(deps: {
     async result(who: Principal, topic: string, payload: Buffer | string): Promise<'taken' | 'refused'> {
       const named = resultTopic(topic);
       if (named === undefined || !(await deps.mayUse(who, named.vehicleId))) return 'refused';
-      const outcome = outcomeOf(payload);
-      const context = { vehicleId: named.vehicleId, commandId: named.commandId };
-      if ('invalid' in outcome) {
-        log.info({ ...context, detail: outcome.invalid }, 'MQTT command result dropped');
-        return 'taken';
-      }
-      const settled = await link.settle(who.organizationId, named.commandId, outcome, { vehicleId: named.vehicleId, channel: 'mqtt' });
-      if (settled) {
-        waiting.get(named.commandId)?.cancel();
-        waiting.delete(named.commandId);
-      } else {
-        log.info(context, 'MQTT command result dropped: no such command of this vehicle waiting for its result');
-      }
+      await results.settle(who.organizationId, named, payload);
       return 'taken';
     },
   };
 }
 
 export type MqttCommands<C extends object> = ReturnType<typeof createMqttCommands<C>>;
+
+/**
+ * Sent commands waiting for their result on this node, each with its timeout; and a result as it
+ * comes, judged: completing its command only when it is one of that vehicle's, sent over MQTT and
+ * still waiting; logged and dropped otherwise.
+ */
+export function createResultWaits(link: CommandLink, log: FastifyBaseLogger) {
+  const waiting = new Map<string, { cancel(): void }>();
+  return {
+    wait(sent: CommandRecord) {
+      if (waiting.has(sent.id)) return;
+      waiting.set(sent.id, link.after(link.timeoutMs, () => {
+        waiting.delete(sent.id);
+        void link.settle(sent.organizationId, sent.id, { status: 'timed_out', error: `no result from the device within ${Math.round(link.timeoutMs / 1000)} s` })
+          .catch((error: unknown) => log.warn({ err: error, commandId: sent.id }, 'command timeout not recorded; the sweep records it'));
+      }));
+    },
+    async settle(organizationId: string, named: { vehicleId: string; commandId: string }, payload: Buffer | string): Promise<void> {
+      const outcome = outcomeOf(payload);
+      if ('invalid' in outcome) {
+        log.info({ ...named, detail: outcome.invalid }, 'MQTT command result dropped');
+        return;
+      }
+      const settled = await link.settle(organizationId, named.commandId, outcome, { vehicleId: named.vehicleId, channel: 'mqtt' });
+      if (!settled) {
+        log.info(named, 'MQTT command result dropped: no such command of this vehicle waiting for its result');
+        return;
+      }
+      waiting.get(named.commandId)?.cancel();
+      waiting.delete(named.commandId);
+    },
+  };
+}

@@ -29,7 +29,10 @@ import { type IClientOptions, type MqttClient, connect } from 'mqtt';
 import type { AuthService } from '../auth/service.ts';
 import type { MqttConfig } from '../config.ts';
 import type { CheckState } from '../readiness.ts';
+import type { CommandLink } from '../commands/channel.ts';
+import type { CommandRecord } from '../commands/model.ts';
 import type { MqttIngest, MqttIngestion, MqttOutcome } from './mqtt.ts';
+import { commandMessage, createResultWaits, resultTopic } from './mqtt-commands.ts';
 
 /** How long the broker keeps this node's session (its subscription and unacknowledged messages) while it is away. */
 const SESSION_EXPIRY_SECONDS = 24 * 60 * 60;
@@ -68,11 +71,16 @@ export function createMqttSubscriber(deps: {
   config: BrokerConfig;
   auth: Pick<AuthService, 'getOrganization'>;
   ingest: MqttIngest;
+  /** Commands to devices through the broker; none: telemetry only. */
+  commands?: CommandLink;
   log: FastifyBaseLogger;
 }): MqttIngestion {
-  const { config, ingest } = deps;
+  const { config, ingest, commands } = deps;
   const log = deps.log.child({ broker: config.url, clientId: config.clientId });
   const filter = `$share/${config.shareGroup}/fleet/+/telemetry`;
+  // Devices' answers to commands, shared between the nodes like telemetry.
+  const filters = commands === undefined ? [filter] : [filter, `$share/${config.shareGroup}/fleet/+/commands/+/result`];
+  const results = commands === undefined ? undefined : createResultWaits(commands, log);
   const handling = new Set<Promise<void>>();
   let client: MqttClient | undefined;
   let state: CheckState = { degraded: 'connecting to the MQTT broker' };
@@ -138,6 +146,20 @@ export function createMqttSubscriber(deps: {
       if (closing) return;
       const message: InHand = { messageId: packet.messageId!, connection, code: undefined };
       inHand.push(message);
+      const named = results === undefined ? undefined : resultTopic(topic);
+      if (named !== undefined) {
+        // A device's answer to a command: acknowledged once judged; a store failure has the broker send it again.
+        track(results!.settle(config.organizationId, named, payload).then(
+          () => void (message.code = 0),
+          (error: unknown) => {
+            log.warn({ err: error, ...named }, 'MQTT command result not recorded; the broker sends it again');
+            unstored = true;
+            scheduleRedelivery();
+            message.code = null;
+          },
+        ).finally(acknowledge));
+        return;
+      }
       track(ingest.ingest(config.organizationId, topic, payload, { messageId: packet.messageId }).then(({ outcome }) => {
         if (outcome === 'error') {
           unstored = true;
@@ -152,15 +174,44 @@ export function createMqttSubscriber(deps: {
   };
 
   function subscribe(mqtt: MqttClient) {
-    mqtt.subscribe(filter, { qos: 1 }, (error, granted) => {
+    mqtt.subscribe(filters, { qos: 1 }, (error, granted) => {
       const refused = granted?.find((g) => g.qos >= 0x80);
       if (error !== null || refused !== undefined) {
-        degrade(`the broker refused the subscription to ${filter}${error === null ? '' : `: ${error.message}`}`);
+        degrade(`the broker refused the subscription to ${refused?.topic ?? filters.join(', ')}${error === null ? '' : `: ${error.message}`}`);
         return;
       }
-      if (state !== 'up') log.info({ filter }, `MQTT broker: subscribed to ${filter}`);
+      if (state !== 'up') log.info({ filters }, `MQTT broker: subscribed to ${filters.join(', ')}`);
       state = 'up';
     });
+  }
+
+  /**
+   * Publishes a queued command to the broker at QoS 1. It is taken (queued → sent) first, so that
+   * of the nodes sharing the broker one alone publishes it; `sent` here means the broker has it to
+   * hand to the device's session (docs/API.md "Commands").
+   */
+  async function publishCommand(command: CommandRecord) {
+    const mqtt = client;
+    if (commands === undefined || mqtt === undefined || !mqtt.connected || closing || command.organizationId !== config.organizationId) return;
+    try {
+      const sent = await commands.take(command);
+      if (sent === undefined) return;
+      results!.wait(sent);
+      mqtt.publish(`fleet/${sent.vehicleId}/commands`, commandMessage(sent), { qos: 1 }, (error) => {
+        if (error) log.warn({ err: error, commandId: sent.id }, 'MQTT broker: command not published; it times out unanswered');
+      });
+    } catch (error) {
+      log.warn({ err: error, commandId: command.id }, 'MQTT broker: command not published; it goes out at the next connection');
+    }
+  }
+
+  async function publishQueued() {
+    if (commands === undefined) return;
+    try {
+      for (const command of await commands.queued(config.organizationId, undefined, 'mqtt')) await publishCommand(command);
+    } catch (error) {
+      log.warn({ err: error }, 'MQTT broker: queued commands not published; they go out at the next connection');
+    }
   }
 
   async function start() {
@@ -184,6 +235,7 @@ export function createMqttSubscriber(deps: {
       // A resumed session has the broker send again what was left unstored.
       unstored = false;
       if (!leaving) subscribe(mqtt);
+      void publishQueued();
     });
     mqtt.on('close', () => degrade(refusal ?? 'not connected to the MQTT broker; reconnecting'));
     mqtt.on('error', (error) => {
@@ -211,7 +263,7 @@ export function createMqttSubscriber(deps: {
     clearTimeout(redelivery);
     const deadline = Date.now() + LEAVE_MAX_MS;
     let unsubscribed: boolean | undefined; // known once the broker answers
-    mqtt.unsubscribe(filter, (error) => {
+    mqtt.unsubscribe(filters, (error) => {
       if (error) log.warn({ err: error }, 'MQTT broker: the broker did not confirm leaving the share group');
       unsubscribed = !error;
       lastMessageAt = Date.now();
@@ -248,5 +300,15 @@ export function createMqttSubscriber(deps: {
     log.info(end ? 'MQTT broker: left the share group and ended the session' : 'MQTT broker: disconnected');
   }
 
-  return { start, stop, readiness: async () => state };
+  return {
+    start, stop, readiness: async () => state,
+    ...(commands === undefined ? {} : {
+      channel: {
+        name: 'mqtt' as const,
+        // Whether the device is there is the broker's to know: connected to the broker is as near as this node can tell.
+        connected: (organizationId: string) => organizationId === config.organizationId && client?.connected === true,
+        offer: (command: CommandRecord) => void publishCommand(command),
+      },
+    }),
+  };
 }

@@ -138,6 +138,6 @@ export function createMqttIngestion(deps: {
       return commands === undefined ? listener : { ...listener, channel: commands.channel };
     }
     case 'broker':
-      return createMqttSubscriber({ config, auth: deps.auth, ingest, log });
+      return createMqttSubscriber({ config, auth: deps.auth, ingest, log, ...(deps.commands === undefined ? {} : { commands: deps.commands.link }) });
   }
 }

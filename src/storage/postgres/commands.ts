@@ -78,9 +78,9 @@ export function createPostgresCommandStore(db: Database): CommandStore {
     async queued(organizationId, vehicleId, channel, now, limit) {
       const { rows } = await db.query({
         name: 'commands.queued',
-        text: `SELECT ${COLUMNS} FROM commands WHERE organization_id = $1 AND vehicle_id = $2 AND channel = $3 AND status IN ('queued', 'sent')
-               AND status = 'queued' AND expires_at > $4 ORDER BY id LIMIT $5`,
-        values: [organizationId, vehicleId, channel, now, limit],
+        text: `SELECT ${COLUMNS} FROM commands WHERE organization_id = $1 AND ($2::text IS NULL OR vehicle_id = $2) AND channel = $3
+               AND status IN ('queued', 'sent') AND status = 'queued' AND expires_at > $4 ORDER BY id LIMIT $5`,
+        values: [organizationId, vehicleId ?? null, channel, now, limit],
       });
       return rows.map(commandOf);
     },

@@ -45,6 +45,9 @@ export function createSqliteCommandStore(db: DatabaseSync, appendEvents: AppendE
     `SELECT ${COLUMNS} FROM commands WHERE organization_id = ? AND vehicle_id = ? AND channel = ? AND status IN ('queued', 'sent')
      AND status = 'queued' AND expires_at > ? ORDER BY id LIMIT ?`,
   );
+  const queuedAll = db.prepare(
+    `SELECT ${COLUMNS} FROM commands WHERE status = 'queued' AND organization_id = ? AND channel = ? AND expires_at > ? ORDER BY id LIMIT ?`,
+  );
   const due = db.prepare(
     `SELECT ${COLUMNS} FROM commands WHERE status = 'queued' AND expires_at <= ?
      UNION ALL SELECT ${COLUMNS} FROM commands WHERE status = 'sent' AND sent_at <= ? LIMIT ?`,
@@ -97,7 +100,8 @@ export function createSqliteCommandStore(db: DatabaseSync, appendEvents: AppendE
     },
 
     async queued(organizationId, vehicleId, channel, now, limit) {
-      return queued.all(organizationId, vehicleId, channel, now, limit).map(commandOf);
+      const rows = vehicleId === undefined ? queuedAll.all(organizationId, channel, now, limit) : queued.all(organizationId, vehicleId, channel, now, limit);
+      return rows.map(commandOf);
     },
 
     async due(now, sentBefore, limit) {
