@@ -3,6 +3,7 @@ import type { FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Bus } from '../bus/bus.ts';
 import type { Clock } from '../clock.ts';
+import type { DevicePresence } from '../commands/presence.ts';
 import type { Config } from '../config.ts';
 import type { Dispatcher } from '../events/dispatcher.ts';
 import type { RateLimitStore } from '../ratelimit/store.ts';
@@ -30,5 +31,5 @@ export interface AppDeps {
   /** Webhook delivery timing (retry delays, leases, polling); tests shorten them. */
   webhooks?: Partial<DeliverySettings>;
   /** Cluster mode: the bus to the other nodes, the directory of streams, and the state /readyz reports. */
-  cluster?: { bus: Bus; directory: StreamDirectory; state(): CheckState };
+  cluster?: { bus: Bus; directory: StreamDirectory; state(): CheckState; presence?: DevicePresence };
 }

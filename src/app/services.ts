@@ -141,7 +141,10 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     store: stores.commands, vehicles: stores.vehicles, devices: stores.devices, clock, events, scope: vehicleScope,
     timeoutMs: config.commands.timeoutSeconds * 1000, log,
     // The node holding the device's connection sends it: every node is told, and takes it only if it is still queued.
-    ...(deps.cluster === undefined ? {} : { announce: (command) => events.emit('commandQueued', { organizationId: command.organizationId, commandId: command.id }) }),
+    ...(deps.cluster === undefined ? {} : {
+      announce: (command) => events.emit('commandQueued', { organizationId: command.organizationId, commandId: command.id }),
+      ...(deps.cluster.presence === undefined ? {} : { presence: deps.cluster.presence }),
+    }),
   });
   commands.attach(osmandChannel);
   // MQTT ingestion (own listener, existing broker, or off) over the same ingest function as HTTP.

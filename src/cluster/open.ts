@@ -9,12 +9,15 @@ import { type FallbackRateLimitStore, createFallbackRateLimitStore } from '../ra
 import { createRedisRateLimitStore } from '../ratelimit/redis.ts';
 import type { StreamDirectory } from '../streams/directory.ts';
 import { DEFAULT_STREAM_SETTINGS } from '../streams/settings.ts';
+import type { DevicePresence } from '../commands/presence.ts';
+import { createRedisDevicePresence } from './device-presence.ts';
 import { createRedisStreamDirectory } from './streams-directory.ts';
 import { connectRedis, redactedRedisUrl } from './redis-options.ts';
 
 export interface Cluster {
   bus: Bus;
   directory: StreamDirectory;
+  presence: DevicePresence;
   rateLimitStore: FallbackRateLimitStore;
   /** For /readyz: degraded while Redis is away (the node keeps serving; see docs/SCALING.md). */
   state(): CheckState;
@@ -40,6 +43,7 @@ export async function openCluster(options: { url: string; prefix: string; log: L
   return {
     bus,
     directory,
+    presence: createRedisDevicePresence({ redis: counters, prefix, node: bus.node }),
     rateLimitStore,
     state() {
       const busState = bus.state();

@@ -35,6 +35,8 @@ export interface CommandLink {
    * not the `expected` vehicle's on that channel (a device names the command it answers).
    */
   settle(organizationId: string, commandId: string, outcome: CommandOutcome, expected?: { vehicleId: string; channel: ChannelName }): Promise<boolean>;
+  /** A vehicle's first connection on the channel opened on this node (true), or its last one closed (false). */
+  present(organizationId: string, vehicleId: string, channel: ChannelName, present: boolean): void;
   /** How long a sent command waits for its answer, ms. */
   readonly timeoutMs: number;
   /** Calls `fn` after `ms` (the service's clock). */

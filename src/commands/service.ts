@@ -20,6 +20,7 @@ import {
   expiryBounds, fromFor,
 } from './model.ts';
 import { COMMAND_LIST_LIMIT_DEFAULT, type CommandBody, type CommandListQuery } from './schema.ts';
+import { type DevicePresence, presenceKey } from './presence.ts';
 import type { CommandStore } from './store.ts';
 
 export type CommandService = ReturnType<typeof createCommandService>;
@@ -38,6 +39,8 @@ export function toCommandView(c: CommandRecord) {
 const SWEEP_MS = 1_000;
 /** A sent command's own connection times it out; the sweep takes those of a node that is gone, this much later. */
 const ORPHAN_GRACE_MS = 5_000;
+/** How often this node renews the device presence it holds: a third of the lease (cluster/device-presence.ts). */
+const PRESENCE_RENEW_MS = 10_000;
 
 export function createCommandService(deps: {
   store: CommandStore;
@@ -47,8 +50,8 @@ export function createCommandService(deps: {
   events: EventPort;
   scope: VehicleScope;
   timeoutMs: number;
-  /** Cluster mode: whether a device of the vehicle is connected to another node, for `queue: false`. */
-  connectedElsewhere?: (organizationId: string, vehicleId: string, channel: ChannelName) => Promise<boolean>;
+  /** Cluster mode: which node holds which vehicle's device connection, for `queue: false`. */
+  presence?: DevicePresence;
   /** Cluster mode: tells the other nodes a command was queued, so the one holding the device sends it. */
   announce?: (command: CommandRecord) => void;
   log: { warn(obj: object, msg: string): void };
@@ -120,7 +123,7 @@ export function createCommandService(deps: {
 
   async function connected(organizationId: string, vehicleId: string, channel: ChannelName): Promise<boolean> {
     if (channels.get(channel)?.connected(organizationId, vehicleId) === true) return true;
-    return (await deps.connectedElsewhere?.(organizationId, vehicleId, channel)) ?? false;
+    return (await deps.presence?.elsewhere(presenceKey(organizationId, vehicleId, channel))) ?? false;
   }
 
   async function get(who: Principal, id: string): Promise<CommandRecord> {
@@ -159,8 +162,17 @@ export function createCommandService(deps: {
     return { channel, types: [...CHANNEL_TYPES[channel]] };
   }
 
+  /** The vehicles whose device is connected to this node, by channel: the presence this node holds. */
+  const held = new Set<string>();
+
   // What the channels ask of the service.
   const link: CommandLink = {
+    present(organizationId, vehicleId, channel, present) {
+      const key = presenceKey(organizationId, vehicleId, channel);
+      if (present) held.add(key);
+      else held.delete(key);
+      deps.presence?.set(key, present);
+    },
     timeoutMs,
     after: (ms, fn) => clock.after(ms, fn),
     get: (organizationId, id) => store.get(organizationId, id),
@@ -204,6 +216,7 @@ export function createCommandService(deps: {
   }
 
   let sweeping: Timer | undefined;
+  let renewing: Timer | undefined;
   let stopped = false;
   function scheduleSweep() {
     if (stopped) return;
@@ -211,6 +224,14 @@ export function createCommandService(deps: {
       void sweep()
         .catch((error: unknown) => deps.log.warn({ err: error }, 'command expiry sweep failed; tried again shortly'))
         .finally(scheduleSweep);
+    });
+  }
+  function scheduleRenewal() {
+    if (stopped || deps.presence === undefined) return;
+    renewing = clock.after(PRESENCE_RENEW_MS, () => {
+      void deps.presence!.renew([...held])
+        .catch((error: unknown) => deps.log.warn({ err: error }, 'device presence not renewed; tried again shortly'))
+        .finally(scheduleRenewal);
     });
   }
 
@@ -232,10 +253,15 @@ export function createCommandService(deps: {
     start() {
       stopped = false;
       scheduleSweep();
+      scheduleRenewal();
     },
     stop() {
       stopped = true;
       sweeping?.cancel();
+      renewing?.cancel();
+      // This node holds no connection any more.
+      for (const key of held) deps.presence?.set(key, false);
+      held.clear();
     },
   };
 }

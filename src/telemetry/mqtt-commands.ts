@@ -92,8 +92,10 @@ export function createMqttCommands<C extends object>(deps: {
     if (vehicleId === undefined || state === undefined) return;
     state.vehicles.delete(vehicleId);
     const key = keyOf(state.organizationId, vehicleId);
-    subscribers.get(key)?.delete(client);
-    if (subscribers.get(key)?.size === 0) subscribers.delete(key);
+    const set = subscribers.get(key);
+    if (set?.delete(client) !== true || set.size > 0) return;
+    subscribers.delete(key);
+    link.present(state.organizationId, vehicleId, 'mqtt', false);
   }
 
   const channel: CommandChannel = {
@@ -121,7 +123,10 @@ export function createMqttCommands<C extends object>(deps: {
       state.vehicles.add(vehicleId);
       const key = keyOf(organizationId, vehicleId);
       let set = subscribers.get(key);
-      if (set === undefined) subscribers.set(key, (set = new Set()));
+      if (set === undefined) {
+        subscribers.set(key, (set = new Set()));
+        link.present(organizationId, vehicleId, 'mqtt', true);
+      }
       set.add(client);
       // Commands queued while nobody listened go out now.
       void sendQueued(client, organizationId, vehicleId);

@@ -100,7 +100,10 @@ export function createTeltonikaCommands(link: CommandLink, log: FastifyBaseLogge
       const device = connection.device!;
       const key = keyOf(device.organizationId, device.vehicleId);
       let set = byVehicle.get(key);
-      if (set === undefined) byVehicle.set(key, (set = new Set()));
+      if (set === undefined) {
+        byVehicle.set(key, (set = new Set()));
+        link.present(device.organizationId, device.vehicleId, 'teltonika', true);
+      }
       set.add(connection);
       slots.set(connection, { inFlight: undefined, pumping: false, again: false });
       void pump(connection);
@@ -112,8 +115,9 @@ export function createTeltonikaCommands(link: CommandLink, log: FastifyBaseLogge
       if (device === undefined) return;
       const key = keyOf(device.organizationId, device.vehicleId);
       const set = byVehicle.get(key);
-      set?.delete(connection);
-      if (set?.size === 0) byVehicle.delete(key);
+      if (set?.delete(connection) !== true || set.size > 0) return;
+      byVehicle.delete(key);
+      link.present(device.organizationId, device.vehicleId, 'teltonika', false);
     },
 
     /** A Codec 12 frame from the tracker. */
