@@ -11,7 +11,7 @@ import { DEFAULT_STREAM_SETTINGS } from '../src/streams/settings.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { freePort } from './helpers/mqtt.ts';
 import { skipUnlessPostgres } from './helpers/postgres.ts';
-import { type Tracker, connectTracker } from './helpers/teltonika.ts';
+import { type Tracker, connectTracker, readCommand } from './helpers/teltonika.ts';
 import { waitUntil } from './helpers/wait.ts';
 
 const skip = await skipUnlessPostgres();
@@ -104,12 +104,8 @@ describe('commands on two nodes', { skip }, () => {
     const answered: string[] = [];
     const answer = async (tracker: Tracker) => {
       for (;;) {
-        const head = await tracker.read(8 + 4 + 3, 300);
-        if (!Buffer.isBuffer(head)) return;
-        const size = head.readUInt32BE(11);
-        const rest = await tracker.read(size + 1 + 4);
-        assert.ok(Buffer.isBuffer(rest));
-        const text = rest.subarray(0, size).toString('latin1');
+        const text = await readCommand(tracker, 300);
+        if (text === 'timeout' || text === 'closed') return;
         answered.push(text);
         tracker.send(encodeCodec12(`ok ${text}`, RESPONSE_TYPE));
       }

@@ -8,21 +8,11 @@ import { generateApiKey } from '../src/auth/keys.ts';
 import { RESPONSE_TYPE, encodeCodec12 } from '../src/protocols/teltonika/codec12.ts';
 import { freePort } from './helpers/mqtt.ts';
 import { request, startFleet, tempDir } from './helpers/process.ts';
-import { connectTracker } from './helpers/teltonika.ts';
+import { connectTracker, readCommand } from './helpers/teltonika.ts';
 import { waitUntil } from './helpers/wait.ts';
 
 const IMEI = '354000000000001';
 type Command = { id: string; status: string; expiresAt: string; sentAt: string | null };
-
-/** Reads the next Codec 12 command on the tracker's connection: its text, or what came instead (`closed`, `timeout`). */
-async function nextCommand(tracker: Awaited<ReturnType<typeof connectTracker>>, ms = 3_000): Promise<string> {
-  const head = await tracker.read(8 + 3 + 4, ms);
-  if (!Buffer.isBuffer(head)) return head;
-  const size = head.readUInt32BE(11);
-  const rest = await tracker.read(size + 1 + 4);
-  if (!Buffer.isBuffer(rest)) return rest;
-  return rest.subarray(0, size).toString('latin1');
-}
 
 test('queued commands survive SIGKILL: each goes out once after the restart, oldest first, none past its expiry; one in flight is never resent', { timeout: 120_000 }, async (t) => {
   const key = generateApiKey();
@@ -39,7 +29,7 @@ test('queued commands survive SIGKILL: each goes out once after the restart, old
   t.after(() => tracker.end());
   assert.deepEqual(await tracker.login(IMEI), Buffer.from([1]));
   const inFlight = (await (await send({ type: 'reboot' })).json()) as Command;
-  assert.equal(await nextCommand(tracker), 'cpureset');
+  assert.equal(await readCommand(tracker), 'cpureset');
   // Some that expire before the restart; then commands sent concurrently until the kill.
   const expiring: string[] = [];
   for (let i = 0; i < 3; i++) expiring.push(((await (await send({ type: 'custom', params: { text: `stale ${i}` }, expiresInSeconds: 10 })).json()) as Command).id);
@@ -73,7 +63,7 @@ test('queued commands survive SIGKILL: each goes out once after the restart, old
   // Answered one by one: the tracker sees the kept ones in the order they were queued, once each.
   const texts: string[] = [];
   for (;;) {
-    const text = await nextCommand(again, 2_000);
+    const text = await readCommand(again, 2_000);
     if (text === 'timeout') break;
     assert.notEqual(text, 'closed');
     texts.push(text);

@@ -89,3 +89,13 @@ export const DOC = {
   codec8E: '000000000000004A8E010000016B412CEE000100000000000000000000000000000000010005000100010100010011001D00010010015E2C880002000B000000003544C87A000E000000001DD7E06A00000100002994',
   imei: '000F333536333037303432343431303133',
 };
+
+/** The text of the next Codec 12 command the tracker is sent, or what came instead (`closed`, `timeout`). */
+export async function readCommand(tracker: Tracker, ms = 3_000): Promise<string> {
+  const head = await tracker.read(8 + 3 + 4, ms);
+  if (!Buffer.isBuffer(head)) return head;
+  const size = head.readUInt32BE(11);
+  const rest = await tracker.read(size + 1 + 4);
+  if (!Buffer.isBuffer(rest)) return rest;
+  return rest.subarray(0, size).toString('latin1');
+}
