@@ -50,6 +50,18 @@ export function summarize(event: EventEnvelope): string {
       return '';
     case 'trip.ended':
       return `${(event.data.distanceMeters / 1000).toFixed(1)} km`;
+    case 'command.queued':
+    case 'command.sent':
+    case 'command.succeeded':
+    case 'command.failed':
+    case 'command.timed_out':
+    case 'command.expired':
+    case 'command.cancelled':
+    case 'command.delivered': {
+      const d = event.data;
+      const outcome = d.result ?? d.error;
+      return `${d.type} (${d.channel}): ${d.status.replace('_', ' ')}${outcome === null ? '' : ` — ${outcome}`}`;
+    }
     case 'webhook.test':
       return 'test';
     default:

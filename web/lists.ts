@@ -24,6 +24,7 @@ export const ROLES = ['admin', 'manager', 'operator', 'viewer'] as const;
 export const EVENT_TYPES = [
   'vehicle.registered', 'vehicle.updated', 'vehicle.status_changed', 'vehicle.deleted', 'geofence.entered', 'geofence.exited',
   'alert.opened', 'alert.acknowledged', 'alert.resolved', 'trip.started', 'trip.ended',
+  'command.queued', 'command.sent', 'command.succeeded', 'command.failed', 'command.timed_out', 'command.expired', 'command.cancelled', 'command.delivered',
 ] as const;
 
 /** The numeric fields a threshold rule can watch (besides `diagnostics.<key>`). */
@@ -42,7 +43,7 @@ export const AUDIT_OUTCOMES = ['succeeded', 'denied', 'failed'] as const;
  */
 export const AUDIT_ACTIONS = [
   'access.denied', 'alert.acknowledged', 'alert.resolved', 'alert_rule.created', 'alert_rule.deleted', 'alert_rule.replaced',
-  'api_key.created', 'api_key.revoked', 'credential.rejected', 'device.created', 'device.deleted',
+  'api_key.created', 'api_key.revoked', 'command.cancelled', 'command.created', 'credential.rejected', 'device.created', 'device.deleted',
   'geofence.created', 'geofence.deleted', 'geofence.replaced',
   'group.created', 'group.deleted', 'group.updated', 'group.vehicle_removed', 'group.vehicles_added', 'oauth.signing_key_rotated', 'oauth_client.created', 'oauth_client.deleted',
   'organization.created', 'request.failed', 'request.not_found',
@@ -56,6 +57,6 @@ export const AUDIT_ACTIONS = [
 
 /** The kinds of resource an audit entry names. */
 export const AUDIT_RESOURCE_TYPES = [
-  'alert', 'alertRule', 'apiKey', 'device', 'geofence', 'group', 'oauthClient', 'oauthSigningKey', 'organization', 'session', 'sso', 'stream',
+  'alert', 'alertRule', 'apiKey', 'command', 'device', 'geofence', 'group', 'oauthClient', 'oauthSigningKey', 'organization', 'session', 'sso', 'stream',
   'user', 'vehicle', 'webhook',
 ] as const;
