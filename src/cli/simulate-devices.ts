@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type FleetClient, FleetApiError } from '@fleet/sdk';
+import { RESPONSE_TYPE, decodeCodec12, encodeCodec12 } from '../protocols/teltonika/codec12.ts';
 import { CODEC_8E } from '../protocols/teltonika/decode.ts';
 import { type EncodableRecord, encodePacket, imeiLogin } from '../protocols/teltonika/encode.ts';
 import type { TelemetryData } from '../telemetry/schema.ts';
@@ -226,22 +227,86 @@ function teltonikaLogin(host: string, port: number, imei: string, opened: (socke
   });
 }
 
+/** What a simulated tracker knows of itself, to answer commands with: its last fix and its outputs. */
+export interface TrackerState {
+  last: Record | undefined;
+  /** Digital outputs 1 to 4. */
+  outputs: [boolean, boolean, boolean, boolean];
+}
+
+const two = (n: number) => String(n).padStart(2, '0');
+
+/**
+ * A tracker's answer to a Codec 12 command, in the words Teltonika's trackers use: `getgps` its
+ * fix, `setdigout` the outputs it sets (one character per output: `1`, `0`, or `?` to leave it;
+ * a single character sets output 1), `getinfo`, `getver`, `cpureset`; anything else is unknown.
+ */
+export function answerCommand(text: string, state: TrackerState): string {
+  const [name, arg] = text.trim().split(/\s+/, 2);
+  const outputs = () => state.outputs.map((on, i) => `DOUT${i + 1}:${on ? 1 : 0}`).join(' ');
+  switch (name) {
+    case 'getgps': {
+      const r = state.last;
+      if (r?.data.location === undefined) return 'GPS:0 Sat:0 Lat:0 Long:0 Alt:0 Speed:0 Dir:0';
+      const at = new Date(r.timestamp);
+      const date = `${at.getUTCFullYear()}/${two(at.getUTCMonth() + 1)}/${two(at.getUTCDate())}`;
+      const time = `${two(at.getUTCHours())}:${two(at.getUTCMinutes())}:${two(at.getUTCSeconds())}`;
+      return `GPS:1 Sat:9 Lat:${r.data.location.lat.toFixed(6)} Long:${r.data.location.lng.toFixed(6)} Alt:0 ` +
+        `Speed:${Math.round(r.data.speed ?? 0)} Dir:${Math.round(r.data.heading ?? 0)} Date: ${date} Time: ${time}`;
+    }
+    case 'setdigout': {
+      if (arg === undefined || !/^[01?]{1,4}$/.test(arg)) return 'Wrong setdigout parameters';
+      [...arg].forEach((c, i) => {
+        if (c !== '?') state.outputs[i] = c === '1';
+      });
+      return outputs();
+    }
+    case 'getinfo':
+      return `RTC:${new Date().toISOString().slice(0, 19).replace('T', ' ')} ${outputs()} SIM:1 GPS:1 SAT:9`;
+    case 'getver':
+      return 'Ver:03.28.07 Hw:FMB920 Mod:12 IMEI:simulated';
+    case 'cpureset':
+      return 'Device will reboot';
+    case undefined:
+    default:
+      return 'Unknown command';
+  }
+}
+
 /**
  * A TCP connection per vehicle; records gathered while a packet awaits its answer go in the next
  * one (up to 255). Accepted: the record counts Fleet answers, once the records are committed.
+ * Commands Fleet sends (Codec 12) are answered at once (answerCommand), and told to `onCommand`.
  */
-export async function teltonikaTransport(host: string, port: number, identifiers: Map<string, string>, counters: Counters) {
-  interface Link { socket: net.Socket; waiting: number; queued: Record[] }
+export async function teltonikaTransport(
+  host: string, port: number, identifiers: Map<string, string>, counters: Counters,
+  onCommand?: (vehicleId: string, command: string, answer: string) => void,
+) {
+  interface Link { socket: net.Socket; waiting: number; queued: Record[]; state: TrackerState }
   const links = new Map<string, Link>();
   let closing = false;
 
   function open(vehicleId: string, socket: net.Socket, rest: Buffer) {
-    const link: Link = { socket, waiting: 0, queued: [] };
+    const link: Link = { socket, waiting: 0, queued: [], state: { last: undefined, outputs: [false, false, false, false] } };
     links.set(vehicleId, link);
     let pending = Buffer.alloc(0);
+    // Fleet sends two things: a record count (4 bytes, never 0: a packet holds at least one
+    // record) answering a packet, and Codec 12 commands, which begin with 4 zero bytes.
     const onData = (chunk: Buffer) => {
       pending = Buffer.concat([pending, chunk]);
       while (pending.length >= 4) {
+        if (pending.readUInt32BE(0) === 0) {
+          if (pending.length < 8) return;
+          const size = 8 + pending.readUInt32BE(4) + 4;
+          if (pending.length < size) return;
+          const message = decodeCodec12(pending.subarray(8, size - 4));
+          pending = pending.subarray(size);
+          if ('malformed' in message) continue;
+          const answer = answerCommand(message.text, link.state);
+          socket.write(encodeCodec12(answer, RESPONSE_TYPE));
+          onCommand?.(vehicleId, message.text, answer);
+          continue;
+        }
         counters.accepted += pending.readUInt32BE(0);
         pending = pending.subarray(4);
         link.waiting = 0;
@@ -289,6 +354,7 @@ export async function teltonikaTransport(host: string, port: number, identifiers
           continue;
         }
         link.queued.push(record);
+        link.state.last = record;
       }
       for (const link of links.values()) flush(link);
     },

@@ -10,6 +10,7 @@
 //
 // Exit status: 0 after Ctrl-C / SIGTERM, 1 when the service or its listener is unreachable or off,
 // or refuses the key, 2 for bad arguments.
+import { type CommandParams, type CommandType, teltonikaText } from '../commands/model.ts';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -18,7 +19,7 @@ import {
   prepareGeofences, prepareVehicles, shown,
 } from './simulate-api.ts';
 import {
-  type Counters, type DeviceProtocol, canConnect, hostPort, osmandTransport, prepareDevices, targetOf, teltonikaTransport,
+  type Counters, type DeviceProtocol, type TrackerState, answerCommand, canConnect, hostPort, osmandTransport, prepareDevices, targetOf, teltonikaTransport,
 } from './simulate-devices.ts';
 import { advance, createScheduler, sample } from './simulation.ts';
 
@@ -279,10 +280,35 @@ async function mqttTransport(target: MqttTarget, options: Options, counters: Cou
   });
   let outstanding = 0;
   const maxOutstanding = Math.max(1000, options.rate * 5);
+  // Each vehicle listens for its commands (docs/API.md "Commands") and answers as a tracker would.
+  const trackers = new Map<string, TrackerState>();
+  client.on('message', (topic, payload) => {
+    const vehicleId = /^fleet\/([^/]+)\/commands$/.exec(topic)?.[1];
+    const state = vehicleId === undefined ? undefined : trackers.get(vehicleId);
+    if (state === undefined) return;
+    let command: { id: string; type: CommandType; params: CommandParams };
+    try {
+      command = JSON.parse(payload.toString()) as typeof command;
+    } catch {
+      return;
+    }
+    const text = teltonikaText(command);
+    const result = answerCommand(text, state);
+    client.publish(`fleet/${vehicleId}/commands/${command.id}/result`, JSON.stringify({ status: 'succeeded', result }), { qos: 1 });
+    write(`${vehicleId}: command "${text}" answered "${result}"`);
+  });
   return {
     name: 'MQTT',
     send(records) {
-      for (const { vehicleId, timestamp, data } of records) {
+      for (const record of records) {
+        const { vehicleId, timestamp, data } = record;
+        const tracker = trackers.get(vehicleId);
+        if (tracker === undefined) {
+          trackers.set(vehicleId, { last: record, outputs: [false, false, false, false] });
+          client.subscribe(`fleet/${vehicleId}/commands`, { qos: 1 }, () => undefined);
+        } else {
+          tracker.last = record;
+        }
         if (outstanding >= maxOutstanding || !client.connected) {
           counters.skipped++;
           continue;
@@ -354,7 +380,9 @@ async function main(): Promise<void> {
   const transport = osmandUrl !== undefined
     ? osmandTransport(osmandUrl, identifiers!, counters)
     : teltonika !== undefined
-      ? await teltonikaTransport(teltonika.host, teltonika.port, identifiers!, counters).catch((error: unknown) => {
+      ? await teltonikaTransport(teltonika.host, teltonika.port, identifiers!, counters, (vehicleId, command, answer) => {
+        write(`${vehicleId}: command "${command}" answered "${answer}"`);
+      }).catch((error: unknown) => {
         throw new Fatal((error as Error).message);
       })
       : mqtt !== undefined
