@@ -34,6 +34,9 @@ export type GeofenceGeometry = Schemas['GeofenceGeometry'];
 export type Trip = Schemas['Trip'];
 export type Stop = Schemas['Stop'];
 export type Device = Schemas['Device'];
+export type Command = Schemas['Command'];
+export type CommandList = Schemas['CommandList'];
+export type CommandTypes = Schemas['CommandTypes'];
 /**
  * The key's `groupIds` (null: the whole organization) is in the service's answers but not yet in
  * the SDK's generated types; the intersection keeps this right once they have it.

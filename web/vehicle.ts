@@ -16,6 +16,7 @@ import { type Chart, createChart, type Sample } from './chart.ts';
 import { formatBattery, formatCoord, formatTime, h, replace } from './dom.ts';
 import { badge } from './fleet.ts';
 import type { Live } from './live.ts';
+import { renderCommands } from './commands.ts';
 import { renderReplay } from './replay.ts';
 import { nextStatuses } from './transitions.ts';
 
@@ -50,6 +51,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
   const caption = h('figcaption', {});
   const historyBox = h('div', { class: 'card' }, loading('Loading status history…'));
   const replayBox = h('section', { class: 'card replay', 'aria-label': 'Route replay' });
+  const commandsBox = h('div', { class: 'card' });
 
   replace(root,
     h('section', { class: 'vehicle', 'aria-labelledby': 'vehicle-title' },
@@ -65,6 +67,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
           h('p', { class: 'muted chart-help' }, 'Speed in km/h (left axis), battery in % (right axis). Hover for values, drag across to zoom in, double-click to zoom out.')),
         chartStatus),
       replayBox,
+      h('section', { 'aria-label': 'Commands' }, h('h2', {}, 'Commands'), commandsBox),
       h('section', { 'aria-label': 'Status history' }, h('h2', {}, 'Status history'), historyBox)));
 
   let vehicle: VehicleDetails | undefined;
@@ -73,6 +76,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
   let range = { from: 0, to: 0 };
   const chart: Chart = createChart(chartBox);
   const stopReplay = renderReplay(replayBox, id, { tileUrl: ctx.tileUrl });
+  const stopCommands = renderCommands(commandsBox, id);
 
   function showDetails(v: VehicleDetails) {
     vehicle = v;
@@ -272,5 +276,6 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
     unsubscribe();
     chart.destroy();
     stopReplay();
+    stopCommands();
   };
 }
