@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type FleetClient, FleetApiError } from '@fleet/sdk';
-import { RESPONSE_TYPE, decodeCodec12, encodeCodec12 } from '../protocols/teltonika/codec12.ts';
+import { COMMAND_TYPE, MAX_COMMAND_BYTES, RESPONSE_TYPE, decodeCodec12, encodeCodec12 } from '../protocols/teltonika/codec12.ts';
 import { CODEC_8E } from '../protocols/teltonika/decode.ts';
 import { type EncodableRecord, encodePacket, imeiLogin } from '../protocols/teltonika/encode.ts';
 import type { TelemetryData } from '../telemetry/schema.ts';
@@ -113,8 +113,15 @@ export async function prepareDevices(fleet: FleetClient, protocol: DeviceProtoco
 
 const KMH_PER_KNOT = 1.852;
 
-/** One GET per record, as OsmAnd sends, at most `maxInFlight` at a time over kept-alive connections. */
-export function osmandTransport(url: string, identifiers: Map<string, string>, counters: Counters, maxInFlight = 16) {
+/**
+ * One GET per record, as OsmAnd sends, at most `maxInFlight` at a time over kept-alive connections.
+ * A report answered with a queued command's text (`text/plain`, not the counts) was stored all the
+ * same; the text is told to `onCommand`, and, as OsmAnd apps only show it, nothing answers it.
+ */
+export function osmandTransport(
+  url: string, identifiers: Map<string, string>, counters: Counters,
+  onCommand?: (vehicleId: string, command: string) => void, maxInFlight = 16,
+) {
   const inFlight = new Set<Promise<void>>();
   const { host, port } = targetOf(url);
   const target = hostPort(host, port);
@@ -130,6 +137,13 @@ export function osmandTransport(url: string, identifiers: Map<string, string>, c
     if (battery !== undefined) query.set('batt', String(battery));
     try {
       const res = await fetch(`${url}?${query.toString()}`, { signal: AbortSignal.timeout(10_000) });
+      if (res.status === 200 && res.headers.get('content-type')?.startsWith('text/plain') === true) {
+        const command = await res.text();
+        counters.failingSince = undefined;
+        counters.accepted++;
+        onCommand?.(record.vehicleId, command);
+        return;
+      }
       const body = (await res.json().catch(() => ({}))) as { accepted?: number; duplicates?: number; code?: string };
       counters.failingSince = undefined;
       if (res.status === 200) {
@@ -297,11 +311,18 @@ export async function teltonikaTransport(
       while (pending.length >= 4) {
         if (pending.readUInt32BE(0) === 0) {
           if (pending.length < 8) return;
-          const size = 8 + pending.readUInt32BE(4) + 4;
+          const length = pending.readUInt32BE(4);
+          if (length > MAX_COMMAND_BYTES + 8) {
+            // No command is that long: the stream is out of step, and nothing after can be read.
+            counters.lastError = `teltonika: a frame of ${length} bytes from Fleet, longer than any command`;
+            socket.destroy();
+            return;
+          }
+          const size = 8 + length + 4;
           if (pending.length < size) return;
           const message = decodeCodec12(pending.subarray(8, size - 4));
           pending = pending.subarray(size);
-          if ('malformed' in message) continue;
+          if ('malformed' in message || message.type !== COMMAND_TYPE) continue;
           const answer = answerCommand(message.text, link.state);
           socket.write(encodeCodec12(answer, RESPONSE_TYPE));
           onCommand?.(vehicleId, message.text, answer);

@@ -59,6 +59,10 @@ Vehicles drive loops around the city, stop at lights, park for 5 to 15 minutes n
 delivery: half of them within their first quarter of an hour), and charge at their depot, so
 trips, stops and reports have something to show early on.
 
+With --protocol or --mqtt the vehicles take commands (POST /v2/fleet/vehicles/{id}/commands), each
+printed: Teltonika trackers and MQTT devices answer getgps with their last fix, setdigout with their
+outputs, getinfo, getver and cpureset; an OsmAnd app is handed a command's text and only shows it.
+
 The key needs fleet:write to register vehicles (already registered ones are reused) and
 telemetry:write to send; with fleet:read and telemetry:read a re-run resumes each vehicle
 where the service last saw it. --geofences needs fleet:read and rules.`;
@@ -295,7 +299,7 @@ async function mqttTransport(target: MqttTarget, options: Options, counters: Cou
     const text = teltonikaText(command);
     const result = answerCommand(text, state);
     client.publish(`fleet/${vehicleId}/commands/${command.id}/result`, JSON.stringify({ status: 'succeeded', result }), { qos: 1 });
-    write(`${vehicleId}: command "${text}" answered "${result}"`);
+    write(`${clock()}  ${vehicleId}: command "${text}" answered "${result}"`);
   });
   return {
     name: 'MQTT',
@@ -378,10 +382,12 @@ async function main(): Promise<void> {
     }
   }
   const transport = osmandUrl !== undefined
-    ? osmandTransport(osmandUrl, identifiers!, counters)
+    ? osmandTransport(osmandUrl, identifiers!, counters, (vehicleId, command) => {
+      write(`${clock()}  ${vehicleId}: command "${command}" received (an OsmAnd app shows it; nothing answers)`);
+    })
     : teltonika !== undefined
       ? await teltonikaTransport(teltonika.host, teltonika.port, identifiers!, counters, (vehicleId, command, answer) => {
-        write(`${vehicleId}: command "${command}" answered "${answer}"`);
+        write(`${clock()}  ${vehicleId}: command "${command}" answered "${answer}"`);
       }).catch((error: unknown) => {
         throw new Fatal((error as Error).message);
       })
