@@ -3,8 +3,8 @@ import type { DatabaseSync } from 'node:sqlite';
 import type { CommandStore } from '../../commands/store.ts';
 import type { ChannelName, CommandParams, CommandRecord, CommandStatus, CommandType } from '../../commands/model.ts';
 import type { Row } from '../rows.ts';
-import { transaction } from './database.ts';
 import type { AppendEvents } from './events.ts';
+import type { WalSync } from './wal-sync.ts';
 
 const COLUMNS = 'id, organization_id, vehicle_id, type, params, channel, status, created_at, created_by_type, created_by_id, expires_at, sent_at, completed_at, result, error';
 
@@ -29,7 +29,11 @@ export function commandOf(row: Row): CommandRecord {
   };
 }
 
-export function createSqliteCommandStore(db: DatabaseSync, appendEvents: AppendEvents): CommandStore {
+/**
+ * Changes commit through `wal` (wal-sync.ts): durable when they answer, their WAL sync off the
+ * event loop, so a stream of commands and answers does not stall the requests and packets beside it.
+ */
+export function createSqliteCommandStore(db: DatabaseSync, wal: WalSync, appendEvents: AppendEvents): CommandStore {
   const vehicleExists = db.prepare('SELECT 1 FROM vehicles WHERE organization_id = ? AND id = ?');
   const unfinished = db.prepare(`SELECT count(*) AS n FROM commands WHERE organization_id = ? AND vehicle_id = ? AND status IN ('queued', 'sent')`);
   const insert = db.prepare(`INSERT INTO commands (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
@@ -55,7 +59,7 @@ export function createSqliteCommandStore(db: DatabaseSync, appendEvents: AppendE
 
   return {
     async insert(c, event, maxUnfinished) {
-      return transaction(db, () => {
+      return wal.transaction(() => {
         if (vehicleExists.get(c.organizationId, c.vehicleId) === undefined) return 'no-vehicle';
         if (Number(unfinished.get(c.organizationId, c.vehicleId)!.n) >= maxUnfinished) return 'full';
         insert.run(
@@ -79,7 +83,7 @@ export function createSqliteCommandStore(db: DatabaseSync, appendEvents: AppendE
     },
 
     async change(organizationId, id, from, change, eventOf) {
-      return transaction(db, () => {
+      return wal.transaction(() => {
         const row = selectOne.get(organizationId, id);
         if (row === undefined) return undefined;
         const current = commandOf(row);

@@ -65,7 +65,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     people: createSqlitePeopleStore(db),
     audit: createSqliteAuditStore(db),
     groups: createSqliteGroupStore(db),
-    commands: createSqliteCommandStore(db, appendEvents),
+    commands: createSqliteCommandStore(db, wal, appendEvents),
     sso: createSqliteSsoStore(db),
     async ping() {
       ping.get();
