@@ -1,46 +1,104 @@
 // The clients of the commands benchmark, in a process of their own (never on the server's event
-// loop): `devices` Teltonika trackers logged in, each sending AVL packets closed-loop (when
-// `ingest`) and answering every Codec 12 command at once; and, when `rate` > 0, commands sent
-// through the API at that pace, each timed from its POST to its frame on the tracker's socket and
-// to its `command.succeeded` event on a live stream. The parent sends the spec and gets the counts.
+// loop, and one clock for every timing): the Teltonika trackers, logged in for the whole run, each
+// answering every Codec 12 command at once and, in phases with ingest, sending AVL packets
+// closed-loop; the commands, POSTed through the API at a fixed pace over the trackers in turn; and
+// one reader of the event feed that notes when each `command.succeeded` appears.
+//
+// The parent sends `setup`, then one `phase` at a time (each answered with its result), then `end`.
 import http from 'node:http';
 import net from 'node:net';
-import { RESPONSE_TYPE, decodeCodec12, encodeCodec12 } from '../src/protocols/teltonika/codec12.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { COMMAND_TYPE, RESPONSE_TYPE, decodeCodec12, encodeCodec12 } from '../src/protocols/teltonika/codec12.ts';
 import { CODEC_8E } from '../src/protocols/teltonika/decode.ts';
-import { encodePacket, imeiLogin } from '../src/protocols/teltonika/encode.ts';
+import { type EncodableRecord, encodePacket, imeiLogin } from '../src/protocols/teltonika/encode.ts';
 
-export interface CommandClientSpec {
+export interface CommandClientSetup {
   host: string;
   httpPort: number;
   teltonikaPort: number;
   key: string;
   devices: Array<{ vehicleId: string; imei: string }>;
-  seconds: number;
-  ingest: boolean;
-  /** Commands a second through the API (0: none). */
-  rate: number;
-  /** Record k of a vehicle is stamped start + k ms: unique within a run. */
+  /** Record k of a tracker is stamped start + k s: unique for the whole run. */
   start: number;
 }
 
-export interface CommandClientResult {
-  records: number;
+export interface CommandPhase {
+  /** Commands a second (0: none), each `positionSingle` to the next tracker in turn. */
+  rate: number;
   seconds: number;
-  commands: number;
-  /** ms from each POST to the frame on the tracker's socket, and to its command.succeeded event. */
-  toFrame: number[];
-  toSucceeded: number[];
-  ids: string[];
-  errors: number;
+  /** Every tracker sends packets of 10 records, each after the last one's acknowledgement. */
+  ingest: boolean;
+  /** Read the feed for `command.succeeded` meanwhile (timing each); after the phase it is read in any case. */
+  feed: boolean;
+  /** After the phase, wait at most this long for every command of it to be seen succeeded in the feed. */
+  settleSeconds: number;
 }
 
-const spec = await new Promise<CommandClientSpec>((resolve) => process.once('message', (m) => resolve(m as CommandClientSpec)));
-const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-const auth = { authorization: `Bearer ${spec.key}`, 'content-type': 'application/json' };
+export interface CommandPhaseResult {
+  /** The phase's length; with ingest, until its last packet was acknowledged. */
+  seconds: number;
+  /** Records acknowledged by the server. */
+  records: number;
+  posted: number;
+  /** Answered 202. */
+  accepted: number;
+  /** Other answers or failed requests, and the first such answer. */
+  refused: number;
+  firstRefusal: string | undefined;
+  /** The ids of the accepted commands. */
+  ids: string[];
+  /** ms from each POST to its frame on the tracker's socket, and to its `command.succeeded` in the feed. */
+  toFrame: number[];
+  toSucceeded: number[];
+  /** Seen succeeded in the feed, during the phase or after it. */
+  succeeded: number;
+  /** From the first POST to the last `command.succeeded` seen. */
+  completedSeconds: number;
+  /** Frames no command of the tracker waited for, or not the text `getgps`. */
+  strayFrames: number;
+  /** How late the pacer sent its latest command, ms: a client that could not keep the pace. */
+  pacerLateMs: number;
+  /** Trackers whose connection the service closed (so far in the run). */
+  closed: number;
+}
 
-function request(method: string, path: string, body: string | undefined): Promise<{ status: number; body: string }> {
+export type CommandClientMessage = { kind: 'setup'; setup: CommandClientSetup } | { kind: 'phase'; phase: CommandPhase } | { kind: 'end' };
+
+interface Sent {
+  postedAt: number;
+  framedAt?: number;
+  id?: string;
+}
+
+interface Tracker {
+  socket: net.Socket;
+  vehicleId: string;
+  /** Commands POSTed to this tracker's vehicle and not yet framed, oldest first: the server sends them in that order. */
+  pending: Sent[];
+  acked: (() => void) | undefined;
+  /** Records sent so far. */
+  k: number;
+  closed: boolean;
+}
+
+// A tracker's answer to `getgps`, as Teltonika devices word it.
+const ANSWER = encodeCodec12('GPS:1 Sat:9 Lat:52.500000 Long:13.400000 Alt:40 Speed:40 Dir:90 Date: 2026/11/28 Time: 06:00:00', RESPONSE_TYPE);
+const BODY = JSON.stringify({ type: 'positionSingle' });
+
+let setup: CommandClientSetup;
+let agent: http.Agent;
+let auth: Record<string, string>;
+const trackers: Tracker[] = [];
+let nextTracker = 0;
+let records = 0;
+let strayFrames = 0;
+/** When each command id was first seen succeeded in the feed. */
+const succeededAt = new Map<string, number>();
+let feedCursor: string | undefined;
+
+function request(method: string, path: string, body?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: spec.host, port: spec.httpPort, method, path, agent, headers: auth }, (res) => {
+    const req = http.request({ host: setup.host, port: setup.httpPort, method, path, agent, headers: auth }, (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (c: string) => (text += c)).on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
     });
@@ -49,129 +107,201 @@ function request(method: string, path: string, body: string | undefined): Promis
   });
 }
 
-/** When each command (by its text) was posted, arrived, and succeeded. */
-const posted = new Map<string, number>();
-const framed = new Map<string, number>();
-const idOf = new Map<string, string>();
-const succeeded = new Map<string, number>();
-let records = 0;
-let errors = 0;
+function commandFrame(tracker: Tracker, data: Uint8Array): void {
+  const at = performance.now();
+  const message = decodeCodec12(data);
+  if ('malformed' in message || message.type !== COMMAND_TYPE) {
+    strayFrames++;
+    return;
+  }
+  const sent = tracker.pending.shift();
+  if (sent === undefined || message.text !== 'getgps') strayFrames++;
+  if (sent !== undefined) sent.framedAt = at;
+  tracker.socket.write(ANSWER);
+}
 
-/** A logged-in tracker: acks count records; Codec 12 commands are timed and answered at once. */
-async function tracker(imei: string) {
-  const socket = net.connect({ host: spec.host, port: spec.teltonikaPort, noDelay: true });
-  let buffered = Buffer.alloc(0);
-  let loggedIn: (() => void) | undefined;
-  let acked: (() => void) | undefined;
+async function connect(vehicleId: string, imei: string): Promise<Tracker> {
+  const socket = net.connect({ host: setup.host, port: setup.teltonikaPort, noDelay: true });
+  const tracker: Tracker = { socket, vehicleId, pending: [], acked: undefined, k: 0, closed: false };
+  let buffered: Buffer = Buffer.alloc(0);
+  let login: ((accepted: boolean) => void) | undefined;
+  const loggedIn = new Promise<boolean>((resolve) => (login = resolve));
   socket.on('data', (chunk: Buffer) => {
-    buffered = Buffer.concat([buffered, chunk]);
-    if (loggedIn !== undefined && buffered.length >= 1) {
+    buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+    if (login !== undefined) {
+      login(buffered[0] === 1);
+      login = undefined;
       buffered = buffered.subarray(1);
-      loggedIn();
-      loggedIn = undefined;
     }
+    // An acknowledgement is a record count (never 0 here: every packet holds 10); a frame begins with 4 zero bytes.
     while (buffered.length >= 4) {
-      if (buffered.readUInt32BE(0) !== 0) {
-        records += buffered.readUInt32BE(0);
+      const count = buffered.readUInt32BE(0);
+      if (count !== 0) {
+        records += count;
         buffered = buffered.subarray(4);
+        const acked = tracker.acked;
+        tracker.acked = undefined;
         acked?.();
         continue;
       }
-      if (buffered.length < 8 || buffered.length < 12 + buffered.readUInt32BE(4)) return;
-      const size = 12 + buffered.readUInt32BE(4);
-      const message = decodeCodec12(buffered.subarray(8, size - 4));
+      if (buffered.length < 8) return;
+      const size = 8 + buffered.readUInt32BE(4) + 4;
+      if (buffered.length < size) return;
+      commandFrame(tracker, buffered.subarray(8, size - 4));
       buffered = buffered.subarray(size);
-      if ('malformed' in message) continue;
-      framed.set(message.text, performance.now());
-      socket.write(encodeCodec12(`ok ${message.text}`, RESPONSE_TYPE));
     }
   });
-  socket.on('error', () => undefined);
-  await new Promise<void>((resolve) => {
-    loggedIn = resolve;
-    socket.write(imeiLogin(imei));
+  socket.on('error', () => {});
+  socket.once('close', () => {
+    login?.(false);
+    // A packet in flight is never acknowledged now: its loop ends rather than wait for ever.
+    tracker.closed = true;
+    const acked = tracker.acked;
+    tracker.acked = undefined;
+    acked?.();
   });
-  return { socket, ack: () => new Promise<void>((resolve) => (acked = resolve)) };
+  socket.write(imeiLogin(imei));
+  if (!(await loggedIn)) throw new Error(`tracker ${imei} was refused at login`);
+  return tracker;
 }
 
-const links = [];
-for (let i = 0; i < spec.devices.length; i += 200) links.push(...(await Promise.all(spec.devices.slice(i, i + 200).map((d) => tracker(d.imei)))));
+function avl(tracker: Tracker, r: number): EncodableRecord {
+  const k = tracker.k++;
+  return {
+    timestamp: setup.start + k * 1000, priority: 0, latitude: 52.5 + (k % 1000) / 100_000, longitude: 13.4, altitude: 40, angle: 90, satellites: 9,
+    speed: 40 + (r % 5), eventId: 0, io: [{ id: 239, size: 1, value: 1 }, { id: 16, size: 4, value: 100_000 + k }],
+  };
+}
 
-// The command.succeeded events, as they are recorded, on one fleet stream.
-let stream: WebSocket | undefined;
-if (spec.rate > 0) {
-  const created = await request('POST', '/v2/telemetry/stream', JSON.stringify({ events: ['events'] }));
-  const { url } = JSON.parse(created.body) as { url: string };
-  // The stream's url names the service's public address; the benchmark's server listens here.
-  const attach = new URL(url);
-  attach.protocol = 'ws:';
-  attach.host = `${spec.host}:${spec.httpPort}`;
-  attach.searchParams.set('batch', 'true');
-  stream = new WebSocket(attach);
-  await new Promise<void>((resolve, reject) => {
-    stream!.addEventListener('open', () => resolve());
-    stream!.addEventListener('error', () => reject(new Error(`the stream at ${attach.origin} could not be attached`)));
-  });
-  stream.addEventListener('message', (event) => {
-    for (const line of String(event.data).split('\n')) {
-      const m = JSON.parse(line) as { type?: string; data?: { type?: string; data?: { id?: string; params?: { text?: string } } } };
-      if (m.type === 'event' && m.data?.type === 'command.succeeded') {
-        const text = m.data.data?.params?.text;
-        if (text !== undefined) succeeded.set(text, performance.now());
+/** Reads the feed's `command.succeeded` events from where it last stopped; how many it read. */
+async function readFeed(): Promise<number> {
+  const query = new URLSearchParams({ types: 'command.succeeded', limit: '1000' });
+  if (feedCursor !== undefined) query.set('after', feedCursor);
+  const res = await request('GET', `/v2/events?${query.toString()}`);
+  if (res.status !== 200) throw new Error(`the feed answered ${res.status}: ${res.body.slice(0, 300)}`);
+  const page = JSON.parse(res.body) as { events: Array<{ data: { id: string } }>; next: string };
+  const at = performance.now();
+  for (const event of page.events) if (!succeededAt.has(event.data.id)) succeededAt.set(event.data.id, at);
+  feedCursor = page.next;
+  return page.events.length;
+}
+
+async function runPhase(phase: CommandPhase): Promise<CommandPhaseResult> {
+  const recordsBefore = records;
+  const strayBefore = strayFrames;
+  const sent: Sent[] = [];
+  const accepted: Sent[] = [];
+  let refused = 0;
+  let firstRefusal: string | undefined;
+  let pacerLateMs = 0;
+  const started = performance.now();
+  const until = started + phase.seconds * 1000;
+  const work: Promise<unknown>[] = [];
+
+  let ingestEnded = started;
+  if (phase.ingest) {
+    work.push(Promise.all(trackers.map(async (tracker) => {
+      while (performance.now() < until && !tracker.closed) {
+        const packet = encodePacket(CODEC_8E, Array.from({ length: 10 }, (_, r) => avl(tracker, r)));
+        const acked = new Promise<void>((resolve) => (tracker.acked = resolve));
+        tracker.socket.write(packet);
+        await acked;
       }
+    })).then(() => void (ingestEnded = performance.now())));
+  }
+
+  const answers: Promise<void>[] = [];
+  if (phase.rate > 0) {
+    work.push((async () => {
+      // Open loop: the n-th command leaves at n / rate s, whatever became of those before it.
+      for (let n = 0; ; n++) {
+        const due = started + (n * 1000) / phase.rate;
+        if (due >= until) break;
+        const wait = due - performance.now();
+        if (wait > 1) await sleep(wait);
+        pacerLateMs = Math.max(pacerLateMs, performance.now() - due);
+        const tracker = trackers[nextTracker++ % trackers.length]!;
+        const command: Sent = { postedAt: performance.now() };
+        sent.push(command);
+        tracker.pending.push(command);
+        const refuse = (why: string) => {
+          refused++;
+          firstRefusal ??= why;
+          const at = tracker.pending.indexOf(command);
+          if (at >= 0) tracker.pending.splice(at, 1);
+        };
+        answers.push(request('POST', `/v2/fleet/vehicles/${tracker.vehicleId}/commands`, BODY).then((res) => {
+          if (res.status !== 202) return refuse(`${res.status} ${res.body.slice(0, 300)}`);
+          command.id = (JSON.parse(res.body) as { id: string }).id;
+          accepted.push(command);
+        }, (error: unknown) => refuse(String(error))));
+      }
+      await Promise.all(answers);
+    })());
+  }
+
+  let reading = phase.rate > 0 && phase.feed;
+  const reader = (async () => {
+    while (reading) {
+      // Back to back while pages come full; a short pause after a page that caught up.
+      if ((await readFeed()) < 1000) await sleep(5);
     }
-  });
+  })();
+  await Promise.all(work);
+  reading = false;
+  await reader;
+  // Every command of the phase succeeded (or the time is up) before the next phase begins.
+  const settleUntil = performance.now() + phase.settleSeconds * 1000;
+  while (!accepted.every((c) => succeededAt.has(c.id!)) && performance.now() < settleUntil) {
+    if ((await readFeed()) < 1000) await sleep(5);
+  }
+
+  const toFrame = sent.filter((c) => c.framedAt !== undefined).map((c) => c.framedAt! - c.postedAt);
+  // Timed only when the feed was read all along; after the phase, a success is only counted.
+  const toSucceeded: number[] = [];
+  let succeeded = 0;
+  let lastSucceeded = started;
+  for (const command of accepted) {
+    const at = succeededAt.get(command.id!);
+    if (at === undefined) continue;
+    succeeded++;
+    if (phase.feed) toSucceeded.push(at - command.postedAt);
+    lastSucceeded = Math.max(lastSucceeded, at);
+  }
+  return {
+    // With ingest, until its last packet was acknowledged (the commands' last answers may come later).
+    seconds: phase.ingest ? (ingestEnded - started) / 1000 : phase.seconds, records: records - recordsBefore, posted: sent.length, accepted: accepted.length, refused, firstRefusal,
+    ids: accepted.map((c) => c.id!), toFrame, toSucceeded, succeeded, completedSeconds: (lastSucceeded - (sent[0]?.postedAt ?? started)) / 1000,
+    strayFrames: strayFrames - strayBefore, pacerLateMs, closed: trackers.filter((t) => t.closed).length,
+  };
 }
 
-const started = performance.now();
-const until = started + spec.seconds * 1000;
-const work: Promise<void>[] = [];
-if (spec.ingest) {
-  work.push(...links.map(async (link, i) => {
-    let k = 0;
-    while (performance.now() < until) {
-      const packet = encodePacket(CODEC_8E, Array.from({ length: 10 }, (_, r) => ({
-        timestamp: spec.start + i * 100_000 + k++, priority: 0, latitude: 52.5 + r / 1000, longitude: 13.4, altitude: 40, angle: 90, satellites: 9, speed: 40, eventId: 0,
-        io: [{ id: 239, size: 1 as const, value: 1 }],
-      })));
-      const ack = link.ack();
-      link.socket.write(packet);
-      await ack;
+process.on('message', (message: CommandClientMessage) => {
+  void (async () => {
+    switch (message.kind) {
+      case 'setup': {
+        setup = message.setup;
+        agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+        auth = { authorization: `Bearer ${setup.key}`, 'content-type': 'application/json' };
+        for (let i = 0; i < setup.devices.length; i += 250) {
+          trackers.push(...await Promise.all(setup.devices.slice(i, i + 250).map((d) => connect(d.vehicleId, d.imei))));
+        }
+        // The feed read from its end: what is there already is no phase's.
+        while ((await readFeed()) === 1000);
+        process.send!({ connected: trackers.length });
+        break;
+      }
+      case 'phase':
+        process.send!(await runPhase(message.phase));
+        break;
+      case 'end':
+        for (const tracker of trackers) tracker.socket.destroy();
+        agent.destroy();
+        process.send!({ ended: true }, () => process.exit(0));
+        break;
     }
-  }));
-}
-if (spec.rate > 0) {
-  work.push((async () => {
-    const sends: Promise<void>[] = [];
-    for (let n = 0; performance.now() < until; n++) {
-      // Paced open-loop: the n-th command leaves at n / rate s, whatever the answers before it.
-      const due = started + (n * 1000) / spec.rate;
-      const wait = due - performance.now();
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      const device = spec.devices[n % spec.devices.length]!;
-      const text = `c${n}`;
-      posted.set(text, performance.now());
-      sends.push(request('POST', `/v2/fleet/vehicles/${device.vehicleId}/commands`, JSON.stringify({ type: 'custom', params: { text } })).then((res) => {
-        if (res.status === 202) idOf.set(text, (JSON.parse(res.body) as { id: string }).id);
-        else errors++;
-      }, () => void errors++));
-    }
-    await Promise.all(sends);
-  })());
-}
-await Promise.all(work);
-const seconds = (performance.now() - started) / 1000;
-// The last commands' answers and events, bounded.
-const settleUntil = performance.now() + 5_000;
-while (performance.now() < settleUntil && succeeded.size < idOf.size) await new Promise((resolve) => setTimeout(resolve, 50));
-stream?.close();
-for (const link of links) link.socket.destroy();
-const toFrame: number[] = [];
-const toSucceeded: number[] = [];
-for (const [text, at] of posted) {
-  const frame = framed.get(text);
-  const done = succeeded.get(text);
-  if (frame !== undefined) toFrame.push(frame - at);
-  if (done !== undefined) toSucceeded.push(done - at);
-}
-process.send!({ records, seconds, commands: posted.size, toFrame, toSucceeded, ids: [...idOf.values()], errors } satisfies CommandClientResult, () => process.exit(0));
+  })().catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
+});
