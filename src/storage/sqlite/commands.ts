@@ -45,9 +45,10 @@ export function createSqliteCommandStore(db: DatabaseSync, wal: WalSync, appendE
   const update = db.prepare(
     'UPDATE commands SET status = ?, sent_at = ?, completed_at = ?, result = ?, error = ? WHERE organization_id = ? AND id = ?',
   );
+  // Named: left to itself SQLite reads every queued command of the database by `commands_due`.
   const queued = db.prepare(
-    `SELECT ${COLUMNS} FROM commands WHERE organization_id = ? AND vehicle_id = ? AND channel = ? AND status IN ('queued', 'sent')
-     AND status = 'queued' AND expires_at > ? ORDER BY id LIMIT ?`,
+    `SELECT ${COLUMNS} FROM commands INDEXED BY commands_unfinished WHERE organization_id = ? AND vehicle_id = ? AND channel = ?
+     AND status IN ('queued', 'sent') AND status = 'queued' AND expires_at > ? ORDER BY id LIMIT ?`,
   );
   const queuedAll = db.prepare(
     `SELECT ${COLUMNS} FROM commands WHERE status = 'queued' AND organization_id = ? AND channel = ? AND expires_at > ? ORDER BY id LIMIT ?`,

@@ -26,8 +26,10 @@ export function createSqliteDeviceStore(db: DatabaseSync): DeviceStore {
   const selectByIdentifier = db.prepare(`SELECT ${COLUMNS} FROM devices WHERE protocol = ? AND identifier = ?`);
   const page = db.prepare(`SELECT ${COLUMNS} FROM devices WHERE organization_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`);
   const count = db.prepare('SELECT count(*) AS n FROM devices WHERE organization_id = ?');
+  // `+created_at`: a vehicle has a few devices, read by its own index and sorted; without the `+`
+  // SQLite walks the organization's index in order instead, every device of the organization.
   const pageOfVehicle = db.prepare(
-    `SELECT ${COLUMNS} FROM devices WHERE organization_id = ? AND vehicle_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`,
+    `SELECT ${COLUMNS} FROM devices WHERE organization_id = ? AND vehicle_id = ? ORDER BY +created_at, id LIMIT ? OFFSET ?`,
   );
   const countOfVehicle = db.prepare('SELECT count(*) AS n FROM devices WHERE organization_id = ? AND vehicle_id = ?');
   const inGroups = `organization_id = ? AND vehicle_id IN (${MEMBERS_OF_GROUPS})`;

@@ -48,7 +48,7 @@ export function createWalSync(db: DatabaseSync, syncFile: SyncFile = fdatasync, 
     if (failure !== undefined) throw failure;
   }
 
-  function syncNow(): Promise<void> {
+  function sync(): Promise<void> {
     // The WAL exists from the first commit on and stays while the database is open.
     fd ??= openSync(`${file}-wal`, 'r');
     checkpoints?.committed(fstatSync(fd).size);
@@ -59,24 +59,6 @@ export function createWalSync(db: DatabaseSync, syncFile: SyncFile = fdatasync, 
         reject(failure);
       });
     });
-  }
-
-  // Syncs are coalesced: a commit made while a sync runs waits for the next one (which starts
-  // after it), and every commit made meanwhile shares that next sync. Many small commits (command
-  // changes, status changes, telemetry groups) then cost one fdatasync per sync's time, not one
-  // each, and none is answered before a sync that started after it has finished.
-  let running: Promise<void> | undefined;
-  let following: Promise<void> | undefined;
-  function sync(): Promise<void> {
-    if (running === undefined) {
-      running = syncNow().finally(() => (running = undefined));
-      return running;
-    }
-    following ??= running.catch(() => undefined).then(() => {
-      following = undefined;
-      return sync();
-    });
-    return following;
   }
 
   return {
