@@ -63,7 +63,8 @@ test('queued commands survive SIGKILL: each goes out once after the restart, old
   // Answered one by one: the tracker sees the kept ones in the order they were queued, once each.
   // Until the last acknowledged one has come (then a short quiet: a stored command whose 202 was
   // lost with the process may follow); the wait for each is long, for a busy machine.
-  const expected = acknowledged.map((c) => c.text);
+  // Concurrent requests are queued in the order the service made them (their ids), not the order their 202s came back.
+  const expected = [...acknowledged].sort((a, b) => (a.id < b.id ? -1 : 1)).map((c) => c.text);
   const texts: string[] = [];
   const last = expected.at(-1)!;
   for (;;) {
