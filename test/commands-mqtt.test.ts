@@ -7,6 +7,7 @@ import type { MqttClient } from 'mqtt';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { manualClock } from './helpers/clock.ts';
 import { connectDevice, endAll, freePort, publishOutcome, withTimeout } from './helpers/mqtt.ts';
+import { commandsOf } from './helpers/commands.ts';
 import { waitUntil } from './helpers/wait.ts';
 
 const clients: MqttClient[] = [];
@@ -25,17 +26,8 @@ after(async () => {
   await ctx.close();
 });
 
-type Command = { id: string; status: string; result: string | null; error: string | null; sentAt: string | null };
 const device = (password = deviceKey, clean = true) => connectDevice(url, { username: 'device', password, clean, clientId: `dev-${Math.random().toString(36).slice(2)}` }, clients);
-const command = async (id: string) => (await ctx.request('GET', `/v2/commands/${id}`)).json<Command>();
-async function send(vehicleId: string, body: Record<string, unknown>) {
-  const res = await ctx.request('POST', `/v2/fleet/vehicles/${vehicleId}/commands`, { body });
-  assert.equal(res.statusCode, 202, res.body);
-  return res.json<Command>();
-}
-async function statusBecomes(id: string, status: string) {
-  await waitUntil(async () => (await command(id)).status === status, `command ${id} ${status}`, 5_000, { every: 40 });
-}
+const { command, send, statusBecomes } = commandsOf({ request: (...args) => ctx.request(...args) }, 40);
 /** The next message a client receives, as JSON with its topic. */
 function nextMessage(client: MqttClient, ms = 3_000): Promise<{ topic: string; body: { id: string; type: string; params: unknown; expiresAt: string } } | 'none'> {
   return new Promise((resolve) => {

@@ -11,6 +11,7 @@ import { manualClock } from './helpers/clock.ts';
 import { freePort } from './helpers/mqtt.ts';
 import { waitUntil } from './helpers/wait.ts';
 import { type Tracker, connectTracker, count, fix, packetOf } from './helpers/teltonika.ts';
+import { commandsOf } from './helpers/commands.ts';
 import { eventValidator } from './helpers/events.ts';
 
 // Teltonika's own examples (the Codec 12 page of its wiki): the `getinfo` and `getver` commands,
@@ -90,15 +91,7 @@ describe('over a tracker\'s connection', () => {
     assert.deepEqual(await tracker.login(imei), Buffer.from([1]));
     return tracker;
   }
-  async function send(vehicleId: string, body: Record<string, unknown>) {
-    const res = await ctx.request('POST', `/v2/fleet/vehicles/${vehicleId}/commands`, { body });
-    assert.equal(res.statusCode, 202, res.body);
-    return res.json<{ id: string; status: string; channel: string }>();
-  }
-  const command = async (id: string) => (await ctx.request('GET', `/v2/commands/${id}`)).json<{ status: string; result: string | null; error: string | null; sentAt: string | null }>();
-  async function statusBecomes(id: string, status: string) {
-    await waitUntil(async () => (await command(id)).status === status, `command ${id} ${status}`, 5000, { every: 10 });
-  }
+  const { command, send, statusBecomes } = commandsOf({ request: (...args) => ctx.request(...args) });
   /** The sweep runs each second of the clock: the clock moves a second at each look. */
   async function sweptTo(id: string, status: string) {
     await waitUntil(async () => {

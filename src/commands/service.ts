@@ -162,6 +162,13 @@ export function createCommandService(deps: {
     return { channel, types: [...CHANNEL_TYPES[channel]] };
   }
 
+  /** A queued command leaves for its device (sent, or delivered where no answer comes), unless it has expired. */
+  async function handOver(command: CommandRecord, status: 'sent' | 'delivered'): Promise<CommandRecord | undefined> {
+    const now = clock.now();
+    if (command.expiresAt <= now) return undefined;
+    return change(command.organizationId, command.id, { status, at: now });
+  }
+
   /** The vehicles whose device is connected to this node, by channel: the presence this node holds. */
   const held = new Set<string>();
 
@@ -177,16 +184,8 @@ export function createCommandService(deps: {
     after: (ms, fn) => clock.after(ms, fn),
     get: (organizationId, id) => store.get(organizationId, id),
     queued: (organizationId, vehicleId, channel) => store.queued(organizationId, vehicleId, channel, clock.now(), MAX_UNFINISHED),
-    async take(command) {
-      const now = clock.now();
-      if (command.expiresAt <= now) return undefined;
-      return change(command.organizationId, command.id, { status: 'sent', at: now });
-    },
-    async deliver(command) {
-      const now = clock.now();
-      if (command.expiresAt <= now) return undefined;
-      return change(command.organizationId, command.id, { status: 'delivered', at: now });
-    },
+    take: (command) => handOver(command, 'sent'),
+    deliver: (command) => handOver(command, 'delivered'),
     async settle(organizationId, commandId, outcome: CommandOutcome, expected) {
       if (expected !== undefined) {
         const found = await store.get(organizationId, commandId);

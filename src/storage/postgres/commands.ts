@@ -2,11 +2,10 @@
 // so two nodes racing for one command (a device's answer here, the sweep there) cannot both move it.
 import type { CommandStore } from '../../commands/store.ts';
 import type { CommandRecord } from '../../commands/model.ts';
-import { commandOf } from '../sqlite/commands.ts';
+import { COMMAND_COLUMNS as COLUMNS, commandOf } from '../command-rows.ts';
 import type { Database } from './database.ts';
 import { appendEvents } from './events.ts';
 
-const COLUMNS = 'id, organization_id, vehicle_id, type, params, channel, status, created_at, created_by_type, created_by_id, expires_at, sent_at, completed_at, result, error';
 
 export function createPostgresCommandStore(db: Database): CommandStore {
   return {
