@@ -5,12 +5,14 @@
 // longer: the verdict is the same. How the service fares offered three times its capacity is
 // measured by `npm run bench -- overload`.
 import assert from 'node:assert/strict';
+import { fdatasync } from 'node:fs';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { captureLogs } from './helpers/logs.ts';
 import { parseResponse, listeningPort } from './helpers/raw-http.ts';
 import { withTimeout } from './helpers/process.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 const LIMIT_MS = 100;
 const logs = captureLogs('info');
@@ -97,4 +99,50 @@ test('requests read after the loop was held past the limit: 503 with Retry-After
     }
   })(), 10_000, 'a request served after the hold');
   assert.equal(served.status, 200);
+});
+
+test('writes held up by the disk refuse further writes, not the reads the idle loop answers', async () => {
+  // Every WAL sync after the set-up is held until the test lets it go: the telemetry posts wait,
+  // admitted, while the loop itself idles.
+  const held: Array<() => void> = [];
+  let holding = false;
+  const disk = await createTestApp({
+    env: { FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: String(LIMIT_MS), FLEET_OVERLOAD_SAMPLE_MS: '50', FLEET_RATE_LIMIT_REQUESTS: '0' },
+    syncFile: (fd, done) => (holding ? held.push(() => fdatasync(fd, done)) : fdatasync(fd, done)),
+  });
+  try {
+    assert.equal((await disk.request('POST', '/v2/fleet/vehicles', { body: { vehicleId: 'van-1', type: 'van' } })).statusCode, 201);
+    holding = true;
+    const post = (speed: number) => disk.request('POST', '/v2/telemetry/van-1', { body: { data: { speed } } });
+    // Eight writes (the overload's STUCK), each its own request, all waiting on the held sync.
+    const waiting: Array<ReturnType<typeof post>> = [];
+    for (let i = 0; i < 8; i++) {
+      waiting.push(post(i));
+      await waitUntil(() => held.length > 0, 'the first write to wait for its sync');
+    }
+    // However busy the machine, they have then waited longer than the limit (refusals are armed
+    // two samples after start, long since).
+    await new Promise((resolve) => setTimeout(resolve, 2 * LIMIT_MS));
+    const refused = await post(100);
+    assert.equal(refused.statusCode, 503, refused.body);
+    assert.equal(refused.json().code, 'service-unavailable');
+    const read = await disk.request('GET', '/v2/fleet/vehicles/van-1');
+    assert.equal(read.statusCode, 200, read.body);
+
+    holding = false;
+    for (const release of held.splice(0)) release();
+    for (const answer of await Promise.all(waiting)) assert.equal(answer.statusCode, 202, answer.body);
+    const again = await withTimeout((async () => {
+      for (;;) {
+        const answer = await post(200);
+        if (answer.statusCode !== 503) return answer;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })(), 10_000, 'a write served once the disk caught up');
+    assert.equal(again.statusCode, 202, again.body);
+  } finally {
+    holding = false;
+    for (const release of held.splice(0)) release();
+    await disk.close();
+  }
 });

@@ -7,10 +7,12 @@
 // - the event loop runs late: a 10 ms timer fired that much late (the previous turn, a large group
 //   commit say, kept everything waiting), or the current turn has run that long (the request is
 //   read late in a turn that reads a backlog);
-// - or work already admitted waits: STUCK requests admitted earlier have been in flight longer
-//   than the limit. That is the backlog the loop's delay does not show, when requests wait for
-//   a commit that waits on the disk while the loop idles, or when a burst was admitted in one turn.
-//   Several rather than one, so that one slow request does not refuse everybody else's;
+// - or work of the same kind already admitted waits: STUCK reads (GET, HEAD), or STUCK writes
+//   (every other method), admitted earlier have been in flight longer than the limit. That is the
+//   backlog the loop's delay does not show, when writes wait for a commit that waits on the disk
+//   while the loop idles, or when a burst was admitted in one turn. Several rather than one, so
+//   that one slow request does not refuse everybody else's; and of the same kind, so that writes
+//   held up by a slow disk do not refuse the reads the idle loop answers at once;
 // - or more requests are in flight than the process has ever answered within the limit (the most
 //   it answered per second, times the limit; at least FLOOR): a burst read in one turn of the
 //   loop is admitted only up to what can be answered in time, since none of it is old yet.
@@ -57,10 +59,12 @@ export const overloadPlugin = fp(async function overload(app: FastifyInstance, o
   ticker.unref();
   const delay = (now: number) => Math.max(lateness, now - lastTick - TICK_MS);
 
-  /** Requests admitted and not yet answered, with when: a Map iterates in admission order. */
-  const admitted = new Map<FastifyRequest, number>();
-  /** Whether STUCK of the oldest admitted requests have waited past `limit`. */
-  function stuck(now: number, limit: number): boolean {
+  /** Reads and writes admitted and not yet answered, with when: a Map iterates in admission order. */
+  const reads = new Map<FastifyRequest, number>();
+  const writes = new Map<FastifyRequest, number>();
+  const kindOf = (request: FastifyRequest) => (request.method === 'GET' || request.method === 'HEAD' ? reads : writes);
+  /** Whether STUCK of the oldest admitted requests of one kind have waited past `limit`. */
+  function stuck(admitted: Map<FastifyRequest, number>, now: number, limit: number): boolean {
     let count = 0;
     for (const [request, at] of admitted) {
       const waited = now - at;
@@ -76,9 +80,11 @@ export const overloadPlugin = fp(async function overload(app: FastifyInstance, o
   /** Answers per second: the most seen over a sample (capacity does not shrink when idle), and those of the sample running. */
   let peakRate = 0;
   let answered = 0;
-  const crowded = () => admitted.size >= Math.max(FLOOR, (peakRate * config.maxEventLoopDelayMs) / 1000);
-  const tooLate = (now: number) => config.maxEventLoopDelayMs > 0
-    && (delay(now) > config.maxEventLoopDelayMs || crowded() || stuck(now, config.maxEventLoopDelayMs));
+  const crowded = () => reads.size + writes.size >= Math.max(FLOOR, (peakRate * config.maxEventLoopDelayMs) / 1000);
+  /** Whether a request of `kind` arriving `now` is refused for lateness (any kind: the loop's, or the crowd's). */
+  const tooLate = (now: number, kind?: Map<FastifyRequest, number>) => config.maxEventLoopDelayMs > 0
+    && (delay(now) > config.maxEventLoopDelayMs || crowded()
+      || (kind === undefined ? stuck(reads, now, config.maxEventLoopDelayMs) || stuck(writes, now, config.maxEventLoopDelayMs) : stuck(kind, now, config.maxEventLoopDelayMs)));
 
   let utilization = 0;
   let previous = performance.eventLoopUtilization();
@@ -123,16 +129,17 @@ export const overloadPlugin = fp(async function overload(app: FastifyInstance, o
     // nor counted as waiting.
     if (request.routeOptions.config.overloadExempt === true || (request.raw as { upgrade?: boolean }).upgrade === true) return done();
     const now = performance.now();
-    if (now >= armedAt && (tooLate(now) || tooBusy())) return refuse(now, done);
-    admitted.set(request, now);
+    const kind = kindOf(request);
+    if (now >= armedAt && (tooLate(now, kind) || tooBusy())) return refuse(now, done);
+    kind.set(request, now);
     done();
   });
   app.addHook('onResponse', (request, _reply, done) => {
-    if (admitted.delete(request)) answered++;
+    if (kindOf(request).delete(request)) answered++;
     done();
   });
   app.addHook('onRequestAbort', (request, done) => {
-    admitted.delete(request);
+    kindOf(request).delete(request);
     done();
   });
 

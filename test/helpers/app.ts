@@ -10,6 +10,7 @@ import { createAuthService } from '../../src/auth/service.ts';
 import { type Clock, systemClock } from '../../src/clock.ts';
 import { type Config, type Env, loadConfig } from '../../src/config.ts';
 import { createSqliteStores } from '../../src/storage/sqlite/index.ts';
+import type { SyncFile } from '../../src/storage/sqlite/wal-sync.ts';
 import type { Stores } from '../../src/storage/stores.ts';
 import { openAnotherNode, openPostgresTestStores } from './postgres.ts';
 
@@ -54,6 +55,8 @@ export async function createTestApp(options: {
   rateLimitStore?: AppDeps['rateLimitStore'];
   /** The app's dispatcher, held by a test that says what a part would (events recorded, say). */
   dispatcher?: AppDeps['dispatcher'];
+  /** SQLite: how the WAL file is synced (`fs.fdatasync`; a test holds or fails the syncs). */
+  syncFile?: SyncFile;
   /** Another node of `join`'s cluster: the same PostgreSQL schema and first organization. */
   join?: { stores: Stores; adminKey: string; organizationId: string };
 } = {}) {
@@ -65,7 +68,7 @@ export async function createTestApp(options: {
     ? await openAnotherNode((options.join.stores as Stores & { schema: string }).schema, databaseUrl)
     : options.backend === 'postgres'
       ? await openPostgresTestStores({ label: 'app', ...databaseUrl })
-      : createSqliteStores(file);
+      : createSqliteStores(file, options.syncFile === undefined ? {} : { syncFile: options.syncFile });
   const auth = createAuthService({ store: stores.auth, clock });
   const first = options.join !== undefined
     ? { secret: options.join.adminKey, organization: { id: options.join.organizationId } }

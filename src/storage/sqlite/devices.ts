@@ -4,6 +4,7 @@ import type { Protocol } from '../../devices/schema.ts';
 import type { DeviceRecord, DeviceStore } from '../../devices/store.ts';
 import type { Row } from '../rows.ts';
 import { transaction, write } from './database.ts';
+import type { WalSync } from './wal-sync.ts';
 
 const COLUMNS = 'id, organization_id, vehicle_id, protocol, identifier, created_at, last_seen_at';
 
@@ -19,7 +20,7 @@ export function deviceOf(row: Row): DeviceRecord {
   };
 }
 
-export function createSqliteDeviceStore(db: DatabaseSync): DeviceStore {
+export function createSqliteDeviceStore(db: DatabaseSync, wal: WalSync): DeviceStore {
   const vehicleExists = db.prepare('SELECT 1 FROM vehicles WHERE organization_id = ? AND id = ?');
   const insert = db.prepare(`INSERT INTO devices (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`);
   const selectOne = db.prepare(`SELECT ${COLUMNS} FROM devices WHERE organization_id = ? AND id = ?`);
@@ -84,7 +85,9 @@ export function createSqliteDeviceStore(db: DatabaseSync): DeviceStore {
 
     async touch(seen) {
       if (seen.length === 0) return;
-      transaction(db, () => {
+      // As telemetry's commits: the WAL synced off the event loop (wal-sync.ts), so that a slow
+      // disk never holds every request up for a field written every 30 s.
+      await wal.transaction(() => {
         for (const { id, at } of seen) touchOne.run(at, id, at);
       });
     },

@@ -61,7 +61,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     events: createSqliteEventStore(db),
     rules: createSqliteRulesStore(db, ruleWrites),
     webhooks: createSqliteWebhookStore(db, wal),
-    devices: createSqliteDeviceStore(db),
+    devices: createSqliteDeviceStore(db, wal),
     people: createSqlitePeopleStore(db),
     audit: createSqliteAuditStore(db),
     groups: createSqliteGroupStore(db),

@@ -7,8 +7,8 @@
 // libuv's thread pool. What is acknowledged is as durable as with FULL: the WAL is written in
 // order, so a sync that starts after a COMMIT returned covers it and everything before it (also
 // a checkpoint, which SQLite syncs itself in either mode). Vehicle writes (status changes and
-// their events) and the webhook worker's writes go through it too; every other write of the
-// store keeps FULL.
+// their events), commands, devices' last-seen times and the webhook worker's writes go through it
+// too; every other write of the store keeps FULL.
 //
 // The one difference: this process's reads (telemetry history) see a commit from COMMIT on, up to
 // one sync (well under a millisecond) before it is durable, where FULL shows it after the sync.
