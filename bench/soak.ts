@@ -14,8 +14,9 @@
 // collection, fleet_nodejs_heap_live_bytes) grew less than 10 % from the start of steady state
 // (after the first 20 % of the run) to the end, comparing the medians of the samples of a tenth of
 // the run at each end (single samples would measure where the garbage collector happened to be);
-// heap used as sampled, garbage included, is shown beside them; no request was answered 5xx; every acknowledged record is
-// stored exactly once; and nothing else failed (requests, MQTT connections, streams, webhook
+// heap used as sampled, garbage included, is shown beside them; no request was answered 5xx (503s
+// with Retry-After while the capacity is measured, the service shedding load at saturation, are
+// shown, not judged); every acknowledged record is stored exactly once; and nothing else failed (requests, MQTT connections, streams, webhook
 // deliveries and their signatures, errors in the nodes' logs, a clean shutdown). Exits 1 saying
 // why otherwise, 2 on bad arguments.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -270,7 +271,9 @@ try {
   const baseline = new Map(plan.map(({ channel }) => [channel, { ...channel.counters }]));
   const samples: Sample[][] = nodes.map(() => []);
   const scrapeFailures: Array<{ count: number; first?: string }> = nodes.map(() => ({ count: 0 }));
-  for (const node of nodes) await scrape(node, key); // resets the event-loop histograms: the first sample covers the steady load only
+  // Resets the event-loop histograms: the first sample covers the steady load only. The 5xx the
+  // nodes answered so far were answered while the capacity was measured.
+  const capacity5xx = await Promise.all(nodes.map(async (node) => (await scrape(node, key)).http5xx));
   for (const s of streams) s.take();
   driverLoop.enable();
   const driverCpuStart = process.cpuUsage();
@@ -380,16 +383,25 @@ try {
   console.log(`[${since(t0)}] histories of ${VEHICLES.length} vehicles read back in ${((performance.now() - verifyStarted) / 1000).toFixed(1)} s.`);
 
   // ---- requests ----
+  // Under the steady load every answer must be the expected one. While the capacity was measured
+  // (every channel as busy as it can be), a 503 with Retry-After is the service shedding what it
+  // cannot answer in time, as it should at saturation: counted and shown, not a failure. Any
+  // other failure then still is one.
   const clientFailures = { s5xx: 0, refused: 0, errors: 0 };
+  let shedAtCapacity = 0;
   for (const ch of [...channels, status]) {
-    clientFailures.s5xx += ch.counters.status5xx;
+    const before = baseline.get(ch)!;
+    const s5xx = ch.counters.status5xx - before.shedByService;
+    shedAtCapacity += before.shedByService;
+    clientFailures.s5xx += s5xx;
     clientFailures.refused += ch.counters.refused;
     clientFailures.errors += ch.counters.errors;
-    const bad = ch.counters.status5xx + ch.counters.refused + ch.counters.errors;
-    if (bad > 0) failures.push(`${ch.name}: ${ch.counters.status5xx} answered 5xx, ${ch.counters.refused} refused otherwise, ${ch.counters.errors} without an answer (${ch.counters.why.join('; ')})`);
+    const bad = s5xx + ch.counters.refused + ch.counters.errors;
+    if (bad > 0) failures.push(`${ch.name}: ${s5xx} answered 5xx, ${ch.counters.refused} refused otherwise, ${ch.counters.errors} without an answer (${ch.counters.why.join('; ')})`);
   }
-  const server5xx = final.reduce((s, f) => s + f.http5xx, 0);
-  if (server5xx > 0) failures.push(`the nodes answered ${server5xx} requests 5xx (fleet_http_requests_total)`);
+  const server5xx = final.reduce((s, f, i) => s + f.http5xx - capacity5xx[i]!, 0);
+  if (server5xx > 0) failures.push(`the nodes answered ${server5xx} requests 5xx under the steady load (fleet_http_requests_total)`);
+  if (shedAtCapacity > 0) notes.push(`${shedAtCapacity} requests were answered 503 with Retry-After while the capacity was measured (the service shedding load at saturation; not judged)`);
   if (mqtt.disconnects() > 0) failures.push(`MQTT clients lost their connection ${mqtt.disconnects()} times`);
 
   // ---- memory and the event loop ----
@@ -446,15 +458,15 @@ try {
     `steady state from ${steadyFrom.toFixed(0)} s, compared as medians of [${steadyFrom.toFixed(0)} s, ` +
     `${(steadyFrom + judgedWindow).toFixed(0)} s] and [${(loadSeconds - judgedWindow).toFixed(0)} s, ${loadSeconds.toFixed(0)} s].`);
   console.log();
-  console.log('| channel | capacity /s | offered /s | done /s | shed | p50 ms | p99 ms | failed |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log('| channel | capacity /s | offered /s | done /s | shed | p50 ms | p99 ms | failed | 503 at capacity |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const { channel, rate } of plan) {
     const c = channel.counters;
     const b = baseline.get(channel)!;
     const done = (c.ok - b.ok) / loadSeconds;
     const cap = capacity.get(channel);
     console.log(`| ${channel.name} | ${cap === undefined ? '–' : cap.toFixed(1)} | ${rate.toFixed(1)} | ${done.toFixed(1)} | ${c.shed} | ` +
-      `${ms(c.latency.quantile(0.5))} | ${ms(c.latency.quantile(0.99))} | ${c.status5xx + c.refused + c.errors} |`);
+      `${ms(c.latency.quantile(0.5))} | ${ms(c.latency.quantile(0.99))} | ${c.status5xx - b.shedByService + c.refused + c.errors} | ${b.shedByService} |`);
   }
   console.log();
   console.log('Latencies are over the whole run (capacity measurement included).');
@@ -473,7 +485,7 @@ try {
   console.log();
   console.log(`Records: ${totals.sent} sent, ${totals.acknowledged} acknowledged, ${stored} stored; ${ackedStored} of the acknowledged stored exactly once, ` +
     `${missing} missing, ${duplicated} stored twice, ${unexpected} never sent; ${totals.unknown} without an acknowledgement (${sum((c) => c.unacknowledgedStored)} of them stored).`);
-  console.log(`Requests answered 5xx: ${clientFailures.s5xx} seen by the clients, ${server5xx} counted by the nodes; other failures: ${clientFailures.refused} refused, ${clientFailures.errors} unanswered.`);
+  console.log(`Requests answered 5xx (but for 503s shed at capacity): ${clientFailures.s5xx} seen by the clients, ${server5xx} counted by the nodes under the steady load; other failures: ${clientFailures.refused} refused, ${clientFailures.errors} unanswered.`);
   console.log(`Webhook: ${changed} status changes, ${hooks.statusEvents} of them delivered, ${hooks.requests} deliveries in all, ${hooks.badSignatures} bad signatures. ` +
     `MQTT reconnects: ${mqtt.disconnects()}.`);
   const driverCpuShare = (driverUsed.user + driverUsed.system) / 1e6 / loadSeconds;

@@ -47,6 +47,8 @@ export interface Counters {
   /** Records acknowledged (ingest channels). */
   records: number;
   status5xx: number;
+  /** Of those, 503s with Retry-After: the service shedding load it cannot answer in time. */
+  shedByService: number;
   /** Any other unexpected answer: 4xx, a wrong status, a short Teltonika count, an MQTT error. */
   refused: number;
   /** No answer: timeouts, refused or broken connections. */
@@ -59,7 +61,7 @@ export interface Counters {
 }
 
 function counters(): Counters {
-  return { ops: 0, ok: 0, records: 0, status5xx: 0, refused: 0, errors: 0, shed: 0, latency: new Histogram(), why: [] };
+  return { ops: 0, ok: 0, records: 0, status5xx: 0, shedByService: 0, refused: 0, errors: 0, shed: 0, latency: new Histogram(), why: [] };
 }
 
 export interface Channel {
@@ -75,7 +77,7 @@ export interface Channel {
   counters: Counters;
 }
 
-type Result = { ok: true; records?: number } | { ok: false; status?: number; error?: string };
+type Result = { ok: true; records?: number } | { ok: false; status?: number; error?: string; retryAfter?: boolean };
 
 /** Runs `work`, bounded by OPERATION_TIMEOUT_MS, and counts what it came to. */
 async function measured(c: Counters, work: (signal: AbortSignal) => Promise<Result>): Promise<Result> {
@@ -104,7 +106,10 @@ async function measured(c: Counters, work: (signal: AbortSignal) => Promise<Resu
     c.ok++;
     c.records += result.records ?? 0;
   } else {
-    if (result.status !== undefined && result.status >= 500) c.status5xx++;
+    if (result.status !== undefined && result.status >= 500) {
+      c.status5xx++;
+      if (result.status === 503 && result.retryAfter === true) c.shedByService++;
+    }
     else if (result.status !== undefined) c.refused++;
     else c.errors++;
     const why = result.status === undefined ? (result.error ?? 'failed') : `${result.status} ${result.error ?? ''}`.trim();
@@ -150,18 +155,18 @@ export class Clients {
 
 async function call(
   pool: Pool, method: 'GET' | 'POST' | 'PUT', path: string, signal: AbortSignal, key?: string, body?: string,
-): Promise<{ status: number; text: string }> {
+): Promise<{ status: number; text: string; retryAfter: boolean }> {
   const headers: Record<string, string> = {};
   if (key !== undefined) headers.authorization = `Bearer ${key}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
   const res = await pool.request({ method, path, headers, body, signal });
-  return { status: res.statusCode, text: await res.body.text() };
+  return { status: res.statusCode, text: await res.body.text(), retryAfter: res.headers['retry-after'] !== undefined };
 }
 
 /** The answer as a Result: `expected` is success, anything else is named with its body's start. */
-function answer(res: { status: number; text: string }, expected: number, records?: number): Result {
+function answer(res: { status: number; text: string; retryAfter?: boolean }, expected: number, records?: number): Result {
   if (res.status === expected) return { ok: true, ...(records === undefined ? {} : { records }) };
-  return { ok: false, status: res.status, error: res.text.slice(0, 200) };
+  return { ok: false, status: res.status, error: res.text.slice(0, 200), retryAfter: res.retryAfter === true };
 }
 
 // ---- ingest over HTTP ---------------------------------------------------------------------------
