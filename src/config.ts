@@ -31,6 +31,7 @@ export interface QuotaConfig {
   devices: number;
   /** Vehicle groups. */
   groups: number;
+  drivers: number;
   /** Positions over all of an organization's geofences (a circle counts one). */
   geofenceVertices: number;
 }
@@ -207,6 +208,7 @@ export const VARIABLES = {
   FLEET_QUOTA_ALERT_RULES: { default: '1000', doc: 'Alert rules per organization.' },
   FLEET_QUOTA_DEVICES: { default: '10000', doc: 'Registered devices per organization.' },
   FLEET_QUOTA_GROUPS: { default: '1000', doc: 'Vehicle groups per organization.' },
+  FLEET_QUOTA_DRIVERS: { default: '10000', doc: 'Drivers per organization.' },
   FLEET_QUOTA_GEOFENCE_VERTICES: { default: '1000000', doc: 'Positions over all geofences of an organization (a circle counts one).' },
   FLEET_EVENT_RETENTION_DAYS: { default: '30', doc: 'Events (the feed) and webhook deliveries older than this many days are deleted in the background.' },
   FLEET_AUDIT_RETENTION_DAYS: { default: '365', doc: 'Audit log entries older than this many days (1 to 36500) are deleted in the background.' },
@@ -387,6 +389,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     alertRules: int('FLEET_QUOTA_ALERT_RULES', 0, 1_000_000),
     devices: int('FLEET_QUOTA_DEVICES', 0, 100_000_000),
     groups: int('FLEET_QUOTA_GROUPS', 0, 1_000_000),
+    drivers: int('FLEET_QUOTA_DRIVERS', 0, 100_000_000),
     geofenceVertices: int('FLEET_QUOTA_GEOFENCE_VERTICES', 0, 100_000_000),
   };
   const eventRetentionDays = int('FLEET_EVENT_RETENTION_DAYS', 1, 36_500);

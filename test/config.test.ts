@@ -48,7 +48,7 @@ describe('defaults', () => {
       publicUrl: 'http://localhost:8080',
       http: { timeouts: { headersMs: 10_000, requestMs: 30_000, idleMs: 120_000 } },
       rateLimit: { requests: 1200, windowSeconds: 60, tokenRequests: 30 },
-      quotas: { vehicles: 10000, apiKeys: 100, oauthClients: 20, streams: 100, webhooks: 20, geofences: 10000, alertRules: 1000, devices: 10000, groups: 1000, geofenceVertices: 1_000_000 },
+      quotas: { vehicles: 10000, apiKeys: 100, oauthClients: 20, streams: 100, webhooks: 20, geofences: 10000, alertRules: 1000, devices: 10000, groups: 1000, drivers: 10000, geofenceVertices: 1_000_000 },
       oauth: { tokenTtlSeconds: 900, external: undefined },
       telemetry: { retentionDays: 30 },
       events: { retentionDays: 30 },

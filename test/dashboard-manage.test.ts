@@ -550,7 +550,12 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
       body: { vehicleIds: ['delivery-van-berlin-mitte-0001', 'delivery-van-berlin-mitte-0002'] },
     });
     assert.equal(members.statusCode, 204, members.body);
-    const pages: Array<[string, string]> = [['Alerts', 'Alerts'], ['Events', 'Event log'], ['Groups', 'Groups'], ['Vehicles', 'Vehicles'], ['Devices', 'Devices'], ['Webhooks', 'Webhooks'], ['API keys', 'API keys'], ['Audit log', 'Audit log']];
+    const driver = await ctx.request('POST', '/v2/drivers', {
+      body: { name: 'Maximiliane Friederike von Hohenzollern-Sigmaringen', externalId: 'PAYROLL-BERLIN-MITTE-000123', identifiers: [{ kind: 'ibutton', value: '01A2B3C4D5E6F708' }, { kind: 'rfid', value: 'CARD0000000000000000000000000001' }] },
+    });
+    assert.equal(driver.statusCode, 201, driver.body);
+    assert.equal((await ctx.request('POST', '/v2/driver-assignments', { body: { driverId: driver.json<{ id: string }>().id, vehicleId: 'delivery-van-berlin-mitte-0001' } })).statusCode, 201);
+    const pages: Array<[string, string]> = [['Alerts', 'Alerts'], ['Events', 'Event log'], ['Groups', 'Groups'], ['Drivers', 'Drivers'], ['Vehicles', 'Vehicles'], ['Devices', 'Devices'], ['Webhooks', 'Webhooks'], ['API keys', 'API keys'], ['Audit log', 'Audit log']];
     for (const width of [1280, 1440]) {
       await page.setViewportSize({ width, height: 900 });
       for (const [label, heading] of pages) {

@@ -43,6 +43,9 @@ test('every event recorded in a vehicle\'s life matches its type\'s schema in th
   assert.ok(open !== undefined, JSON.stringify(alerts));
   await ok('POST', `/v2/alerts/${open.id}/acknowledge`, { note: 'On a delivery' });
   await ok('POST', `/v2/alerts/${open.id}/resolve`, null);
+  const driver = await ok('POST', '/v2/drivers', { name: 'Ada' });
+  const assignment = await ok('POST', '/v2/driver-assignments', { driverId: driver.id, vehicleId: 'van-1' });
+  await ok('POST', `/v2/driver-assignments/${String(assignment.id)}/end`, {});
   await ok('PUT', '/v2/fleet/vehicles/van-1/status', { status: 'maintenance', reason: 'Brakes' });
   await ok('DELETE', '/v2/fleet/vehicles/van-1');
 

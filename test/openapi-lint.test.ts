@@ -122,8 +122,8 @@ test('shared schemas are named once under components.schemas and referenced', ()
     const section = (doc.components as unknown as Record<string, Record<string, unknown>>)[kind!];
     assert.ok(section?.[name!] !== undefined, `#/components/${kind!}/${name!} does not resolve`);
   }
-  // Inlining everything made a document of more than 1 MB.
-  assert.ok(body.length < 300_000, `the document is ${body.length} bytes`);
+  // Inlining everything made a document of more than 1 MB (with fewer operations than today's).
+  assert.ok(body.length < 400_000, `the document is ${body.length} bytes`);
 });
 
 test('servers and security schemes: the public URL, and OAuth client credentials with every scope', () => {

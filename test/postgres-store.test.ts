@@ -308,7 +308,7 @@ describe('PostgreSQL backend', { skip }, () => {
           ['ping', () => broken.ping()],
           ['vehicles.get', () => broken.vehicles.get('o', 'v')],
           ['vehicles.insert', () => broken.vehicles.insert(
-            { organizationId: 'o', id: 'v', type: 'van', name: null, status: 'registered', configuration: {}, createdAt: 0, updatedAt: 0, statusChangedAt: 0, groupIds: [] },
+            { organizationId: 'o', id: 'v', type: 'van', name: null, status: 'registered', configuration: {}, createdAt: 0, updatedAt: 0, statusChangedAt: 0, groupIds: [], driverId: null },
             { from: null, to: 'registered', reason: null, at: 0, by: 'k' }, 10)],
           ['auth.findKey', () => broken.auth.findKey('x')],
           ['oauth.listSigningKeys', () => broken.oauth.listSigningKeys()],
@@ -327,7 +327,7 @@ describe('PostgreSQL backend', { skip }, () => {
         await broken.close();
         // Other errors are not disguised as unavailability.
         await assert.rejects(stores.vehicles.insert(
-          { organizationId: 'org_missing', id: 'v', type: 'van', name: null, status: 'registered', configuration: {}, createdAt: 0, updatedAt: 0, statusChangedAt: 0, groupIds: [] },
+          { organizationId: 'org_missing', id: 'v', type: 'van', name: null, status: 'registered', configuration: {}, createdAt: 0, updatedAt: 0, statusChangedAt: 0, groupIds: [], driverId: null },
           { from: null, to: 'registered', reason: null, at: 0, by: 'k' },
         ), (error: unknown) => !isAppError(error) && (error as { code?: string }).code === '23503');
       } finally {

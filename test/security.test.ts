@@ -110,6 +110,11 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/groups': () => ({ name: unique('group') }),
   '/v2/groups/:id': () => ({ name: unique('group') }),
   '/v2/groups/:id/vehicles': (id) => ({ vehicleIds: [id] }),
+  '/v2/drivers': () => ({ name: unique('driver') }),
+  '/v2/drivers/:id': () => ({ name: unique('driver') }),
+  // A driver that does not exist: 404 once the route is reached.
+  '/v2/driver-assignments': (id) => ({ driverId: 'drv_00000000000000000000', vehicleId: id }),
+  '/v2/driver-assignments/:id/end': () => ({}),
   // Refused at the issuer (a loopback address) before any request leaves: the route is reached all the same.
   '/v2/sso': () => ({ issuer: 'https://127.0.0.1/', clientId: 'fleet', clientSecret: 'matrix-secret', roleMap: { matrix: 'viewer' } }),
 };
@@ -203,6 +208,9 @@ const KNOWN_ROUTES: Record<string, number> = {
   'POST /v2/fleet/vehicles/:id/commands': 202,
   'GET /v2/fleet/vehicles/:id/commands': 200,
   'GET /v2/fleet/vehicles/:id/command-types': 200,
+  'GET /v2/drivers': 200,
+  'POST /v2/drivers': 201,
+  'GET /v2/driver-assignments': 200,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {

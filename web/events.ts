@@ -62,6 +62,10 @@ export function summarize(event: EventEnvelope): string {
       const outcome = d.result ?? d.error;
       return `${d.type} (${d.channel}): ${d.status.replace('_', ' ')}${outcome === null ? '' : ` — ${outcome}`}`;
     }
+    case 'driver.assigned':
+      return `driver ${event.data.driverId} (${event.data.source})`;
+    case 'driver.unassigned':
+      return `driver ${event.data.driverId} left`;
     case 'webhook.test':
       return 'test';
     default:

@@ -25,6 +25,7 @@ export const EVENT_TYPES = [
   'vehicle.registered', 'vehicle.updated', 'vehicle.status_changed', 'vehicle.deleted', 'geofence.entered', 'geofence.exited',
   'alert.opened', 'alert.acknowledged', 'alert.resolved', 'trip.started', 'trip.ended',
   'command.queued', 'command.sent', 'command.succeeded', 'command.failed', 'command.timed_out', 'command.expired', 'command.cancelled', 'command.delivered',
+  'driver.assigned', 'driver.unassigned',
 ] as const;
 
 /** The numeric fields a threshold rule can watch (besides `diagnostics.<key>`). */
@@ -44,6 +45,7 @@ export const AUDIT_OUTCOMES = ['succeeded', 'denied', 'failed'] as const;
 export const AUDIT_ACTIONS = [
   'access.denied', 'alert.acknowledged', 'alert.resolved', 'alert_rule.created', 'alert_rule.deleted', 'alert_rule.replaced',
   'api_key.created', 'api_key.revoked', 'command.cancelled', 'command.created', 'credential.rejected', 'device.created', 'device.deleted',
+  'driver.created', 'driver.deleted', 'driver.updated', 'driver_assignment.created', 'driver_assignment.ended',
   'geofence.created', 'geofence.deleted', 'geofence.replaced',
   'group.created', 'group.deleted', 'group.updated', 'group.vehicle_removed', 'group.vehicles_added', 'oauth.signing_key_rotated', 'oauth_client.created', 'oauth_client.deleted',
   'organization.created', 'request.failed', 'request.not_found',
@@ -57,6 +59,6 @@ export const AUDIT_ACTIONS = [
 
 /** The kinds of resource an audit entry names. */
 export const AUDIT_RESOURCE_TYPES = [
-  'alert', 'alertRule', 'apiKey', 'command', 'device', 'geofence', 'group', 'oauthClient', 'oauthSigningKey', 'organization', 'session', 'sso', 'stream',
+  'alert', 'alertRule', 'apiKey', 'command', 'device', 'driver', 'driverAssignment', 'geofence', 'group', 'oauthClient', 'oauthSigningKey', 'organization', 'session', 'sso', 'stream',
   'user', 'vehicle', 'webhook',
 ] as const;

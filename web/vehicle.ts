@@ -11,6 +11,7 @@ import {
   type TelemetryData,
   type TelemetryRecord,
   type VehicleDetails,
+  type Driver,
 } from './api.ts';
 import { type Chart, createChart, type Sample } from './chart.ts';
 import { formatBattery, formatCoord, formatTime, h, replace } from './dom.ts';
@@ -30,6 +31,16 @@ function problemBox(error: unknown): HTMLElement {
 
 function loading(text: string): HTMLElement {
   return h('p', { class: 'loading', role: 'status' }, text);
+}
+
+/** The driver of the vehicle's ongoing assignment, by name once read (by id until then, or if it cannot be read). */
+function driverLink(driverId: string | null): string | Node {
+  if (driverId === null) return '—';
+  const link = h('a', { href: '#/drivers', class: 'driver' }, driverId);
+  void api<Driver>('GET', `/v2/drivers/${encode(driverId)}`).then((driver) => {
+    link.textContent = driver.name;
+  }).catch(() => undefined);
+  return link;
 }
 
 function definition(term: string, value: string | Node): HTMLElement[] {
@@ -86,6 +97,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
       ...definition('Type', v.type),
       ...definition('Registered', formatTime(v.createdAt)),
       ...definition('Status since', formatTime(v.statusChangedAt)),
+      ...definition('Driver', driverLink(v.driverId)),
       ...definition('Sensors', config.sensors?.join(', ') || '—'),
       ...definition('Capacity', config.capacity === undefined ? '—' : String(config.capacity)),
       ...definition('Autonomy level', config.autonomyLevel === undefined ? '—' : `SAE ${config.autonomyLevel}`)));

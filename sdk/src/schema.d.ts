@@ -781,6 +781,132 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/driver-assignments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List driver assignments
+         * @description Newest start first. `from` and `to` select the assignments that overlap the range. A credential limited to groups passes `vehicleId`.
+         *
+         *     Needs scope `fleet:read`.
+         */
+        get: operations["listDriverAssignments"];
+        put?: never;
+        /**
+         * Assign a driver to a vehicle
+         * @description Ends, at `startedAt`, the driver's ongoing assignment and the vehicle's (`driver.unassigned` for each), then starts this one (`driver.assigned`). When that driver already drives that vehicle, answers 200 with the ongoing assignment and changes nothing. A `startedAt` before the start of an assignment it would end answers 409 `assignment-conflict`.
+         *
+         *     Needs scope `dispatch`.
+         */
+        post: operations["assignDriver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/driver-assignments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a driver assignment
+         * @description Needs scope `fleet:read`.
+         */
+        get: operations["getDriverAssignment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/driver-assignments/{id}/end": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End a driver assignment
+         * @description Answers the ended assignment (`driver.unassigned`). One that had ended already is answered as it is.
+         *
+         *     Needs scope `dispatch`.
+         */
+        post: operations["endDriverAssignment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/drivers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List drivers
+         * @description Needs scope `fleet:read`.
+         */
+        get: operations["listDrivers"];
+        put?: never;
+        /**
+         * Create a driver
+         * @description An identifier another driver of the organization has answers 409 `identifier-taken`; past `FLEET_QUOTA_DRIVERS` drivers, 403 `quota-exceeded`.
+         *
+         *     Needs scope `fleet:write`.
+         */
+        post: operations["createDriver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/drivers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a driver
+         * @description Needs scope `fleet:read`.
+         */
+        get: operations["getDriver"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a driver
+         * @description Its ongoing assignment ends now (`driver.unassigned`); its assignments stay in the record, naming its id.
+         *
+         *     Needs scope `fleet:write`.
+         */
+        delete: operations["deleteDriver"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a driver
+         * @description Needs scope `fleet:write`.
+         */
+        patch: operations["updateDriver"];
+        trace?: never;
+    };
     "/v2/events": {
         parameters: {
             query?: never;
@@ -2799,6 +2925,186 @@ export interface components {
              */
             vehicleId: string;
         };
+        /** @description A person who drives the organization's vehicles. */
+        Driver: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            createdAt: string;
+            externalId: string | null;
+            /** @example drv_4Lq9Zt2WbX7mKc1Np8Rs */
+            id: string;
+            identifiers: components["schemas"]["DriverIdentifier"][];
+            name: string;
+            notes: string | null;
+            phone: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            updatedAt: string;
+            /** @description The vehicle of the driver's ongoing assignment, or null. */
+            vehicleId: string | null;
+        };
+        /** @description An event of type `driver.assigned`. */
+        DriverAssignedEvent: {
+            data: components["schemas"]["DriverAssignment"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "driver.assigned";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description A driver at the wheel of a vehicle, from `startedAt` to `endedAt`. */
+        DriverAssignment: {
+            /** @example drv_4Lq9Zt2WbX7mKc1Np8Rs */
+            driverId: string;
+            /** @description Null while ongoing. */
+            endedAt: string | null;
+            /** @example asg_9Hx2Lm7QbT4kZ1cNp8Wd */
+            id: string;
+            /** @description `api`: made by a request; `device`: the vehicle's device reported the driver's identifier. */
+            source: "api" | "device";
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            startedAt: string;
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /**
+         * @description Who drives which vehicle from when.
+         * @example {
+         *       "driverId": "drv_4Lq9Zt2WbX7mKc1Np8Rs",
+         *       "vehicleId": "van-042"
+         *     }
+         */
+        DriverAssignmentCreation: {
+            /** @example drv_4Lq9Zt2WbX7mKc1Np8Rs */
+            driverId: string;
+            /**
+             * Format: date-time
+             * @description Default: now. Not in the future, nor before the start of an ongoing assignment it ends.
+             */
+            startedAt?: string;
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description When the assignment ends. */
+        DriverAssignmentEnd: {
+            /**
+             * Format: date-time
+             * @description Default: now. Not in the future, nor before the assignment started.
+             */
+            endedAt?: string;
+        };
+        /** @description A page of driver assignments. */
+        DriverAssignmentList: {
+            /** @description Newest start first. */
+            assignments: components["schemas"]["DriverAssignment"][];
+            /** @description Pass as `cursor` for the next (older) page; null on the last. */
+            nextCursor: string | null;
+        };
+        /**
+         * @description A driver to create.
+         * @example {
+         *       "name": "Ada Lovelace",
+         *       "externalId": "E-1024",
+         *       "identifiers": [
+         *         {
+         *           "kind": "ibutton",
+         *           "value": "01A2B3C4D5E6F708"
+         *         }
+         *       ]
+         *     }
+         */
+        DriverCreation: {
+            /** @description The driver's id in another system (payroll, HR). */
+            externalId?: string;
+            /** @description At most 10; each value unique in the organization (409 `identifier-taken`). */
+            identifiers?: components["schemas"]["DriverIdentifier"][];
+            /** @description e.g. "Ada Lovelace". */
+            name: string;
+            notes?: string;
+            /** @description e.g. "+49 30 1234567". */
+            phone?: string;
+        };
+        /** @description A token a driver identifies with in the vehicle; unique in the organization. */
+        DriverIdentifier: {
+            /** @description `ibutton`: 16 hexadecimal digits (stored uppercase), as Teltonika trackers report them. `rfid`: 1 to 32 letters and digits. */
+            kind: "ibutton" | "rfid";
+            value: string;
+        };
+        /** @description A page of drivers. */
+        DriverList: {
+            /** @description Oldest first. */
+            drivers: components["schemas"]["Driver"][];
+            limit: number;
+            offset: number;
+            total: number;
+        };
+        /**
+         * @description An RFC 7396 merge patch: null removes a member; `identifiers` replaces the list.
+         * @example {
+         *       "phone": "+49 30 1234567",
+         *       "externalId": null
+         *     }
+         */
+        DriverPatch: {
+            externalId?: string | null;
+            /** @description At most 10; each value unique in the organization (409 `identifier-taken`). */
+            identifiers?: components["schemas"]["DriverIdentifier"][];
+            /** @description e.g. "Ada Lovelace". */
+            name?: string;
+            notes?: string | null;
+            phone?: string | null;
+        };
+        /** @description An event of type `driver.unassigned`. */
+        DriverUnassignedEvent: {
+            data: components["schemas"]["DriverAssignment"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "driver.unassigned";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
         /** @description Nothing: the type says all. */
         EmptyEventData: Record<string, never>;
         /**
@@ -2816,7 +3122,7 @@ export interface components {
          *       }
          *     }
          */
-        Event: components["schemas"]["VehicleRegisteredEvent"] | components["schemas"]["VehicleUpdatedEvent"] | components["schemas"]["VehicleStatusChangedEvent"] | components["schemas"]["VehicleDeletedEvent"] | components["schemas"]["GeofenceEnteredEvent"] | components["schemas"]["GeofenceExitedEvent"] | components["schemas"]["AlertOpenedEvent"] | components["schemas"]["AlertAcknowledgedEvent"] | components["schemas"]["AlertResolvedEvent"] | components["schemas"]["TripStartedEvent"] | components["schemas"]["TripEndedEvent"] | components["schemas"]["CommandQueuedEvent"] | components["schemas"]["CommandSentEvent"] | components["schemas"]["CommandSucceededEvent"] | components["schemas"]["CommandFailedEvent"] | components["schemas"]["CommandTimedOutEvent"] | components["schemas"]["CommandExpiredEvent"] | components["schemas"]["CommandCancelledEvent"] | components["schemas"]["CommandDeliveredEvent"] | components["schemas"]["WebhookTestEvent"];
+        Event: components["schemas"]["VehicleRegisteredEvent"] | components["schemas"]["VehicleUpdatedEvent"] | components["schemas"]["VehicleStatusChangedEvent"] | components["schemas"]["VehicleDeletedEvent"] | components["schemas"]["GeofenceEnteredEvent"] | components["schemas"]["GeofenceExitedEvent"] | components["schemas"]["AlertOpenedEvent"] | components["schemas"]["AlertAcknowledgedEvent"] | components["schemas"]["AlertResolvedEvent"] | components["schemas"]["TripStartedEvent"] | components["schemas"]["TripEndedEvent"] | components["schemas"]["CommandQueuedEvent"] | components["schemas"]["CommandSentEvent"] | components["schemas"]["CommandSucceededEvent"] | components["schemas"]["CommandFailedEvent"] | components["schemas"]["CommandTimedOutEvent"] | components["schemas"]["CommandExpiredEvent"] | components["schemas"]["CommandCancelledEvent"] | components["schemas"]["CommandDeliveredEvent"] | components["schemas"]["DriverAssignedEvent"] | components["schemas"]["DriverUnassignedEvent"] | components["schemas"]["WebhookTestEvent"];
         /** @description A page of the event feed. */
         EventPage: {
             /** @description Oldest first, in the order the service recorded them. */
@@ -2828,7 +3134,7 @@ export interface components {
          * @description Event type. Receivers must ignore types they do not know.
          * @enum {unknown}
          */
-        EventType: "vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "webhook.test";
+        EventType: "vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "webhook.test";
         /** @description What is wrong with one value of the request. */
         FieldError: {
             /**
@@ -3237,7 +3543,7 @@ export interface components {
              * @description Stable machine-readable code.
              * @enum {unknown}
              */
-            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "outside-groups" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "group-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "command-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "group-in-use" | "device-offline" | "command-queue-full" | "command-not-queued" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
+            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "outside-groups" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "group-not-found" | "driver-not-found" | "assignment-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "command-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "group-in-use" | "identifier-taken" | "assignment-conflict" | "device-offline" | "command-queue-full" | "command-not-queued" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
             detail?: string;
             /** @description Each invalid value, on a `validation-failed` problem. */
             errors?: components["schemas"]["FieldError"][];
@@ -3776,7 +4082,8 @@ export interface components {
          *       },
          *       "createdAt": "2026-11-22T08:30:00.000Z",
          *       "updatedAt": "2026-11-22T08:30:00.000Z",
-         *       "statusChangedAt": "2026-11-22T08:30:00.000Z"
+         *       "statusChangedAt": "2026-11-22T08:30:00.000Z",
+         *       "driverId": null
          *     }
          */
         Vehicle: {
@@ -3789,6 +4096,8 @@ export interface components {
              * @example 2026-11-22T08:30:00.000Z
              */
             createdAt: string;
+            /** @description The driver of its ongoing assignment (docs/API.md "Drivers"), or null. */
+            driverId: string | null;
             /** @description The groups it is in, by id; empty when none. */
             groupIds: string[];
             /**
@@ -4218,7 +4527,7 @@ export interface components {
              *       "geofence.entered"
              *     ]
              */
-            eventTypes: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "*")[];
+            eventTypes: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "*")[];
             /**
              * @description An `https://` or `http://` URL. Loopback, private, link-local and multicast targets are refused (at creation and at each delivery).
              * @example https://hooks.example.com/fleet
@@ -4275,7 +4584,7 @@ export interface components {
              *       "geofence.entered"
              *     ]
              */
-            eventTypes?: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "*")[];
+            eventTypes?: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "*")[];
             /**
              * @description An `https://` or `http://` URL. Loopback, private, link-local and multicast targets are refused (at creation and at each delivery).
              * @example https://hooks.example.com/fleet
@@ -6487,6 +6796,340 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listDriverAssignments: {
+        parameters: {
+            query?: {
+                /** @description The `nextCursor` of the previous page. */
+                cursor?: string;
+                /** @example drv_4Lq9Zt2WbX7mKc1Np8Rs */
+                driverId?: string;
+                /** @description Only assignments still ongoing at or after this time. */
+                from?: string;
+                limit?: number;
+                /** @description Only assignments that started before this time. */
+                to?: string;
+                /**
+                 * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+                 * @example van-042
+                 */
+                vehicleId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of driver assignments. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriverAssignmentList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    assignDriver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DriverAssignmentCreation"];
+            };
+        };
+        responses: {
+            /** @description A driver at the wheel of a vehicle, from `startedAt` to `endedAt`. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriverAssignment"];
+                };
+            };
+            /** @description A driver at the wheel of a vehicle, from `startedAt` to `endedAt`. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriverAssignment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getDriverAssignment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example asg_9Hx2Lm7QbT4kZ1cNp8Wd */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A driver at the wheel of a vehicle, from `startedAt` to `endedAt`. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriverAssignment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    endDriverAssignment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example asg_9Hx2Lm7QbT4kZ1cNp8Wd */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DriverAssignmentEnd"];
+            };
+        };
+        responses: {
+            /** @description A driver at the wheel of a vehicle, from `startedAt` to `endedAt`. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriverAssignment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listDrivers: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: number;
+                /** @description Items to skip. */
+                offset?: number;
+                /** @description Only drivers whose name or externalId contains this (case-insensitive). */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of drivers. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriverList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createDriver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DriverCreation"];
+            };
+        };
+        responses: {
+            /** @description A person who drives the organization's vehicles. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Driver"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getDriver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example drv_4Lq9Zt2WbX7mKc1Np8Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A person who drives the organization's vehicles. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Driver"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteDriver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example drv_4Lq9Zt2WbX7mKc1Np8Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateDriver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example drv_4Lq9Zt2WbX7mKc1Np8Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DriverPatch"];
+            };
+        };
+        responses: {
+            /** @description A person who drives the organization's vehicles. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Driver"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

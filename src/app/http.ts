@@ -9,6 +9,7 @@ import pkg from '../../package.json' with { type: 'json' };
 import { auditPlugin } from '../audit/plugin.ts';
 import { auditRoutes } from '../audit/routes.ts';
 import { groupRoutes } from '../groups/routes.ts';
+import { driverRoutes } from '../drivers/routes.ts';
 import { apiKeyRoutes } from '../auth/keys-routes.ts';
 import { oauthRoutes } from '../auth/oauth/routes.ts';
 import type { Clock } from '../clock.ts';
@@ -198,6 +199,7 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
   await app.register(ssoRoutes, { sso: parts.sso, publicUrl: config.publicUrl });
   await app.register(auditRoutes, { store: deps.stores.audit });
   await app.register(groupRoutes, { service: parts.groups });
+  await app.register(driverRoutes, { service: parts.drivers });
   await app.register(deviceRoutes, { service: parts.devices });
   await app.register(deviceEndpointRoutes, { publicUrl: config.publicUrl, mqtt: config.mqtt, listeners: { mqtt, ...listeners } });
   await app.register(commandRoutes, { service: parts.commands });

@@ -19,6 +19,7 @@ import { createProtocolIngest } from '../protocols/ingest.ts';
 import { startPeopleCleanup } from '../people/cleanup.ts';
 import { startAuditRetention } from '../audit/retention.ts';
 import { createGroupService } from '../groups/service.ts';
+import { createDriverService } from '../drivers/service.ts';
 import { createVehicleScope } from '../groups/scope.ts';
 import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
 import { osmandChannel } from '../protocols/osmand/commands.ts';
@@ -94,6 +95,7 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   const ruleEngine = createRuleEngine({ store: stores.rules, trips: config.rules.tripEvents });
   const groups = createGroupService({ store: stores.groups, clock, maxGroups: config.quotas.groups, events });
   const vehicleScope = createVehicleScope(stores.groups);
+  const drivers = createDriverService({ store: stores.drivers, clock, maxDrivers: config.quotas.drivers, events, scope: vehicleScope });
   const vehicles = createVehicleService({
     store: stores.vehicles, clock, maxVehicles: config.quotas.vehicles, latest: latestOf, events,
   });
@@ -185,6 +187,6 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     eventCounts, outbound, pacing, deliveries, webhooks,
     feed: createFeedService({ store: stores.events }),
     history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles }),
-    mqtt, devices, protocolIngest, deviceGuard, listeners, commands, retention, eventRetention, peopleCleanup, auditRetention, groups, vehicleScope,
+    mqtt, devices, protocolIngest, deviceGuard, listeners, commands, retention, eventRetention, peopleCleanup, auditRetention, groups, drivers, vehicleScope,
   };
 }

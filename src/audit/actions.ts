@@ -64,6 +64,11 @@ const table = {
   removeGroupVehicle: { action: 'group.vehicle_removed', resource: 'group', id: 'param:id' },
   sendCommand: { action: 'command.created', resource: 'command', id: 'new:cmd' },
   cancelCommand: { action: 'command.cancelled', resource: 'command', id: 'param:id' },
+  createDriver: { action: 'driver.created', resource: 'driver', id: 'new:drv' },
+  updateDriver: { action: 'driver.updated', resource: 'driver', id: 'param:id' },
+  deleteDriver: { action: 'driver.deleted', resource: 'driver', id: 'param:id' },
+  assignDriver: { action: 'driver_assignment.created', resource: 'driverAssignment', id: 'new:asg' },
+  endDriverAssignment: { action: 'driver_assignment.ended', resource: 'driverAssignment', id: 'param:id' },
   createStreamTicket: { action: 'stream.ticket_issued', resource: 'stream', id: 'param:streamId' },
 } as const satisfies Record<string, AuditAction>;
 

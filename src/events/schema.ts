@@ -2,6 +2,7 @@
 // feed's query and page.
 import { Type, type Static, type TSchema } from 'typebox';
 import { Command } from '../commands/schema.ts';
+import { Assignment } from '../drivers/schema.ts';
 import { Trip } from '../history/schema.ts';
 import { AlertEventData } from '../rules/schema.ts';
 import { IsoTimestamp, commaListPattern } from '../schema/common.ts';
@@ -52,6 +53,8 @@ export const EVENT_DATA = {
   'command.expired': Command,
   'command.cancelled': Command,
   'command.delivered': Command,
+  'driver.assigned': Assignment,
+  'driver.unassigned': Assignment,
   'webhook.test': NoData,
 } satisfies Record<EventType, TSchema>;
 

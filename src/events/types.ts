@@ -25,6 +25,8 @@ export const EVENT_TYPES = [
   'command.expired',
   'command.cancelled',
   'command.delivered',
+  'driver.assigned',
+  'driver.unassigned',
   'webhook.test',
 ] as const;
 

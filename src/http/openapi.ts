@@ -214,6 +214,7 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
         { name: 'users', description: 'People of the organization: invite, change roles, disable, delete.' },
         { name: 'sessions', description: 'A person\'s own sign-in, session, password and two-factor sign-in.' },
         { name: 'groups', description: 'Vehicle groups: named sets of the organization\'s vehicles; a vehicle\'s `groupIds`, and `groupId` on the vehicle list.' },
+        { name: 'drivers', description: 'Drivers, their identifiers, and who drives which vehicle (assignments); a vehicle\'s `driverId`.' },
         { name: 'audit', description: 'The audit log: who changed what, every sign-in and every refusal.' },
         { name: 'organizations', description: 'Organizations (platform organization only).' },
         { name: 'oauth', description: 'OAuth 2.0: clients, the token endpoint, revocation, introspection, signing keys.' },

@@ -11,6 +11,7 @@ import { isScope } from '../auth/scopes.ts';
 import type { ApiKeyRecord, OrganizationRecord } from '../auth/store.ts';
 import type { Configuration, VehicleStatus, VehicleType } from '../vehicles/schema.ts';
 import type { StatusChange, VehicleRecord } from '../vehicles/store.ts';
+import { VEHICLE_DRIVER } from './driver-rows.ts';
 
 export type Row = Record<string, unknown>;
 
@@ -24,22 +25,28 @@ export interface ColumnDecoders {
 export const VEHICLE_COLUMNS = 'organization_id, id, type, name, status, configuration, created_at, updated_at, status_changed_at';
 
 /**
- * A vehicle's group ids as a JSON array, by id, for the select (or RETURNING) list of a statement
- * over `vehicles` (not aliased), in each backend's SQL: every vehicle row read carries them.
+ * A vehicle's group ids as a JSON array, by id, and its ongoing driver, for the select (or
+ * RETURNING) list of a statement over `vehicles` (not aliased), in each backend's SQL: every
+ * vehicle row read carries them.
  */
-export const VEHICLE_GROUPS = {
+export const VEHICLE_RELATIONS = {
   sqlite: `(SELECT json_group_array(group_id) FROM (SELECT group_id FROM vehicle_group_members m
-     WHERE m.organization_id = vehicles.organization_id AND m.vehicle_id = vehicles.id ORDER BY group_id)) AS group_ids`,
+     WHERE m.organization_id = vehicles.organization_id AND m.vehicle_id = vehicles.id ORDER BY group_id)) AS group_ids, ${VEHICLE_DRIVER}`,
   postgres: `(SELECT coalesce(json_agg(m.group_id ORDER BY m.group_id), '[]'::json) FROM vehicle_group_members m
-     WHERE m.organization_id = vehicles.organization_id AND m.vehicle_id = vehicles.id) AS group_ids`,
+     WHERE m.organization_id = vehicles.organization_id AND m.vehicle_id = vehicles.id) AS group_ids, ${VEHICLE_DRIVER}`,
 };
 
 function groupIdsOf(row: Row, d: ColumnDecoders): string[] {
-  if (row.group_ids === undefined) throw new Error('a vehicle row read without its group_ids (VEHICLE_GROUPS)');
+  if (row.group_ids === undefined) throw new Error('a vehicle row read without its group_ids (VEHICLE_RELATIONS)');
   return d.json<string[]>(row.group_ids);
 }
 
 const orNull = <T>(value: unknown): T | null => (value as T | null | undefined) ?? null;
+
+function driverIdOf(row: Row): string | null {
+  if (row.driver_id === undefined) throw new Error('a vehicle row read without its driver_id (VEHICLE_RELATIONS)');
+  return row.driver_id as string | null;
+}
 
 /** A credential's groups (JSON text in SQLite, text[] in PostgreSQL); null: the whole organization. */
 const credentialGroups = (row: Row, d: ColumnDecoders): string[] | null => (row.group_ids === null || row.group_ids === undefined ? null : d.json<string[]>(row.group_ids));
@@ -84,6 +91,7 @@ export function rowMappers(d: ColumnDecoders) {
       updatedAt: row.updated_at as number,
       statusChangedAt: row.status_changed_at as number,
       groupIds: groupIdsOf(row, d),
+      driverId: driverIdOf(row),
     }),
     change: (row: Row): StatusChange => ({
       from: orNull<VehicleStatus>(row.from_status),

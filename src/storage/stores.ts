@@ -3,6 +3,7 @@
 import type { AuditStore } from '../audit/store.ts';
 import type { CommandStore } from '../commands/store.ts';
 import type { GroupStore } from '../groups/store.ts';
+import type { DriverStore } from '../drivers/store.ts';
 import type { OAuthStore } from '../auth/oauth/store.ts';
 import type { AuthStore } from '../auth/store.ts';
 import type { Config } from '../config.ts';
@@ -30,6 +31,7 @@ export interface Stores {
   sso: SsoStore;
   audit: AuditStore;
   groups: GroupStore;
+  drivers: DriverStore;
   commands: CommandStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;

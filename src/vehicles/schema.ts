@@ -90,6 +90,7 @@ export const VehicleDetails = named('Vehicle', Type.Object(
     createdAt: IsoTimestamp,
     updatedAt: IsoTimestamp,
     statusChangedAt: IsoTimestamp,
+    driverId: Type.Union([Type.String(), Type.Null()], { description: 'The driver of its ongoing assignment (docs/API.md "Drivers"), or null.' }),
   },
   {
     additionalProperties: false,
@@ -98,7 +99,7 @@ export const VehicleDetails = named('Vehicle', Type.Object(
       {
         id: 'van-042', type: 'van', name: 'Van 42', status: 'registered', location: null, battery: null, lastUpdate: null, groupIds: [],
         configuration: { sensors: ['gps'], capacity: 12, autonomyLevel: 0 },
-        createdAt: '2026-11-22T08:30:00.000Z', updatedAt: '2026-11-22T08:30:00.000Z', statusChangedAt: '2026-11-22T08:30:00.000Z',
+        createdAt: '2026-11-22T08:30:00.000Z', updatedAt: '2026-11-22T08:30:00.000Z', statusChangedAt: '2026-11-22T08:30:00.000Z', driverId: null,
       },
     ],
   },

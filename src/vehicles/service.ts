@@ -48,6 +48,7 @@ export function createVehicleService(deps: {
       updatedAt: now,
       statusChangedAt: now,
       groupIds: groupList(groupIds),
+      driverId: null,
     };
     const registration: StatusChange = { from: null, to: 'registered', reason: null, at: now, by: who.credentialId };
     const events = [vehicleEvent('vehicle.registered', vehicle)];

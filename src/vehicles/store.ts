@@ -14,6 +14,8 @@ export interface VehicleRecord {
   statusChangedAt: number;
   /** The groups it is in, by id (docs/API.md "Vehicle groups"). */
   groupIds: string[];
+  /** The driver of its ongoing assignment (docs/API.md "Drivers"); null when none. */
+  driverId: string | null;
 }
 
 export interface StatusChange {

@@ -35,6 +35,7 @@ export function toDetails(v: VehicleRecord, latest: LatestSummary = NO_TELEMETRY
     createdAt: iso(v.createdAt),
     updatedAt: iso(v.updatedAt),
     statusChangedAt: iso(v.statusChangedAt),
+    driverId: v.driverId,
   };
 }
 

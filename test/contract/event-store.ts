@@ -15,7 +15,7 @@ import { matchDeliveries } from '../../src/webhooks/worker.ts';
 import { type MakeStores, T0, addOrganization, freshStores } from './fixtures.ts';
 
 const vehicle = (organizationId: string, id: string): VehicleRecord => ({
-  organizationId, id, type: 'van', name: null, status: 'registered', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0, groupIds: [],
+  organizationId, id, type: 'van', name: null, status: 'registered', configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0, groupIds: [], driverId: null,
 });
 
 /** An event as the store sees it: any data (the store keeps what it is given, whatever its type). */

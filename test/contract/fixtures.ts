@@ -60,7 +60,7 @@ export async function addGroups(stores: Stores, organizationId: string, ids: rea
 /** A vehicle `id` of type van in `organizationId`, registered straight into `status`. */
 export async function addVehicle(stores: Stores, organizationId: string, id: string, status: VehicleStatus = 'active'): Promise<void> {
   await stores.vehicles.insert(
-    { organizationId, id, type: 'van', name: null, status, configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0, groupIds: [] },
+    { organizationId, id, type: 'van', name: null, status, configuration: {}, createdAt: T0, updatedAt: T0, statusChangedAt: T0, groupIds: [], driverId: null },
     { from: null, to: status, reason: null, at: T0, by: 'k' },
   );
 }

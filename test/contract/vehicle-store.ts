@@ -11,7 +11,7 @@ export function vehicleStoreContract(name: string, makeStores: MakeStores): void
 
     const vehicle = (organizationId: string, id: string, overrides: Partial<VehicleRecord> = {}): VehicleRecord => ({
       organizationId, id, type: 'van', name: null, status: 'registered', configuration: { sensors: ['gps', 'lidar'], capacity: 8, autonomyLevel: 4 },
-      createdAt: T0, updatedAt: T0, statusChangedAt: T0, groupIds: [], ...overrides,
+      createdAt: T0, updatedAt: T0, statusChangedAt: T0, groupIds: [], driverId: null, ...overrides,
     });
     const registration = (at = T0): StatusChange => ({ from: null, to: 'registered', reason: null, at, by: 'key_test' });
 

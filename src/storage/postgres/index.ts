@@ -10,6 +10,7 @@ import { createPostgresOAuthStore } from './oauth.ts';
 import { createPostgresAuditStore } from './audit.ts';
 import { createPostgresCommandStore } from './commands.ts';
 import { createPostgresGroupStore } from './groups.ts';
+import { createPostgresDriverStore } from './drivers.ts';
 import { createPostgresPeopleStore } from './people.ts';
 import { createPostgresSsoStore } from './sso.ts';
 import { createPostgresTelemetryStore } from './telemetry.ts';
@@ -51,6 +52,7 @@ export function postgresStores(db: Database): Stores {
     people: createPostgresPeopleStore(db),
     audit: createPostgresAuditStore(db),
     groups: createPostgresGroupStore(db),
+    drivers: createPostgresDriverStore(db),
     commands: createPostgresCommandStore(db),
     sso: createPostgresSsoStore(db),
     async ping() {

@@ -1,12 +1,13 @@
 import type { VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
-import { VEHICLE_COLUMNS, VEHICLE_GROUPS, postgresRows } from '../rows.ts';
+import { VEHICLE_COLUMNS, VEHICLE_RELATIONS, postgresRows } from '../rows.ts';
+import { VEHICLE_DRIVER } from '../driver-rows.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
 import { appendEvents } from './events.ts';
 import { allGroupsExist, replaceMemberships } from './groups.ts';
 
 const COLUMNS = VEHICLE_COLUMNS;
 /** What a vehicle is read as: its columns and its groups. */
-const READ = `${VEHICLE_COLUMNS}, ${VEHICLE_GROUPS.postgres}`;
+const READ = `${VEHICLE_COLUMNS}, ${VEHICLE_RELATIONS.postgres}`;
 
 const SELECT_ONE = `SELECT ${READ} FROM vehicles WHERE organization_id = $1 AND id = $2`;
 
@@ -108,7 +109,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
         const { rows } = await client.query({
           name: 'vehicles.update',
           text: `UPDATE vehicles SET type = $3, name = $4, configuration = $5, updated_at = $6
-                 WHERE organization_id = $1 AND id = $2 AND updated_at = $7 RETURNING ${COLUMNS}`,
+                 WHERE organization_id = $1 AND id = $2 AND updated_at = $7 RETURNING ${COLUMNS}, ${VEHICLE_DRIVER}`,
           values: [organizationId, id, next.type, next.name, JSON.stringify(next.configuration), next.updatedAt, expectedUpdatedAt],
         });
         if (rows[0] === undefined) return undefined;
@@ -133,7 +134,9 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
                  SELECT organization_id, id, $5, $3, $6, $4, $7 FROM changed
                )
                SELECT changed.*, (SELECT coalesce(json_agg(m.group_id ORDER BY m.group_id), '[]'::json) FROM vehicle_group_members m
-                 WHERE m.organization_id = changed.organization_id AND m.vehicle_id = changed.id) AS group_ids
+                 WHERE m.organization_id = changed.organization_id AND m.vehicle_id = changed.id) AS group_ids,
+               (SELECT driver_id FROM driver_assignments a
+                 WHERE a.organization_id = changed.organization_id AND a.vehicle_id = changed.id AND a.ended_at IS NULL) AS driver_id
                FROM changed`,
         values: [organizationId, id, change.to, change.at, change.from, change.reason, change.by],
       });

@@ -12,6 +12,7 @@ import { createSqliteOAuthStore } from './oauth.ts';
 import { createSqliteAuditStore } from './audit.ts';
 import { createSqliteCommandStore } from './commands.ts';
 import { createSqliteGroupStore, createSqliteMemberships } from './groups.ts';
+import { createSqliteDriverStore } from './drivers.ts';
 import { createSqlitePeopleStore } from './people.ts';
 import { createSqliteSsoStore } from './sso.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
@@ -65,6 +66,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     people: createSqlitePeopleStore(db),
     audit: createSqliteAuditStore(db),
     groups: createSqliteGroupStore(db),
+    drivers: createSqliteDriverStore(db, wal, appendEvents),
     commands: createSqliteCommandStore(db, wal, appendEvents),
     sso: createSqliteSsoStore(db),
     async ping() {

@@ -9,7 +9,7 @@ import type { EventRecord } from '../../events/types.ts';
 import { activation } from '../../vehicles/events.ts';
 import type { StatusChange, VehicleRecord } from '../../vehicles/store.ts';
 import type { VehicleStatus } from '../../vehicles/schema.ts';
-import { VEHICLE_COLUMNS, VEHICLE_GROUPS, sqliteRows } from '../rows.ts';
+import { VEHICLE_COLUMNS, VEHICLE_RELATIONS, sqliteRows } from '../rows.ts';
 import type { AppendEvents } from './events.ts';
 
 const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`; // ids never hold a newline
@@ -39,7 +39,7 @@ export function createVehicleStatuses(db: DatabaseSync, appendEvents: AppendEven
   const select = db.prepare('SELECT status FROM vehicles WHERE organization_id = ? AND id = ?');
   const update = db.prepare(
     `UPDATE vehicles SET status = ?, status_changed_at = ?, updated_at = ?
-     WHERE organization_id = ? AND id = ? AND status = ? RETURNING ${VEHICLE_COLUMNS}, ${VEHICLE_GROUPS.sqlite}`,
+     WHERE organization_id = ? AND id = ? AND status = ? RETURNING ${VEHICLE_COLUMNS}, ${VEHICLE_RELATIONS.sqlite}`,
   );
   const insertChange = db.prepare(
     'INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by) VALUES (?, ?, ?, ?, ?, ?, ?)',

@@ -1,7 +1,8 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { EventRecord } from '../../events/types.ts';
 import type { VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
-import { VEHICLE_COLUMNS, VEHICLE_GROUPS, sqliteRows } from '../rows.ts';
+import { VEHICLE_COLUMNS, VEHICLE_RELATIONS, sqliteRows } from '../rows.ts';
+import { VEHICLE_DRIVER } from '../driver-rows.ts';
 import type { Memberships } from './groups.ts';
 import type { AppendEvents } from './events.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
@@ -9,7 +10,7 @@ import type { WalSync } from './wal-sync.ts';
 
 const COLUMNS = VEHICLE_COLUMNS;
 /** What a vehicle is read as: its columns and its groups. */
-const READ = `${VEHICLE_COLUMNS}, ${VEHICLE_GROUPS.sqlite}`;
+const READ = `${VEHICLE_COLUMNS}, ${VEHICLE_RELATIONS.sqlite}`;
 
 /** Status writes go through `statuses`, which the telemetry store reads; events through `appendEvents`. */
 /** `deleted` is told of each deletion (after it), so that memory kept of the vehicle elsewhere goes with it. */
@@ -25,7 +26,7 @@ export function createSqliteVehicleStore(
   const deleteOne = db.prepare('DELETE FROM vehicles WHERE organization_id = ? AND id = ?');
   const updateOne = db.prepare(
     `UPDATE vehicles SET type = ?, name = ?, configuration = ?, updated_at = ?
-     WHERE organization_id = ? AND id = ? AND updated_at = ? RETURNING ${VEHICLE_COLUMNS}`,
+     WHERE organization_id = ? AND id = ? AND updated_at = ? RETURNING ${VEHICLE_COLUMNS}, ${VEHICLE_DRIVER}`,
   );
   const historyPage = db.prepare(
     `SELECT from_status, to_status, reason, at, by FROM vehicle_status_history

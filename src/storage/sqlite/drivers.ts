@@ -1,0 +1,144 @@
+// Drivers and their assignments in the embedded store (drivers/store.ts).
+import type { DatabaseSync } from 'node:sqlite';
+import type { DriverIdentifier } from '../../drivers/schema.ts';
+import type { AssignmentRecord, DriverStore } from '../../drivers/store.ts';
+import type { EventRecord } from '../../events/types.ts';
+import { ASSIGNMENT_COLUMNS, DRIVER_READ, assignmentOf, containsPattern, driverOf } from '../driver-rows.ts';
+import type { AppendEvents } from './events.ts';
+import type { WalSync } from './wal-sync.ts';
+
+/** Writes commit through `wal` (wal-sync.ts): durable when they answer, their sync off the event loop. */
+export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEvents: AppendEvents): DriverStore {
+  const count = db.prepare('SELECT count(*) AS n FROM drivers WHERE organization_id = ?');
+  const insert = db.prepare(
+    'INSERT INTO drivers (organization_id, id, name, external_id, phone, notes, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  const update = db.prepare('UPDATE drivers SET name = ?, external_id = ?, phone = ?, notes = ?, updated_at = ? WHERE organization_id = ? AND id = ?');
+  const remove = db.prepare('DELETE FROM drivers WHERE organization_id = ? AND id = ?');
+  const selectOne = db.prepare(`SELECT ${DRIVER_READ.sqlite} FROM drivers d WHERE d.organization_id = ? AND d.id = ?`);
+  const exists = db.prepare('SELECT 1 FROM drivers WHERE organization_id = ? AND id = ?');
+  const filtered = `d.organization_id = ? AND (? IS NULL OR lower(d.name) LIKE ? ESCAPE '\\' OR lower(coalesce(d.external_id, '')) LIKE ? ESCAPE '\\')`;
+  const page = db.prepare(`SELECT ${DRIVER_READ.sqlite} FROM drivers d WHERE ${filtered} ORDER BY d.created_at, d.id LIMIT ? OFFSET ?`);
+  const total = db.prepare(`SELECT count(*) AS n FROM drivers d WHERE ${filtered}`);
+  const takenBy = db.prepare('SELECT value FROM driver_identifiers WHERE organization_id = ? AND value = ? AND driver_id <> ?');
+  const clearIdentifiers = db.prepare('DELETE FROM driver_identifiers WHERE organization_id = ? AND driver_id = ?');
+  const addIdentifier = db.prepare('INSERT INTO driver_identifiers (organization_id, value, kind, driver_id, position) VALUES (?, ?, ?, ?, ?)');
+
+  const vehicleExists = db.prepare('SELECT 1 FROM vehicles WHERE organization_id = ? AND id = ?');
+  const ongoingOfDriver = db.prepare(`SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = ? AND driver_id = ? AND ended_at IS NULL`);
+  const ongoingOfVehicle = db.prepare(`SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? AND ended_at IS NULL`);
+  const assignmentOne = db.prepare(`SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = ? AND id = ?`);
+  const endOne = db.prepare('UPDATE driver_assignments SET ended_at = ? WHERE organization_id = ? AND id = ? AND ended_at IS NULL');
+  const insertAssignment = db.prepare(`INSERT INTO driver_assignments (${ASSIGNMENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`);
+  const assignmentPage = db.prepare(
+    `SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = ?
+     AND (? IS NULL OR vehicle_id = ?) AND (? IS NULL OR driver_id = ?)
+     AND (? IS NULL OR ended_at IS NULL OR ended_at >= ?) AND (? IS NULL OR started_at < ?)
+     AND (started_at, id) < (?, ?) ORDER BY started_at DESC, id DESC LIMIT ?`,
+  );
+
+  /** The first of `identifiers` another driver has, or undefined. */
+  function taken(organizationId: string, driverId: string, identifiers: readonly DriverIdentifier[]): string | undefined {
+    return identifiers.find((i) => takenBy.get(organizationId, i.value, driverId) !== undefined)?.value;
+  }
+  function writeIdentifiers(organizationId: string, driverId: string, identifiers: readonly DriverIdentifier[]): void {
+    clearIdentifiers.run(organizationId, driverId);
+    identifiers.forEach((i, position) => addIdentifier.run(organizationId, i.value, i.kind, driverId, position));
+  }
+  function endNow(a: AssignmentRecord, at: number, unassigned: (a: AssignmentRecord) => EventRecord): EventRecord {
+    endOne.run(at, a.organizationId, a.id);
+    return unassigned({ ...a, endedAt: at });
+  }
+
+  return {
+    async insert(d, max = Infinity) {
+      return wal.transaction(() => {
+        if (Number(count.get(d.organizationId)!.n) >= max) return 'quota';
+        const conflict = taken(d.organizationId, d.id, d.identifiers);
+        if (conflict !== undefined) return { taken: conflict };
+        insert.run(d.organizationId, d.id, d.name, d.externalId, d.phone, d.notes, d.createdAt, d.updatedAt);
+        writeIdentifiers(d.organizationId, d.id, d.identifiers);
+        return 'created' as const;
+      });
+    },
+
+    async get(organizationId, id) {
+      const row = selectOne.get(organizationId, id);
+      return row === undefined ? undefined : driverOf(row);
+    },
+
+    async list(organizationId, { q, limit, offset }) {
+      const pattern = q === undefined ? null : containsPattern(q);
+      const params = [organizationId, pattern, pattern, pattern] as const;
+      return { drivers: page.all(...params, limit, offset).map(driverOf), total: Number(total.get(...params)!.n) };
+    },
+
+    async update(organizationId, id, change) {
+      return wal.transaction(() => {
+        if (exists.get(organizationId, id) === undefined) return undefined;
+        const conflict = taken(organizationId, id, change.identifiers);
+        if (conflict !== undefined) return { taken: conflict };
+        update.run(change.name, change.externalId, change.phone, change.notes, change.updatedAt, organizationId, id);
+        writeIdentifiers(organizationId, id, change.identifiers);
+        return driverOf(selectOne.get(organizationId, id)!);
+      });
+    },
+
+    async delete(organizationId, id, at, unassigned) {
+      return wal.transaction(() => {
+        if (exists.get(organizationId, id) === undefined) return undefined;
+        const ongoing = ongoingOfDriver.get(organizationId, id);
+        const events = ongoing === undefined ? [] : [endNow(assignmentOf(ongoing), Math.max(at, Number(ongoing.started_at)), unassigned)];
+        remove.run(organizationId, id);
+        appendEvents(events, at);
+        return { events };
+      });
+    },
+
+    async assign(a, { assigned, unassigned }, now) {
+      return wal.transaction(() => {
+        if (exists.get(a.organizationId, a.driverId) === undefined) return 'no-driver' as const;
+        if (vehicleExists.get(a.organizationId, a.vehicleId) === undefined) return 'no-vehicle' as const;
+        const driverRow = ongoingOfDriver.get(a.organizationId, a.driverId);
+        const ofDriver = driverRow === undefined ? undefined : assignmentOf(driverRow);
+        if (ofDriver !== undefined && ofDriver.vehicleId === a.vehicleId) return { same: ofDriver };
+        const vehicleRow = ongoingOfVehicle.get(a.organizationId, a.vehicleId);
+        const ending = [ofDriver, vehicleRow === undefined ? undefined : assignmentOf(vehicleRow)].filter((x) => x !== undefined);
+        const conflict = ending.find((e) => e.startedAt > a.startedAt);
+        if (conflict !== undefined) return { conflict };
+        const events = ending.map((e) => endNow(e, a.startedAt, unassigned));
+        insertAssignment.run(a.organizationId, a.id, a.driverId, a.vehicleId, a.startedAt, a.endedAt, a.source);
+        events.push(assigned(a));
+        appendEvents(events, now);
+        return { assignment: a, events };
+      });
+    },
+
+    async end(organizationId, id, at, now, unassigned) {
+      return wal.transaction(() => {
+        const row = assignmentOne.get(organizationId, id);
+        if (row === undefined) return undefined;
+        const current = assignmentOf(row);
+        if (current.endedAt !== null) return { ended: current };
+        if (at < current.startedAt) return 'too-early' as const;
+        const event = endNow(current, at, unassigned);
+        appendEvents([event], now);
+        return { assignment: { ...current, endedAt: at }, event };
+      });
+    },
+
+    async getAssignment(organizationId, id) {
+      const row = assignmentOne.get(organizationId, id);
+      return row === undefined ? undefined : assignmentOf(row);
+    },
+
+    async assignments(organizationId, f) {
+      const [beforeAt, beforeId] = f.before ?? [Number.MAX_SAFE_INTEGER, '~'];
+      const vehicleId = f.vehicleId ?? null;
+      const driverId = f.driverId ?? null;
+      const from = f.from ?? null;
+      const to = f.to ?? null;
+      return assignmentPage.all(organizationId, vehicleId, vehicleId, driverId, driverId, from, from, to, to, beforeAt, beforeId, f.limit).map(assignmentOf);
+    },
+  };
+}
