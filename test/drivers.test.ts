@@ -40,6 +40,15 @@ async function driverEvents(ctx: TestApp): Promise<string[]> {
   return feed.events.map((e) => `${e.type} ${e.data.driverId === undefined ? '?' : 'd'} ${e.vehicleId}${e.data.endedAt === null ? '' : ' ended'}`);
 }
 
+/** A service on a clock the test moves, with vans van-1 and van-2 and drivers Ada and Bob. */
+async function twoVansTwoDrivers(backend: 'sqlite' | 'postgres') {
+  const clock = manualClock();
+  const ctx = await createTestApp({ backend, clock });
+  await ctx.registerVehicle('van-1');
+  await ctx.registerVehicle('van-2');
+  return { clock, ctx, ada: await makeDriver(ctx, { name: 'Ada' }), bob: await makeDriver(ctx, { name: 'Bob' }) };
+}
+
 for (const backend of ['sqlite', 'postgres'] as const) {
   describe(`drivers on ${backend}`, { skip: backend === 'postgres' && skipPostgres }, () => {
     test('a driver\'s life: created, found by q, changed by merge patch, deleted; bad input changes nothing', async () => {
@@ -100,13 +109,8 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     });
 
     test('who drives what: one ongoing assignment per driver and per vehicle, each change with its events, the vehicle\'s driverId', async () => {
-      const clock = manualClock();
-      const ctx = await createTestApp({ backend, clock });
+      const { clock, ctx, ada, bob } = await twoVansTwoDrivers(backend);
       try {
-        await ctx.registerVehicle('van-1');
-        await ctx.registerVehicle('van-2');
-        const ada = await makeDriver(ctx, { name: 'Ada' });
-        const bob = await makeDriver(ctx, { name: 'Bob' });
         const t0 = clock.now();
 
         const first = await assign(ctx, { driverId: ada.id, vehicleId: 'van-1' });
@@ -173,13 +177,8 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     });
 
     test('the list: newest start first, by vehicle, driver and overlapping range, in pages', async () => {
-      const clock = manualClock();
-      const ctx = await createTestApp({ backend, clock });
+      const { clock, ctx, ada, bob } = await twoVansTwoDrivers(backend);
       try {
-        await ctx.registerVehicle('van-1');
-        await ctx.registerVehicle('van-2');
-        const ada = await makeDriver(ctx, { name: 'Ada' });
-        const bob = await makeDriver(ctx, { name: 'Bob' });
         const made: Assignment[] = [];
         // Ada and Bob swap vans every hour, five times.
         for (let hour = 0; hour < 5; hour++) {

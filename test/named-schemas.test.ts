@@ -31,7 +31,7 @@ test('the serializer writes the named schemas out in place: no field a schema do
   const vehicle = {
     id: 'van-042', type: 'van', name: null, status: 'active', location: { lat: 1, lng: 2 }, battery: null, lastUpdate: null, groupIds: [],
     configuration: { capacity: 8, internal: 'x' }, createdAt: '2026-11-22T08:30:00.000Z', updatedAt: '2026-11-22T08:30:00.000Z', statusChangedAt: '2026-11-22T08:30:00.000Z',
-    organizationId: 'org_hidden',
+    driverId: null, organizationId: 'org_hidden',
   };
   const out = JSON.parse(serialize(vehicle)) as Record<string, unknown>;
   assert.equal(out.organizationId, undefined);

@@ -3,7 +3,7 @@
 // read a driver's assignments, delete one. docs/API.md "Drivers".
 import { api, encode, type Driver, type DriverAssignment, type DriverAssignmentList, type DriverList, type VehicleList } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
-import { act, confirmButton, field, onSubmit, panelHeader, problemBox, select, uid } from './forms.ts';
+import { act, confirmButton, field, fillTable, onSubmit, panelHeader, problemBox, select, uid } from './forms.ts';
 
 const PAGE = 100;
 const KINDS = ['ibutton', 'rfid'] as const;
@@ -63,22 +63,12 @@ export function renderDrivers(root: HTMLElement): () => void {
     return `Added ${created.name}.`;
   });
 
-  async function loadList() {
-    table.setAttribute('aria-busy', 'true');
-    try {
-      const q = search.value.trim();
+  function loadList() {
+    const q = search.value.trim();
+    return fillTable(table, listState, signal, async () => {
       const list = await api<DriverList>('GET', '/v2/drivers', { query: { limit: PAGE, q: q === '' ? undefined : q }, signal });
-      replace(listState);
-      replace(tbody, ...list.drivers.map(rowOf));
-      if (list.drivers.length === 0) replace(listState, h('p', { class: 'empty' }, q === '' ? 'No drivers yet.' : `No driver matches "${q}".`));
-      else if (list.total > list.drivers.length) replace(listState, h('p', { class: 'muted' }, `The first ${list.drivers.length} of ${list.total} drivers.`));
-    } catch (error) {
-      if (signal.aborted) return;
-      replace(tbody);
-      replace(listState, problemBox(error));
-    } finally {
-      table.removeAttribute('aria-busy');
-    }
+      return { items: list.drivers, total: list.total };
+    }, rowOf, { empty: q === '' ? 'No drivers yet.' : `No driver matches "${q}".`, noun: 'drivers' });
   }
 
   function rowOf(driver: Driver): HTMLTableRowElement {

@@ -309,6 +309,32 @@ export function loading(text: string): HTMLElement {
   return h('p', { class: 'loading', role: 'status' }, text);
 }
 
+/**
+ * Reads a list into a table: busy meanwhile, its rows replaced by `rowOf` each item, and `state`
+ * saying what there is beside them (`empty` when none; the first n of total when there are more),
+ * or the problem of a read that failed (not of one aborted: the page was left).
+ */
+export async function fillTable<T>(
+  table: HTMLTableElement, state: HTMLElement, signal: AbortSignal, read: () => Promise<{ items: T[]; total: number }>,
+  rowOf: (item: T) => HTMLElement, text: { empty: string; noun: string },
+): Promise<void> {
+  const tbody = table.tBodies[0]!;
+  table.setAttribute('aria-busy', 'true');
+  try {
+    const { items, total } = await read();
+    replace(state);
+    replace(tbody, ...items.map(rowOf));
+    if (items.length === 0) replace(state, h('p', { class: 'empty' }, text.empty));
+    else if (total > items.length) replace(state, h('p', { class: 'muted' }, `The first ${items.length} of ${total} ${text.noun}.`));
+  } catch (error) {
+    if (signal.aborted) return;
+    replace(tbody);
+    replace(state, problemBox(error));
+  } finally {
+    table.removeAttribute('aria-busy');
+  }
+}
+
 /** A panel's heading and intro. */
 export function panelHeader(title: string, id: string, intro: string): HTMLElement[] {
   return [h('h1', { id }, title), h('p', { class: 'muted intro' }, intro)];

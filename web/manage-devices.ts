@@ -3,7 +3,7 @@
 // "Devices and protocols".
 import { api, encode, type VehicleList, type Device } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
-import { confirmButton, field, onSubmit, panelHeader, problemBox, select, uid } from './forms.ts';
+import { confirmButton, field, fillTable, onSubmit, panelHeader, select, uid } from './forms.ts';
 import { PROTOCOLS } from './lists.ts';
 
 const PROTOCOL_TEXT: Record<string, string> = {
@@ -67,24 +67,14 @@ export function renderManageDevices(root: HTMLElement): () => void {
     return `Registered ${created.identifier} for ${created.vehicleId}.`;
   });
 
-  async function loadList() {
-    table.setAttribute('aria-busy', 'true');
-    try {
-      const vehicle = filter.value.trim();
+  function loadList() {
+    const vehicle = filter.value.trim();
+    return fillTable(table, listState, signal, async () => {
       const list = await api<{ devices: Device[]; total: number }>('GET', '/v2/devices', {
         query: { limit: PAGE, vehicleId: vehicle === '' ? undefined : vehicle }, signal,
       });
-      replace(listState);
-      replace(tbody, ...list.devices.map(rowOf));
-      if (list.devices.length === 0) replace(listState, h('p', { class: 'empty' }, vehicle === '' ? 'No devices yet.' : `No devices for ${vehicle}.`));
-      else if (list.total > list.devices.length) replace(listState, h('p', { class: 'muted' }, `The first ${list.devices.length} of ${list.total} devices.`));
-    } catch (error) {
-      if (signal.aborted) return;
-      replace(tbody);
-      replace(listState, problemBox(error));
-    } finally {
-      table.removeAttribute('aria-busy');
-    }
+      return { items: list.devices, total: list.total };
+    }, rowOf, { empty: vehicle === '' ? 'No devices yet.' : `No devices for ${vehicle}.`, noun: 'devices' });
   }
 
   function rowOf(device: Device): HTMLTableRowElement {

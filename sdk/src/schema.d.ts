@@ -902,7 +902,9 @@ export interface paths {
         head?: never;
         /**
          * Change a driver
-         * @description Needs scope `fleet:write`.
+         * @description An RFC 7396 merge patch (`application/merge-patch+json`; `application/json` is accepted too).
+         *
+         *     Needs scope `fleet:write`.
          */
         patch: operations["updateDriver"];
         trace?: never;
