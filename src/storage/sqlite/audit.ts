@@ -6,11 +6,12 @@ import type { DatabaseSync } from 'node:sqlite';
 import { auditPending, takeAuditEntry } from '../../audit/context.ts';
 import type { AuditStore } from '../../audit/store.ts';
 import { AUDIT_COLUMNS, auditValues, auditWhere, toAuditEntry } from '../audit-rows.ts';
-import { beforeCommit, transaction, write } from './database.ts';
+import { beforeCommit, write } from './database.ts';
+import type { WalSync } from './wal-sync.ts';
 
 const PLACEHOLDERS = AUDIT_COLUMNS.split(',').map(() => '?').join(', ');
 
-export function createSqliteAuditStore(db: DatabaseSync): AuditStore {
+export function createSqliteAuditStore(db: DatabaseSync, wal: WalSync): AuditStore {
   const insert = db.prepare(`INSERT INTO audit_log (${AUDIT_COLUMNS}) VALUES (${PLACEHOLDERS})`);
   const changes = db.prepare('SELECT total_changes() AS n');
   const prune = db.prepare('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ? ORDER BY at LIMIT ?)');
@@ -32,7 +33,9 @@ export function createSqliteAuditStore(db: DatabaseSync): AuditStore {
   return {
     async insert(entries) {
       if (entries.length === 0) return;
-      transaction(db, () => {
+      // Synced off the event loop (wal-sync.ts): refusals come in bursts when the node is busy,
+      // and a sync on this thread for each batch of their entries made it busier still.
+      await wal.transaction(() => {
         for (const e of entries) insert.run(...auditValues(e));
       });
     },

@@ -12,6 +12,9 @@ const { file, restartedBelow, forceAbove } = workerData as { file: string; resta
 const PASS_MS = 2000;
 // PASSIVE never waits for a lock; RESTART gives up after this long if a writer or reader is in its way.
 const db = new DatabaseSync(file, { timeout: 20 });
+// A checkpoint syncs the WAL before it copies a frame into the database file, and the database
+// file after: the store's telemetry commits sync nothing themselves (wal-sync.ts).
+db.exec('PRAGMA synchronous = FULL');
 const passive = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
 const restart = db.prepare('PRAGMA wal_checkpoint(RESTART)');
 const pause = new Int32Array(new SharedArrayBuffer(4));

@@ -7,6 +7,7 @@ import { type Applied, type AlertChanges, type Judged, type RulesStore, happened
 import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, pageWithin, sqliteRuleRows as rows } from '../rule-rows.ts';
 import { positionCount } from '../../geofences/schema.ts';
 import { transaction, write } from './database.ts';
+import type { WalSync } from './wal-sync.ts';
 import type { AppendEvents } from './events.ts';
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value));
@@ -100,7 +101,7 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
   };
 }
 
-export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<typeof createSqliteRuleWrites>): RulesStore {
+export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<typeof createSqliteRuleWrites>, wal: WalSync): RulesStore {
   const countGeofences = db.prepare('SELECT count(*) AS n FROM geofences WHERE organization_id = ?');
   const totals = db.prepare('SELECT count(*) AS n, coalesce(sum(vertices), 0) AS vertices FROM geofences WHERE organization_id = ?');
   const verticesOf = db.prepare('SELECT vertices FROM geofences WHERE organization_id = ? AND id = ?');
@@ -230,7 +231,8 @@ export function createSqliteRulesStore(db: DatabaseSync, writes: ReturnType<type
       return { alerts: statement.all(...params).map(rows.alert) };
     },
     async applyAlerts(changes) {
-      return transaction(db, () => writes.apply(changes, changes.changed[0]?.at ?? changes.opened[0]?.openedAt ?? Date.now()));
+      // Synced off the event loop (wal-sync.ts), as the alerts opened by telemetry's own commits.
+      return wal.transaction(() => writes.apply(changes, changes.changed[0]?.at ?? changes.opened[0]?.openedAt ?? Date.now()));
     },
     async unresolvedAlerts(organizationId, ruleIds) {
       if (ruleIds.length === 0) return [];

@@ -2,13 +2,22 @@
 //
 // With `synchronous = FULL`, SQLite syncs the WAL inside COMMIT, on the calling thread: with
 // group commit that is a fraction of a millisecond per group during which no request is read or
-// parsed. A telemetry commit runs with `synchronous = NORMAL` instead (COMMIT writes the WAL
-// without syncing it), and its promise resolves only after an `fdatasync` of the WAL file on
-// libuv's thread pool. What is acknowledged is as durable as with FULL: the WAL is written in
-// order, so a sync that starts after a COMMIT returned covers it and everything before it (also
-// a checkpoint, which SQLite syncs itself in either mode). Vehicle writes (status changes and
-// their events), commands, devices' last-seen times and the webhook worker's writes go through it
-// too; every other write of the store keeps FULL.
+// parsed. A telemetry commit runs with `synchronous = OFF` instead (COMMIT writes the WAL without
+// syncing it), and its promise resolves only after an `fdatasync` of the WAL file on libuv's
+// thread pool. What is acknowledged is as durable as with FULL: the WAL is written in order, so a
+// sync that starts after a COMMIT returned covers it and everything before it.
+//
+// OFF rather than NORMAL: under NORMAL, the first commit after the WAL starts over still syncs
+// the WAL's new header inside COMMIT, on this thread, about once a second under load, and on a
+// busy disk such a sync held every request for hundreds of milliseconds. The header is written
+// before that commit's frames and synced with them by the same `fdatasync`, before anything is
+// acknowledged; the database file is written only by checkpoints, on the checkpointer's own
+// connection (synchronous = FULL), which syncs the WAL before it copies a frame
+// (checkpointer.ts). So no frame of a new WAL reaches the database file before that WAL's
+// header is on disk, which is what the header's own sync guards against. Vehicle writes (status changes and
+// their events), commands, drivers, alert changes, audit entries written after a response,
+// devices' last-seen times and the webhook worker's writes go through it too; every other write
+// of the store (rare ones: registrations, settings, retention) keeps FULL.
 //
 // The one difference: this process's reads (telemetry history) see a commit from COMMIT on, up to
 // one sync (well under a millisecond) before it is durable, where FULL shows it after the sync.
@@ -67,7 +76,7 @@ export function createWalSync(db: DatabaseSync, syncFile: SyncFile = fdatasync, 
       // An in-memory database has no file to sync: nothing there outlives the process anyway.
       if (file === null || file === '') return transaction(db, fn);
       // Executed each time, not prepared once: SQLite applies this pragma when compiling it.
-      db.exec('PRAGMA synchronous = NORMAL');
+      db.exec('PRAGMA synchronous = OFF');
       let result;
       try {
         result = transaction(db, fn);
