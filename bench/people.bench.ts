@@ -226,7 +226,7 @@ const vehicleIdOf = (i: number) => `veh-${String(i).padStart(6, '0')}`;
 /** Registers vehicles 0 … count - 1 as the API does, vehicle i in groupIds[i mod G], in one transaction of `db`. */
 async function registerAll(db: SqliteStores['db'], organizationId: string, credentialId: string, count: number, groupIds: readonly string[]) {
   // The one transaction around them all stands for each vehicle's own (wal-sync.ts would sync each).
-  const inline: WalSync = { transaction: async (fn) => fn(), check() {}, close() {} };
+  const inline: WalSync = { transaction: async (fn) => fn(), unsynced: (fn) => fn(), check() {}, close() {} };
   const appendEvents = createSqliteEventAppender(db);
   const store = createSqliteVehicleStore(db, inline, createVehicleStatuses(db, appendEvents), appendEvents, createSqliteMemberships(db));
   const service = createVehicleService({ store, clock: systemClock });

@@ -112,3 +112,8 @@ export class AppError extends Error {
 export function isAppError(value: unknown): value is AppError {
   return value instanceof AppError;
 }
+
+/** 400 `validation-failed` for one member of the request's body, at `path` (a JSON Pointer). */
+export function invalidBody(detail: string, path: string, message: string): AppError {
+  return new AppError('validation-failed', detail, { errors: [{ in: 'body', path, message }] });
+}

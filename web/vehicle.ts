@@ -33,13 +33,19 @@ function loading(text: string): HTMLElement {
   return h('p', { class: 'loading', role: 'status' }, text);
 }
 
+/** Drivers' names read so far: the details are drawn again on every change of the vehicle. */
+const driverNames = new Map<string, string>();
+
 /** The driver of the vehicle's ongoing assignment, by name once read (by id until then, or if it cannot be read). */
 function driverLink(driverId: string | null): string | Node {
   if (driverId === null) return '—';
-  const link = h('a', { href: '#/drivers', class: 'driver' }, driverId);
-  void api<Driver>('GET', `/v2/drivers/${encode(driverId)}`).then((driver) => {
-    link.textContent = driver.name;
-  }).catch(() => undefined);
+  const link = h('a', { href: '#/drivers', class: 'driver' }, driverNames.get(driverId) ?? driverId);
+  if (!driverNames.has(driverId)) {
+    void api<Driver>('GET', `/v2/drivers/${encode(driverId)}`).then((driver) => {
+      driverNames.set(driverId, driver.name);
+      link.textContent = driver.name;
+    }).catch(() => undefined);
+  }
   return link;
 }
 

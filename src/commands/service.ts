@@ -7,7 +7,7 @@ import { actorTypeOf } from '../audit/entry.ts';
 import type { Principal } from '../auth/scopes.ts';
 import { type Clock, type Timer, iso } from '../clock.ts';
 import type { DeviceStore } from '../devices/store.ts';
-import { AppError, type FieldError } from '../errors.ts';
+import { AppError, invalidBody } from '../errors.ts';
 import type { EventPort } from '../events/port.ts';
 import { type EventRecord, newEvent } from '../events/types.ts';
 import type { VehicleScope } from '../groups/scope.ts';
@@ -86,12 +86,12 @@ export function createCommandService(deps: {
     const params = paramsOf(body);
     const channel = body.channel ?? (await defaultChannel(who.organizationId, vehicleId));
     if (!CHANNEL_TYPES[channel].includes(body.type)) {
-      throw invalid(`The ${channel} channel cannot carry \`${body.type}\`; it carries ${CHANNEL_TYPES[channel].map((t) => `\`${t}\``).join(', ')}.`, '/type', `is not carried by ${channel}`);
+      throw invalidBody(`The ${channel} channel cannot carry \`${body.type}\`; it carries ${CHANNEL_TYPES[channel].map((t) => `\`${t}\``).join(', ')}.`, '/type', `is not carried by ${channel}`);
     }
     const bounds = expiryBounds(body.type);
     const seconds = body.expiresInSeconds ?? bounds.default;
     if (seconds > bounds.max) {
-      throw invalid(`\`${body.type}\` expires after at most ${bounds.max} s.`, '/expiresInSeconds', `must be <= ${bounds.max} for ${body.type}`);
+      throw invalidBody(`\`${body.type}\` expires after at most ${bounds.max} s.`, '/expiresInSeconds', `must be <= ${bounds.max} for ${body.type}`);
     }
     if (body.queue === false && !(await connected(who.organizationId, vehicleId, channel))) {
       throw new AppError('device-offline', `No ${channel} device of vehicle "${vehicleId}" is connected now; with \`queue: false\` the command is not kept.`);
@@ -269,26 +269,22 @@ function paramsOf(body: CommandBody): CommandParams {
   const given = body.params ?? {};
   switch (body.type) {
     case 'custom':
-      if (given.text === undefined || given.output !== undefined || given.on !== undefined) throw invalid('`custom` takes `params: {text}` and nothing else.', '/params', 'must be {text}');
+      if (given.text === undefined || given.output !== undefined || given.on !== undefined) throw invalidBody('`custom` takes `params: {text}` and nothing else.', '/params', 'must be {text}');
       return { text: given.text };
     case 'outputControl':
       if (given.output === undefined || given.on === undefined || given.text !== undefined) {
-        throw invalid('`outputControl` takes `params: {output, on}` and nothing else.', '/params', 'must be {output, on}');
+        throw invalidBody('`outputControl` takes `params: {output, on}` and nothing else.', '/params', 'must be {output, on}');
       }
       return { output: given.output, on: given.on };
     case 'engineStop':
     case 'engineResume':
     case 'positionSingle':
     case 'reboot':
-      if (Object.keys(given).length > 0) throw invalid(`\`${body.type}\` takes no params.`, '/params', 'must be empty or absent');
+      if (Object.keys(given).length > 0) throw invalidBody(`\`${body.type}\` takes no params.`, '/params', 'must be empty or absent');
       return {};
   }
 }
 
-function invalid(detail: string, path: string, message: string): AppError {
-  const errors: FieldError[] = [{ in: 'body', path, message }];
-  return new AppError('validation-failed', detail, { errors });
-}
 
 function notFound(id: string): AppError {
   return new AppError('command-not-found', `No command "${id}" in this organization.`);

@@ -3,10 +3,10 @@
 // create, change or delete them.
 import type { Principal } from '../auth/scopes.ts';
 import { type Clock, iso } from '../clock.ts';
-import { AppError, type FieldError } from '../errors.ts';
+import { AppError, type FieldError, invalidBody } from '../errors.ts';
 import type { EventPort } from '../events/port.ts';
 import { type EventRecord, newEvent } from '../events/types.ts';
-import { type VehicleScope, vehicleNotFound } from '../groups/scope.ts';
+import { type VehicleScope, assertWholeOrganization, vehicleNotFound } from '../groups/scope.ts';
 import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
 import { type AssignmentCreation, type DriverCreation, type DriverIdentifier, type DriverPatch, IDENTIFIER_FORMS } from './schema.ts';
@@ -42,7 +42,7 @@ export function createDriverService(deps: { store: DriverStore; clock: Clock; ev
   };
 
   async function create(who: Principal, body: DriverCreation): Promise<DriverWithVehicle> {
-    assertWholeOrganization(who);
+    assertWholeOrganization(who, 'drivers');
     const now = clock.now();
     const driver: DriverRecord = {
       organizationId: who.organizationId, id: newId('drv'), name: body.name, externalId: body.externalId ?? null,
@@ -61,7 +61,7 @@ export function createDriverService(deps: { store: DriverStore; clock: Clock; ev
   }
 
   async function update(who: Principal, id: string, patch: DriverPatch): Promise<DriverWithVehicle> {
-    assertWholeOrganization(who);
+    assertWholeOrganization(who, 'drivers');
     const current = await get(who, id);
     const merged = <T>(value: T | null | undefined, was: T | null): T | null => (value === undefined ? was : value);
     const updated = await store.update(who.organizationId, id, {
@@ -78,7 +78,7 @@ export function createDriverService(deps: { store: DriverStore; clock: Clock; ev
   }
 
   async function remove(who: Principal, id: string): Promise<void> {
-    assertWholeOrganization(who);
+    assertWholeOrganization(who, 'drivers');
     const deleted = await store.delete(who.organizationId, id, clock.now(), unassigned);
     if (deleted === undefined) throw notFound(id);
     recorded(deleted.events);
@@ -117,7 +117,7 @@ export function createDriverService(deps: { store: DriverStore; clock: Clock; ev
     const at = endedAt === undefined ? now : timeOf(endedAt, '/endedAt', now);
     const outcome = await store.end(who.organizationId, id, at, now, unassigned);
     if (outcome === undefined) throw assignmentNotFound(id);
-    if (outcome === 'too-early') throw invalid('`endedAt` is before the assignment started.', '/endedAt', 'is before startedAt');
+    if (outcome === 'too-early') throw invalidBody('`endedAt` is before the assignment started.', '/endedAt', 'is before startedAt');
     if ('ended' in outcome) return outcome.ended;
     recorded([outcome.event]);
     return outcome.assignment;
@@ -171,7 +171,7 @@ function identifiersOf(identifiers: readonly DriverIdentifier[]): DriverIdentifi
 /** A time of the body, ms: not further ahead than another machine's clock may be. */
 function timeOf(text: string, path: string, now: number): number {
   const at = Date.parse(text);
-  if (at > now + CLOCK_SKEW_MS) throw invalid(`\`${path.slice(1)}\` is in the future.`, path, 'must not be in the future');
+  if (at > now + CLOCK_SKEW_MS) throw invalidBody(`\`${path.slice(1)}\` is in the future.`, path, 'must not be in the future');
   return at;
 }
 
@@ -187,15 +187,7 @@ function decodeCursor(cursor: string): [number, string] {
   return [Number(match[1]), match[2]!];
 }
 
-function assertWholeOrganization(who: Principal): void {
-  if (who.groupIds !== undefined) {
-    throw new AppError('outside-groups', 'A credential limited to groups cannot create, change or delete drivers.');
-  }
-}
 
-function invalid(detail: string, path: string, message: string): AppError {
-  return new AppError('validation-failed', detail, { errors: [{ in: 'body', path, message }] });
-}
 
 function taken(value: string): AppError {
   return new AppError('identifier-taken', `Identifier "${value}" is another driver's in this organization.`);

@@ -22,6 +22,11 @@ export function vehicleNotFound(id: string): AppError {
   return new AppError('vehicle-not-found', `No vehicle "${id}" in this organization.`);
 }
 
+/** 403 `outside-groups` for a credential limited to groups: `what` is the organization's to change, not a group's. */
+export function assertWholeOrganization(who: Principal, what: string): void {
+  if (who.groupIds !== undefined) throw new AppError('outside-groups', `A credential limited to groups cannot create, change or delete ${what}.`);
+}
+
 export function unknownGroups(groupIds: readonly string[]): AppError {
   return new AppError('group-not-found', `No group ${groupIds.map((id) => `"${id}"`).join(', ')} in this organization, or not all of them.`);
 }

@@ -5,6 +5,7 @@ import type { EventPort } from '../events/port.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
+import { assertWholeOrganization } from './scope.ts';
 import type { GroupChange, GroupCreation } from './schema.ts';
 import type { GroupRecord, GroupStore, GroupWithCount } from './store.ts';
 
@@ -19,7 +20,7 @@ export function createGroupService(deps: { store: GroupStore; clock: Clock; maxG
   const membershipChanged = (organizationId: string) => deps.events?.emit('membershipChanged', { organizationId });
 
   async function create(who: Principal, body: GroupCreation): Promise<GroupWithCount> {
-    assertWholeOrganization(who);
+    assertWholeOrganization(who, 'groups or their members');
     const now = clock.now();
     const group: GroupRecord = {
       organizationId: who.organizationId, id: newId('grp'), name: body.name, description: body.description ?? null, createdAt: now, updatedAt: now,
@@ -36,7 +37,7 @@ export function createGroupService(deps: { store: GroupStore; clock: Clock; maxG
   }
 
   async function update(who: Principal, id: string, change: GroupChange): Promise<GroupWithCount> {
-    assertWholeOrganization(who);
+    assertWholeOrganization(who, 'groups or their members');
     const current = await get(who, id);
     const updated = await store.update(who.organizationId, id, {
       name: change.name ?? current.name,
@@ -48,7 +49,7 @@ export function createGroupService(deps: { store: GroupStore; clock: Clock; maxG
   }
 
   async function remove(who: Principal, id: string): Promise<void> {
-    assertWholeOrganization(who);
+    assertWholeOrganization(who, 'groups or their members');
     const deleted = await store.delete(who.organizationId, id);
     if (deleted === 'in-use') {
       throw new AppError('group-in-use', `Users, API keys or OAuth clients are limited to group "${id}"; change or remove them first.`);
@@ -58,7 +59,7 @@ export function createGroupService(deps: { store: GroupStore; clock: Clock; maxG
   }
 
   async function addVehicles(who: Principal, id: string, vehicleIds: readonly string[]): Promise<void> {
-    assertWholeOrganization(who);
+    assertWholeOrganization(who, 'groups or their members');
     const outcome = await store.addVehicles(who.organizationId, id, vehicleIds, clock.now());
     if (outcome === 'group-not-found') throw notFound(id);
     if (typeof outcome === 'object') {
@@ -69,7 +70,7 @@ export function createGroupService(deps: { store: GroupStore; clock: Clock; maxG
   }
 
   async function removeVehicle(who: Principal, id: string, vehicleId: string): Promise<void> {
-    assertWholeOrganization(who);
+    assertWholeOrganization(who, 'groups or their members');
     const outcome = await store.removeVehicle(who.organizationId, id, vehicleId, clock.now());
     if (outcome === 'group-not-found') throw notFound(id);
     if (outcome === 'not-member') throw new AppError('vehicle-not-found', `No vehicle "${vehicleId}" in group "${id}".`);
@@ -82,12 +83,6 @@ export function createGroupService(deps: { store: GroupStore; clock: Clock; maxG
   };
 }
 
-/** Groups and their members are the organization's to arrange: a credential limited to groups only works within them. */
-function assertWholeOrganization(who: Principal): void {
-  if (who.groupIds !== undefined) {
-    throw new AppError('outside-groups', 'A credential limited to groups cannot create, change or delete groups or their members.');
-  }
-}
 
 function notFound(id: string): AppError {
   return new AppError('group-not-found', `No group "${id}" in this organization.`);

@@ -81,10 +81,9 @@ export const overloadPlugin = fp(async function overload(app: FastifyInstance, o
   let peakRate = 0;
   let answered = 0;
   const crowded = () => reads.size + writes.size >= Math.max(FLOOR, (peakRate * config.maxEventLoopDelayMs) / 1000);
-  /** Whether a request of `kind` arriving `now` is refused for lateness (any kind: the loop's, or the crowd's). */
-  const tooLate = (now: number, kind?: Map<FastifyRequest, number>) => config.maxEventLoopDelayMs > 0
-    && (delay(now) > config.maxEventLoopDelayMs || crowded()
-      || (kind === undefined ? stuck(reads, now, config.maxEventLoopDelayMs) || stuck(writes, now, config.maxEventLoopDelayMs) : stuck(kind, now, config.maxEventLoopDelayMs)));
+  /** Whether a request of `kind` arriving `now` is refused for lateness: the loop's, the crowd's, or its kind's. */
+  const tooLate = (now: number, kind: Map<FastifyRequest, number>) => config.maxEventLoopDelayMs > 0
+    && (delay(now) > config.maxEventLoopDelayMs || crowded() || stuck(kind, now, config.maxEventLoopDelayMs));
 
   let utilization = 0;
   let previous = performance.eventLoopUtilization();
@@ -95,8 +94,9 @@ export const overloadPlugin = fp(async function overload(app: FastifyInstance, o
     peakRate = Math.max(peakRate, (answered * 1000) / config.sampleIntervalMs);
     answered = 0;
     // One line when refusals stop, after the warning when they started: not one per request.
-    if (refused > 0 && !tooLate(performance.now()) && !tooBusy()) {
-      app.log.info({ refused, ms: Math.round(performance.now() - since) }, 'overload over: serving every request again');
+    const now = performance.now();
+    if (refused > 0 && !tooLate(now, reads) && !tooLate(now, writes) && !tooBusy()) {
+      app.log.info({ refused, ms: Math.round(now - since) }, 'overload over: serving every request again');
       refused = 0;
     }
   }, config.sampleIntervalMs);

@@ -21,9 +21,9 @@ export const DRIVER_READ = {
     (SELECT vehicle_id FROM driver_assignments a WHERE a.organization_id = d.organization_id AND a.driver_id = d.id AND a.ended_at IS NULL) AS vehicle_id`,
 };
 
-/** The vehicle's ongoing driver, for the select list of a statement over `vehicles` (not aliased). */
-export const VEHICLE_DRIVER = `(SELECT driver_id FROM driver_assignments a
-     WHERE a.organization_id = vehicles.organization_id AND a.vehicle_id = vehicles.id AND a.ended_at IS NULL) AS driver_id`;
+/** The vehicle's ongoing driver, for the select list of a statement over vehicle rows named `table`. */
+export const vehicleDriver = (table = 'vehicles') => `(SELECT driver_id FROM driver_assignments a
+     WHERE a.organization_id = ${table}.organization_id AND a.vehicle_id = ${table}.id AND a.ended_at IS NULL) AS driver_id`;
 
 const orNull = (value: unknown) => (value as string | null | undefined) ?? null;
 

@@ -11,7 +11,7 @@ import { isScope } from '../auth/scopes.ts';
 import type { ApiKeyRecord, OrganizationRecord } from '../auth/store.ts';
 import type { Configuration, VehicleStatus, VehicleType } from '../vehicles/schema.ts';
 import type { StatusChange, VehicleRecord } from '../vehicles/store.ts';
-import { VEHICLE_DRIVER } from './driver-rows.ts';
+import { vehicleDriver } from './driver-rows.ts';
 
 export type Row = Record<string, unknown>;
 
@@ -31,9 +31,9 @@ export const VEHICLE_COLUMNS = 'organization_id, id, type, name, status, configu
  */
 export const VEHICLE_RELATIONS = {
   sqlite: `(SELECT json_group_array(group_id) FROM (SELECT group_id FROM vehicle_group_members m
-     WHERE m.organization_id = vehicles.organization_id AND m.vehicle_id = vehicles.id ORDER BY group_id)) AS group_ids, ${VEHICLE_DRIVER}`,
+     WHERE m.organization_id = vehicles.organization_id AND m.vehicle_id = vehicles.id ORDER BY group_id)) AS group_ids, ${vehicleDriver()}`,
   postgres: `(SELECT coalesce(json_agg(m.group_id ORDER BY m.group_id), '[]'::json) FROM vehicle_group_members m
-     WHERE m.organization_id = vehicles.organization_id AND m.vehicle_id = vehicles.id) AS group_ids, ${VEHICLE_DRIVER}`,
+     WHERE m.organization_id = vehicles.organization_id AND m.vehicle_id = vehicles.id) AS group_ids, ${vehicleDriver()}`,
 };
 
 function groupIdsOf(row: Row, d: ColumnDecoders): string[] {

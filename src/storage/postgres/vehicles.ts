@@ -1,6 +1,6 @@
 import type { VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
 import { VEHICLE_COLUMNS, VEHICLE_RELATIONS, postgresRows } from '../rows.ts';
-import { VEHICLE_DRIVER } from '../driver-rows.ts';
+import { vehicleDriver } from '../driver-rows.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
 import { appendEvents } from './events.ts';
 import { allGroupsExist, replaceMemberships } from './groups.ts';
@@ -109,7 +109,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
         const { rows } = await client.query({
           name: 'vehicles.update',
           text: `UPDATE vehicles SET type = $3, name = $4, configuration = $5, updated_at = $6
-                 WHERE organization_id = $1 AND id = $2 AND updated_at = $7 RETURNING ${COLUMNS}, ${VEHICLE_DRIVER}`,
+                 WHERE organization_id = $1 AND id = $2 AND updated_at = $7 RETURNING ${COLUMNS}, ${vehicleDriver()}`,
           values: [organizationId, id, next.type, next.name, JSON.stringify(next.configuration), next.updatedAt, expectedUpdatedAt],
         });
         if (rows[0] === undefined) return undefined;
@@ -135,8 +135,7 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
                )
                SELECT changed.*, (SELECT coalesce(json_agg(m.group_id ORDER BY m.group_id), '[]'::json) FROM vehicle_group_members m
                  WHERE m.organization_id = changed.organization_id AND m.vehicle_id = changed.id) AS group_ids,
-               (SELECT driver_id FROM driver_assignments a
-                 WHERE a.organization_id = changed.organization_id AND a.vehicle_id = changed.id AND a.ended_at IS NULL) AS driver_id
+               ${vehicleDriver('changed')}
                FROM changed`,
         values: [organizationId, id, change.to, change.at, change.from, change.reason, change.by],
       });

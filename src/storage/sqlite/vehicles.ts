@@ -2,7 +2,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { EventRecord } from '../../events/types.ts';
 import type { VehicleFilter, VehicleStore } from '../../vehicles/store.ts';
 import { VEHICLE_COLUMNS, VEHICLE_RELATIONS, sqliteRows } from '../rows.ts';
-import { VEHICLE_DRIVER } from '../driver-rows.ts';
+import { vehicleDriver } from '../driver-rows.ts';
 import type { Memberships } from './groups.ts';
 import type { AppendEvents } from './events.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
@@ -26,7 +26,7 @@ export function createSqliteVehicleStore(
   const deleteOne = db.prepare('DELETE FROM vehicles WHERE organization_id = ? AND id = ?');
   const updateOne = db.prepare(
     `UPDATE vehicles SET type = ?, name = ?, configuration = ?, updated_at = ?
-     WHERE organization_id = ? AND id = ? AND updated_at = ? RETURNING ${VEHICLE_COLUMNS}, ${VEHICLE_DRIVER}`,
+     WHERE organization_id = ? AND id = ? AND updated_at = ? RETURNING ${VEHICLE_COLUMNS}, ${vehicleDriver()}`,
   );
   const historyPage = db.prepare(
     `SELECT from_status, to_status, reason, at, by FROM vehicle_status_history

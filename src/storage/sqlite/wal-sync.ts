@@ -14,10 +14,12 @@
 // acknowledged; the database file is written only by checkpoints, on the checkpointer's own
 // connection (synchronous = FULL), which syncs the WAL before it copies a frame
 // (checkpointer.ts). So no frame of a new WAL reaches the database file before that WAL's
-// header is on disk, which is what the header's own sync guards against. Vehicle writes (status changes and
-// their events), commands, drivers, alert changes, audit entries written after a response,
-// devices' last-seen times and the webhook worker's writes go through it too; every other write
-// of the store (rare ones: registrations, settings, retention) keeps FULL.
+// header is on disk, which is what the header's own sync guards against.
+//
+// Vehicle writes (status changes and their events), commands, drivers, alert changes, audit
+// entries written after a response, devices' last-seen times and the webhook worker's writes go
+// through it too; every other write of the store (rare ones: registrations, settings, retention)
+// keeps FULL.
 //
 // The one difference: this process's reads (telemetry history) see a commit from COMMIT on, up to
 // one sync (well under a millisecond) before it is durable, where FULL shows it after the sync.
@@ -39,6 +41,8 @@ export type SyncFile = (fd: number, callback: (error: NodeJS.ErrnoException | nu
 export interface WalSync {
   /** `fn` as one write transaction; resolves once the WAL holding it is synced to disk. */
   transaction<T>(fn: () => T): Promise<T>;
+  /** `fn` as one write transaction that syncs nothing: durable with the next sync (bookkeeping that may be redone). */
+  unsynced<T>(fn: () => T): T;
   /** Throws once a sync has failed (the readiness check). */
   check(): void;
   close(): void;
@@ -70,22 +74,29 @@ export function createWalSync(db: DatabaseSync, syncFile: SyncFile = fdatasync, 
     });
   }
 
+  function unsynced<T>(fn: () => T): T {
+    check();
+    // Executed each time, not prepared once: SQLite applies this pragma when compiling it.
+    db.exec('PRAGMA synchronous = OFF');
+    try {
+      return transaction(db, fn);
+    } finally {
+      db.exec('PRAGMA synchronous = FULL');
+    }
+  }
+
   return {
     async transaction(fn) {
-      check();
       // An in-memory database has no file to sync: nothing there outlives the process anyway.
-      if (file === null || file === '') return transaction(db, fn);
-      // Executed each time, not prepared once: SQLite applies this pragma when compiling it.
-      db.exec('PRAGMA synchronous = OFF');
-      let result;
-      try {
-        result = transaction(db, fn);
-      } finally {
-        db.exec('PRAGMA synchronous = FULL');
+      if (file === null || file === '') {
+        check();
+        return transaction(db, fn);
       }
+      const result = unsynced(fn);
       await sync();
       return result;
     },
+    unsynced,
     check,
     close() {
       if (fd !== undefined) closeSync(fd);

@@ -96,17 +96,6 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
        (SELECT seq FROM webhook_deliveries WHERE recorded_at < ? AND status <> 'pending' ORDER BY recorded_at LIMIT ?)`,
   );
 
-  function unsynced<T>(fn: () => T): T {
-    wal.check();
-    // OFF, as telemetry's commits (wal-sync.ts): no sync on this thread, not even of a new WAL's header.
-    db.exec('PRAGMA synchronous = OFF');
-    try {
-      return transaction(db, fn);
-    } finally {
-      db.exec('PRAGMA synchronous = FULL');
-    }
-  }
-
   return {
     onEventLoop: true,
     async insert(w, max) {
@@ -174,7 +163,7 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
       if (anyEnabled.get() === undefined) {
         // No endpoint anywhere (no read of the events, no disk sync): the step is marked as fanned
         // out. Lost to a power cut, it is only done again, to the same effect.
-        return unsynced(() => {
+        return wal.unsynced(() => {
           const step = stepAfter.get(Number(fanned.get()!.fanned_seq), limit)!;
           if (step.last !== null) markFanned.run(Number(step.last));
           return Number(step.n);
