@@ -120,9 +120,9 @@ test('writes held up by the disk refuse further writes, not the reads the idle l
       waiting.push(post(i));
       await waitUntil(() => held.length > 0, 'the first write to wait for its sync');
     }
-    // However busy the machine, they have then waited longer than the limit (refusals are armed
-    // two samples after start, long since).
-    await new Promise((resolve) => setTimeout(resolve, 2 * LIMIT_MS));
+    // However busy the machine, they have then waited longer than writes may (twice the limit;
+    // refusals are armed two samples after start, long since).
+    await new Promise((resolve) => setTimeout(resolve, 3 * LIMIT_MS));
     const refused = await post(100);
     assert.equal(refused.statusCode, 503, refused.body);
     assert.equal(refused.json().code, 'service-unavailable');

@@ -12,7 +12,9 @@
 //   backlog the loop's delay does not show, when writes wait for a commit that waits on the disk
 //   while the loop idles, or when a burst was admitted in one turn. Several rather than one, so
 //   that one slow request does not refuse everybody else's; and of the same kind, so that writes
-//   held up by a slow disk do not refuse the reads the idle loop answers at once;
+//   held up by a slow disk do not refuse the reads the idle loop answers at once. Writes are
+//   given WRITE_PATIENCE times the limit: they all wait for the same sync of the WAL, and on a
+//   shared disk one sync now and then takes most of a second without the disk being overloaded;
 // - or more requests are in flight than the process has ever answered within the limit (the most
 //   it answered per second, times the limit; at least FLOOR): a burst read in one turn of the
 //   loop is admitted only up to what can be answered in time, since none of it is old yet.
@@ -39,6 +41,8 @@ declare module 'fastify' {
 const TICK_MS = 10;
 /** How many admitted requests must be waiting past the limit for it to count as overload. */
 const STUCK = 8;
+/** How many times the limit admitted writes may wait for the disk before they count as stuck. */
+const WRITE_PATIENCE = 2;
 /** Requests in flight always admitted, before the process has shown what it answers per second. */
 const FLOOR = 64;
 /** An admitted request this old is no longer tracked, whatever became of it (a safety net). */
@@ -83,7 +87,7 @@ export const overloadPlugin = fp(async function overload(app: FastifyInstance, o
   const crowded = () => reads.size + writes.size >= Math.max(FLOOR, (peakRate * config.maxEventLoopDelayMs) / 1000);
   /** Whether a request of `kind` arriving `now` is refused for lateness: the loop's, the crowd's, or its kind's. */
   const tooLate = (now: number, kind: Map<FastifyRequest, number>) => config.maxEventLoopDelayMs > 0
-    && (delay(now) > config.maxEventLoopDelayMs || crowded() || stuck(kind, now, config.maxEventLoopDelayMs));
+    && (delay(now) > config.maxEventLoopDelayMs || crowded() || stuck(kind, now, config.maxEventLoopDelayMs * (kind === writes ? WRITE_PATIENCE : 1)));
 
   let utilization = 0;
   let previous = performance.eventLoopUtilization();
