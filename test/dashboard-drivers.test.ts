@@ -2,7 +2,7 @@
 // (docs/API.md "Drivers"): an admin signed in with a password adds a driver (a bad identifier is
 // refused beside its field), finds drivers by name, assigns one to a vehicle and then another to
 // the same vehicle (the first one's assignment ends), reads a driver's assignments, sees the
-// vehicle's page name its driver, ends an assignment and deletes a driver; names with markup stay
+// vehicle's page name its driver and show and set its meters, ends an assignment and deletes a driver; names with markup stay
 // text. Screenshots go to test-results/dashboard-drivers/.
 //
 // Without /usr/bin/chromium the browser suite is skipped with a loud message, except under
@@ -96,6 +96,25 @@ test('the dashboard\'s drivers: add, find, assign, reassign, read the record, en
   await page.goto(`${origin}/#/vehicles/van-1`);
   await page.locator('a.driver', { hasText: 'Lovelace' }).waitFor();
   assert.equal(await page.locator('a.driver').innerText(), MARKUP);
+
+  // Its meters: shown as the service keeps them, set from the page (a refused value named beside its field).
+  const meters = page.getByRole('region', { name: 'Meters' });
+  await meters.locator('[data-meter="odometer"]', { hasText: '0 km' }).waitFor();
+  await meters.locator('summary', { hasText: 'Set meters' }).click();
+  const setForm = meters.getByRole('form', { name: 'Set meters' });
+  await setForm.getByLabel('Odometer now (km)').fill('-5');
+  await setForm.getByLabel('Engine hours now').fill('12.5');
+  await setForm.getByRole('button', { name: 'Set meters' }).click();
+  await setForm.getByRole('alert').waitFor();
+  assert.equal((await ctx.request('GET', '/v2/fleet/vehicles/van-1/meters')).json<{ engineHours: number }>().engineHours, 0, 'a refused setting changes nothing');
+  await setForm.getByLabel('Odometer now (km)').fill('48211.5');
+  await setForm.getByRole('button', { name: 'Set meters' }).click();
+  await setForm.getByRole('status').getByText('Meters set; later records add to them.').waitFor();
+  await meters.locator('[data-meter="odometer"]', { hasText: '48,211.5 km' }).waitFor();
+  await meters.locator('[data-meter="engine"]', { hasText: '12.5 h' }).waitFor();
+  const stored = (await ctx.request('GET', '/v2/fleet/vehicles/van-1/meters')).json<{ odometerKm: number; engineHours: number }>();
+  assert.deepEqual([stored.odometerKm, stored.engineHours], [48211.5, 12.5]);
+  await shot('03-meters');
 
   // End Ada's assignment, then delete Grace: asked once more; her record stays.
   await nav.getByRole('link', { name: 'Drivers', exact: true }).click();

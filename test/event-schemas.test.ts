@@ -46,6 +46,7 @@ test('every event recorded in a vehicle\'s life matches its type\'s schema in th
   const driver = await ok('POST', '/v2/drivers', { name: 'Ada' });
   const assignment = await ok('POST', '/v2/driver-assignments', { driverId: driver.id, vehicleId: 'van-1' });
   await ok('POST', `/v2/driver-assignments/${String(assignment.id)}/end`, {});
+  await ok('POST', '/v2/telemetry/van-1', { timestamp: at(1980), data: { speed: 0, driverIdentifier: 'NOBODY42' } });
   await ok('PUT', '/v2/fleet/vehicles/van-1/status', { status: 'maintenance', reason: 'Brakes' });
   await ok('DELETE', '/v2/fleet/vehicles/van-1');
 

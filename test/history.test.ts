@@ -95,7 +95,8 @@ function suite(backend: 'sqlite' | 'postgres') {
     }
     events.push(...finish(JSON.parse(stored) as TripState).events);
     const iso = <T extends { startedAt: number; endedAt: number }>(x: T) => ({ ...x, startedAt: new Date(x.startedAt).toISOString(), endedAt: new Date(x.endedAt).toISOString() });
-    const trips = events.flatMap((e) => (e.type === 'trip.ended' ? [iso(e.trip)] : []));
+    // No driver was assigned: each trip's driverId is null.
+    const trips = events.flatMap((e) => (e.type === 'trip.ended' ? [{ ...iso(e.trip), driverId: null }] : []));
     const stops = events.flatMap((e) => (e.type === 'stop.ended' ? [iso(e.stop)] : []));
     assert.ok(trips.length > 0 && stops.length > 0);
     assert.deepEqual((await get('/v2/fleet/vehicles/drive/trips', DAY)).json().trips, trips);

@@ -33,6 +33,14 @@ describe('parameters (query or form)', () => {
     });
   });
 
+  test('ignition and driverUniqueId are fields when of their form, else diagnostics', () => {
+    const fields = decodeParameters({ id: 'phone-1', ignition: '1', driverUniqueId: '01A2B3C4D5E6F708' }, 'query');
+    assert.deepEqual(fields.records[0]!.data, { ignition: true, driverIdentifier: '01A2B3C4D5E6F708' });
+    assert.deepEqual(decodeParameters({ id: 'phone-1', ignition: 'false' }, 'query').records[0]!.data, { ignition: false });
+    const other = decodeParameters({ id: 'phone-1', ignition: 'on', driverUniqueId: 'D-7' }, 'query');
+    assert.deepEqual(other.records[0]!.data, { diagnostics: { ignition: 'on', driverUniqueId: 'D-7' } });
+  });
+
   test('negative speed, heading and battery mean unknown; deviceid names the device too; no timestamp means none given', () => {
     const report = decodeParameters({ deviceid: 'phone-2', lat: '-33.9', lon: '151.2', speed: '-1', heading: '-1', batt: '-1' }, 'body');
     assert.deepEqual(report, { identifier: 'phone-2', records: [{ data: { location: { lat: -33.9, lng: 151.2 } } }] });

@@ -115,6 +115,7 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   // A driver that does not exist: 404 once the route is reached.
   '/v2/driver-assignments': (id) => ({ driverId: 'drv_00000000000000000000', vehicleId: id }),
   '/v2/driver-assignments/:id/end': () => ({}),
+  '/v2/fleet/vehicles/:id/meters': () => ({ odometerKm: 1200 }),
   // Refused at the issuer (a loopback address) before any request leaves: the route is reached all the same.
   '/v2/sso': () => ({ issuer: 'https://127.0.0.1/', clientId: 'fleet', clientSecret: 'matrix-secret', roleMap: { matrix: 'viewer' } }),
 };
@@ -211,6 +212,8 @@ const KNOWN_ROUTES: Record<string, number> = {
   'GET /v2/drivers': 200,
   'POST /v2/drivers': 201,
   'GET /v2/driver-assignments': 200,
+  'GET /v2/fleet/vehicles/:id/meters': 200,
+  'PUT /v2/fleet/vehicles/:id/meters': 200,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {

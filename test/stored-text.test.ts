@@ -53,6 +53,8 @@ function records(count: number): string[] {
     if (next() < 0.5) members.push(['battery', number(100)]);
     if (next() < 0.5) members.push(['temperature', -number(40)]);
     if (next() < 0.6) members.push(['odometer', number(1e6)]);
+    if (next() < 0.3) members.push(['ignition', next() < 0.5]);
+    if (next() < 0.3) members.push(['driverIdentifier', pick(['01A2B3C4D5E6F708', 'card42', 'X'])]);
     if (next() < 0.4) {
       // Diagnostics may use the names of the fields read, and hold any string.
       const diagnostics: Record<string, unknown> = {};

@@ -104,6 +104,22 @@ describe('GPS and IO elements as telemetry', () => {
     });
   });
 
+  test('IO 239 is the ignition; IO 78 the driver\'s iButton as 16 uppercase hex digits, 0 none', () => {
+    const packet = encodePacket(CODEC_8E, [
+      { ...base, satellites: 0, longitude: 0, latitude: 0, io: [{ id: 239, size: 1, value: 1 }, { id: 78, size: 8, value: 0x01a2b3c4d5e6f708n }] },
+      { ...base, satellites: 0, longitude: 0, latitude: 0, io: [{ id: 239, size: 1, value: 0 }, { id: 78, size: 8, value: 0n }] },
+      { ...base, satellites: 0, longitude: 0, latitude: 0, io: [{ id: 78, size: 8, value: 0xf1a2b3c4d5e6f708n }] },
+    ]);
+    const [frame] = afterLogin(packet);
+    assert.ok(frame?.kind === 'packet');
+    const [on, off, high] = decodeAvlData(frame.data).records.map((r) => toTelemetry(r).data);
+    assert.equal(on!.ignition, true);
+    assert.equal(on!.driverIdentifier, '01A2B3C4D5E6F708');
+    assert.equal(off!.ignition, false);
+    assert.equal(off!.driverIdentifier, undefined, '0: no iButton');
+    assert.equal(high!.driverIdentifier, 'F1A2B3C4D5E6F708', 'past 2^53 too');
+  });
+
   test('0 satellites keeps none of location, speed and heading; a battery over 100 stays only in diagnostics', () => {
     const packet = encodePacket(CODEC_8, [{ ...base, satellites: 0, longitude: 1, latitude: 2, io: [{ id: 113, size: 1, value: 250 }] }]);
     const [frame] = afterLogin(packet);

@@ -54,7 +54,7 @@ describe('login and acknowledgement', () => {
       vehicleId: 't-1',
       timestamp: new Date(t0).toISOString(),
       data: {
-        location: { lat: 52.5, lng: 13.4 }, speed: 50, heading: 90, battery: 80, odometer: 5,
+        location: { lat: 52.5, lng: 13.4 }, speed: 50, heading: 90, battery: 80, odometer: 5, ignition: true,
         diagnostics: { satellites: 8, altitude: 100, io239: 1, io113: 80, io16: 5000 },
       },
     });

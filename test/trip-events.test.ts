@@ -104,7 +104,7 @@ function assertAgree(events: Envelope[], trips: Record<string, unknown>[], vehic
     const ended = events[2 * i + 1]!;
     assert.equal(started.vehicleId, vehicleId);
     assert.equal(started.occurredAt, trip.startedAt);
-    assert.deepEqual(started.data, { startedAt: trip.startedAt, start: trip.start });
+    assert.deepEqual(started.data, { startedAt: trip.startedAt, start: trip.start, driverId: trip.driverId });
     assert.equal(ended.occurredAt, trip.endedAt);
     assert.deepEqual(ended.data, trip, `trip ${i}: the event and the report agree on every field`);
   }

@@ -35,6 +35,7 @@ export type Trip = Schemas['Trip'];
 export type Stop = Schemas['Stop'];
 export type Device = Schemas['Device'];
 export type Driver = Schemas['Driver'];
+export type VehicleMeters = Schemas['VehicleMeters'];
 export type DriverList = Schemas['DriverList'];
 export type DriverAssignment = Schemas['DriverAssignment'];
 export type DriverAssignmentList = Schemas['DriverAssignmentList'];

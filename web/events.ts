@@ -66,6 +66,8 @@ export function summarize(event: EventEnvelope): string {
       return `driver ${event.data.driverId} (${event.data.source})`;
     case 'driver.unassigned':
       return `driver ${event.data.driverId} left`;
+    case 'driver.unknown':
+      return `unknown driver identifier ${event.data.identifier}`;
     case 'webhook.test':
       return 'test';
     default:

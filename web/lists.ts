@@ -25,7 +25,7 @@ export const EVENT_TYPES = [
   'vehicle.registered', 'vehicle.updated', 'vehicle.status_changed', 'vehicle.deleted', 'geofence.entered', 'geofence.exited',
   'alert.opened', 'alert.acknowledged', 'alert.resolved', 'trip.started', 'trip.ended',
   'command.queued', 'command.sent', 'command.succeeded', 'command.failed', 'command.timed_out', 'command.expired', 'command.cancelled', 'command.delivered',
-  'driver.assigned', 'driver.unassigned',
+  'driver.assigned', 'driver.unassigned', 'driver.unknown',
 ] as const;
 
 /** The numeric fields a threshold rule can watch (besides `diagnostics.<key>`). */
@@ -53,7 +53,7 @@ export const AUDIT_ACTIONS = [
   'sso.configured', 'sso.removed', 'stream.created', 'stream.deleted', 'stream.ticket_issued',
   'user.deleted', 'user.invitation_accepted', 'user.invitation_accepted_failed', 'user.invited', 'user.password_changed', 'user.reinvited',
   'user.totp_disabled', 'user.totp_enabled', 'user.totp_started', 'user.updated',
-  'vehicle.created', 'vehicle.deleted', 'vehicle.status_changed', 'vehicle.updated',
+  'vehicle.created', 'vehicle.deleted', 'vehicle.meters_set', 'vehicle.status_changed', 'vehicle.updated',
   'webhook.created', 'webhook.deleted', 'webhook.delivery_retried', 'webhook.secret_rotated', 'webhook.tested', 'webhook.updated',
 ] as const;
 

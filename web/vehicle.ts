@@ -18,6 +18,7 @@ import { formatBattery, formatCoord, formatTime, h, replace } from './dom.ts';
 import { badge } from './fleet.ts';
 import type { Live } from './live.ts';
 import { renderCommands } from './commands.ts';
+import { renderMeters } from './meters.ts';
 import { renderReplay } from './replay.ts';
 import { nextStatuses } from './transitions.ts';
 
@@ -69,6 +70,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
   const historyBox = h('div', { class: 'card' }, loading('Loading status history…'));
   const replayBox = h('section', { class: 'card replay', 'aria-label': 'Route replay' });
   const commandsBox = h('div', { class: 'card' });
+  const metersBox = h('div', { class: 'card' });
 
   replace(root,
     h('section', { class: 'vehicle', 'aria-labelledby': 'vehicle-title' },
@@ -77,6 +79,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
       h('div', { class: 'vehicle-grid' },
         h('section', { 'aria-label': 'Details' }, h('h2', {}, 'Details'), details),
         h('section', { 'aria-label': 'Latest telemetry' }, h('h2', {}, 'Latest telemetry'), latestBox),
+        h('section', { 'aria-label': 'Meters' }, h('h2', {}, 'Meters'), metersBox),
         h('section', { 'aria-label': 'Change status' }, h('h2', {}, 'Status'), change)),
       h('section', { class: 'card chart-card', 'aria-label': 'Speed and battery' },
         h('div', { class: 'chart-head' }, h('h2', {}, 'Speed and battery'), h('label', {}, 'Period ', rangeSelect)),
@@ -94,6 +97,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
   const chart: Chart = createChart(chartBox);
   const stopReplay = renderReplay(replayBox, id, { tileUrl: ctx.tileUrl });
   const stopCommands = renderCommands(commandsBox, id);
+  const meters = renderMeters(metersBox, id, signal);
 
   function showDetails(v: VehicleDetails) {
     vehicle = v;
@@ -162,7 +166,9 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
       ...definition('Heading', d.heading === undefined ? '—' : `${Math.round(d.heading)}°`),
       ...definition('Battery', formatBattery(d.battery)),
       ...definition('Temperature', d.temperature === undefined ? '—' : `${d.temperature.toFixed(1)} °C`),
-      ...definition('Odometer', d.odometer === undefined ? '—' : `${d.odometer.toFixed(1)} km`)));
+      ...definition('Odometer', d.odometer === undefined ? '—' : `${d.odometer.toFixed(1)} km`),
+      ...definition('Ignition', d.ignition === undefined ? '—' : d.ignition ? 'on' : 'off'),
+      ...definition('Driver identifier', d.driverIdentifier ?? '—')));
   }
 
   function redraw(reset = false) {
@@ -269,6 +275,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
       data: { ...base.data, ...msg.data },
     };
     showLatest();
+    meters.refresh();
     if (msg.data.speed !== undefined || msg.data.battery !== undefined) {
       const sample: Sample = { at: Date.parse(msg.timestamp) };
       if (msg.data.speed !== undefined) sample.speed = msg.data.speed;

@@ -1061,6 +1061,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/fleet/vehicles/{id}/meters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A vehicle's odometer and engine hours
+         * @description Kept as records are committed. Only a record newer than every record before it advances them: a record that arrives late leaves them as they are.
+         *
+         *     Needs scope `fleet:read`.
+         */
+        get: operations["getVehicleMeters"];
+        /**
+         * Set a vehicle's odometer or engine hours
+         * @description Sets the current values (from a service visit, a dashboard reading); later records add to them. For a vehicle that reports `odometer`, the difference to the latest reported value is kept and added to later ones.
+         *
+         *     Needs scope `fleet:write`.
+         */
+        put: operations["setVehicleMeters"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/fleet/vehicles/{id}/status": {
         parameters: {
             query?: never;
@@ -3107,6 +3135,33 @@ export interface components {
              */
             vehicleId: string;
         };
+        /** @description A vehicle read an identifier no driver has (emitted again whenever the identifier carried changes). */
+        DriverUnknownData: {
+            /** @description The `driverIdentifier` the record carried, which no driver of the organization has. */
+            identifier: string;
+        };
+        /** @description An event of type `driver.unknown`. */
+        DriverUnknownEvent: {
+            data: components["schemas"]["DriverUnknownData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "driver.unknown";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
         /** @description Nothing: the type says all. */
         EmptyEventData: Record<string, never>;
         /**
@@ -3124,7 +3179,7 @@ export interface components {
          *       }
          *     }
          */
-        Event: components["schemas"]["VehicleRegisteredEvent"] | components["schemas"]["VehicleUpdatedEvent"] | components["schemas"]["VehicleStatusChangedEvent"] | components["schemas"]["VehicleDeletedEvent"] | components["schemas"]["GeofenceEnteredEvent"] | components["schemas"]["GeofenceExitedEvent"] | components["schemas"]["AlertOpenedEvent"] | components["schemas"]["AlertAcknowledgedEvent"] | components["schemas"]["AlertResolvedEvent"] | components["schemas"]["TripStartedEvent"] | components["schemas"]["TripEndedEvent"] | components["schemas"]["CommandQueuedEvent"] | components["schemas"]["CommandSentEvent"] | components["schemas"]["CommandSucceededEvent"] | components["schemas"]["CommandFailedEvent"] | components["schemas"]["CommandTimedOutEvent"] | components["schemas"]["CommandExpiredEvent"] | components["schemas"]["CommandCancelledEvent"] | components["schemas"]["CommandDeliveredEvent"] | components["schemas"]["DriverAssignedEvent"] | components["schemas"]["DriverUnassignedEvent"] | components["schemas"]["WebhookTestEvent"];
+        Event: components["schemas"]["VehicleRegisteredEvent"] | components["schemas"]["VehicleUpdatedEvent"] | components["schemas"]["VehicleStatusChangedEvent"] | components["schemas"]["VehicleDeletedEvent"] | components["schemas"]["GeofenceEnteredEvent"] | components["schemas"]["GeofenceExitedEvent"] | components["schemas"]["AlertOpenedEvent"] | components["schemas"]["AlertAcknowledgedEvent"] | components["schemas"]["AlertResolvedEvent"] | components["schemas"]["TripStartedEvent"] | components["schemas"]["TripEndedEvent"] | components["schemas"]["CommandQueuedEvent"] | components["schemas"]["CommandSentEvent"] | components["schemas"]["CommandSucceededEvent"] | components["schemas"]["CommandFailedEvent"] | components["schemas"]["CommandTimedOutEvent"] | components["schemas"]["CommandExpiredEvent"] | components["schemas"]["CommandCancelledEvent"] | components["schemas"]["CommandDeliveredEvent"] | components["schemas"]["DriverAssignedEvent"] | components["schemas"]["DriverUnassignedEvent"] | components["schemas"]["DriverUnknownEvent"] | components["schemas"]["WebhookTestEvent"];
         /** @description A page of the event feed. */
         EventPage: {
             /** @description Oldest first, in the order the service recorded them. */
@@ -3136,7 +3191,7 @@ export interface components {
          * @description Event type. Receivers must ignore types they do not know.
          * @enum {unknown}
          */
-        EventType: "vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "webhook.test";
+        EventType: "vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "webhook.test";
         /** @description What is wrong with one value of the request. */
         FieldError: {
             /**
@@ -3815,8 +3870,15 @@ export interface components {
             diagnostics?: {
                 [key: string]: number | string | boolean;
             };
+            /**
+             * @description The identifier the vehicle read from its driver (an iButton's 16 hex digits, an RFID tag's 1 to 32 letters and digits): a driver's identifier starts that driver's assignment to the vehicle; one no driver has emits `driver.unknown`.
+             * @example 01A2B3C4D5E6F708
+             */
+            driverIdentifier?: string;
             /** @description Degrees clockwise from true north. */
             heading?: number;
+            /** @description Whether the engine is on. Counts toward engine hours and idle time only on the records that carry it (it is not carried forward). */
+            ignition?: boolean;
             location?: components["schemas"]["Location"];
             /** @description km */
             odometer?: number;
@@ -3904,6 +3966,8 @@ export interface components {
             averageSpeed: number;
             /** @description The odometer's difference when the first and last records report it, else the great-circle sum; to the millimetre. */
             distanceMeters: number;
+            /** @description The driver assigned to the vehicle when the trip started, or null. */
+            driverId: string | null;
             durationSeconds: number;
             /** @description Null when no record up to then had a location. */
             end: components["schemas"]["Location"] | null;
@@ -3959,6 +4023,8 @@ export interface components {
         };
         /** @description What is known of a trip once it qualifies, and will not change. */
         TripStartedData: {
+            /** @description The driver assigned to the vehicle when the trip started, or null. */
+            driverId: string | null;
             /** @description The location at the first moving record, or null. */
             start: components["schemas"]["Location"] | null;
             /**
@@ -4237,6 +4303,41 @@ export interface components {
             /** @description Vehicles matching the filters, on all pages. */
             total: number;
             vehicles: components["schemas"]["VehicleSummary"][];
+        };
+        /**
+         * @description A vehicle's odometer and engine hours, kept as its records are committed.
+         * @example {
+         *       "vehicleId": "van-042",
+         *       "odometerKm": 48211.532,
+         *       "engineHours": 1890.25,
+         *       "updatedAt": "2026-11-22T08:30:00.000Z"
+         *     }
+         */
+        VehicleMeters: {
+            /** @description Over consecutive records at most 3600 s apart, the time from each record with `ignition: true` to the next. To the thousandth of an hour. */
+            engineHours: number;
+            /** @description The latest reported `odometer` plus the offset a setting made; for a vehicle that never reported one, the sum of the distances between its consecutive located records. To the metre. */
+            odometerKm: number;
+            /** @description The time of the record or setting that last changed them; null before any. */
+            updatedAt: string | null;
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /**
+         * @description The current values of one meter or both (at least one).
+         * @example {
+         *       "odometerKm": 48000,
+         *       "engineHours": 1890
+         *     }
+         */
+        VehicleMetersSetting: {
+            /** @description The engine hours now; later records add to them. */
+            engineHours?: number;
+            /** @description The odometer now, km; later records add to it. */
+            odometerKm?: number;
         };
         /**
          * @description An RFC 7396 merge patch. `status` is changed with PUT .../status; `id` and `createdAt` cannot change.
@@ -4529,7 +4630,7 @@ export interface components {
              *       "geofence.entered"
              *     ]
              */
-            eventTypes: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "*")[];
+            eventTypes: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "*")[];
             /**
              * @description An `https://` or `http://` URL. Loopback, private, link-local and multicast targets are refused (at creation and at each delivery).
              * @example https://hooks.example.com/fleet
@@ -4586,7 +4687,7 @@ export interface components {
              *       "geofence.entered"
              *     ]
              */
-            eventTypes?: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "*")[];
+            eventTypes?: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "*")[];
             /**
              * @description An `https://` or `http://` URL. Loopback, private, link-local and multicast targets are refused (at creation and at each delivery).
              * @example https://hooks.example.com/fleet
@@ -7529,6 +7630,82 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    getVehicleMeters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+                 * @example van-042
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A vehicle's odometer and engine hours, kept as its records are committed. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VehicleMeters"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    setVehicleMeters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+                 * @example van-042
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VehicleMetersSetting"];
+            };
+        };
+        responses: {
+            /** @description A vehicle's odometer and engine hours, kept as its records are committed. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VehicleMeters"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     changeVehicleStatus: {
         parameters: {
             query?: never;
@@ -8666,7 +8843,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Comma-separated telemetry fields to keep: location, speed, heading, battery, temperature, odometer, diagnostics.
+                 * @description Comma-separated telemetry fields to keep: location, speed, heading, battery, temperature, odometer, diagnostics, ignition, driverIdentifier.
                  * @example speed,battery
                  */
                 fields?: string;
@@ -8874,7 +9051,7 @@ export interface operations {
                 /** @description From `nextCursor` of the previous page. */
                 cursor?: string;
                 /**
-                 * @description Comma-separated telemetry fields to keep: location, speed, heading, battery, temperature, odometer, diagnostics.
+                 * @description Comma-separated telemetry fields to keep: location, speed, heading, battery, temperature, odometer, diagnostics, ignition, driverIdentifier.
                  * @example speed,battery
                  */
                 fields?: string;

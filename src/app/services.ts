@@ -20,6 +20,7 @@ import { startPeopleCleanup } from '../people/cleanup.ts';
 import { startAuditRetention } from '../audit/retention.ts';
 import { createGroupService } from '../groups/service.ts';
 import { createDriverService } from '../drivers/service.ts';
+import { createMeterService } from '../meters/service.ts';
 import { createVehicleScope } from '../groups/scope.ts';
 import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
 import { osmandChannel } from '../protocols/osmand/commands.ts';
@@ -96,6 +97,7 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   const groups = createGroupService({ store: stores.groups, clock, maxGroups: config.quotas.groups, events });
   const vehicleScope = createVehicleScope(stores.groups);
   const drivers = createDriverService({ store: stores.drivers, clock, maxDrivers: config.quotas.drivers, events, scope: vehicleScope });
+  const meters = createMeterService({ store: stores.meters, vehicles: stores.vehicles, scope: vehicleScope, clock });
   const vehicles = createVehicleService({
     store: stores.vehicles, clock, maxVehicles: config.quotas.vehicles, latest: latestOf, events,
   });
@@ -186,7 +188,7 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     oauth, auth, people, sso, latest, latestOf, streams, ruleEngine, vehicles, telemetry, rules, geofences, offline,
     eventCounts, outbound, pacing, deliveries, webhooks,
     feed: createFeedService({ store: stores.events }),
-    history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles }),
-    mqtt, devices, protocolIngest, deviceGuard, listeners, commands, retention, eventRetention, peopleCleanup, auditRetention, groups, drivers, vehicleScope,
+    history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles, drivers: stores.drivers }),
+    mqtt, devices, protocolIngest, deviceGuard, listeners, commands, retention, eventRetention, peopleCleanup, auditRetention, groups, drivers, meters, vehicleScope,
   };
 }

@@ -69,6 +69,7 @@ const table = {
   deleteDriver: { action: 'driver.deleted', resource: 'driver', id: 'param:id' },
   assignDriver: { action: 'driver_assignment.created', resource: 'driverAssignment', id: 'new:asg' },
   endDriverAssignment: { action: 'driver_assignment.ended', resource: 'driverAssignment', id: 'param:id' },
+  setVehicleMeters: { action: 'vehicle.meters_set', resource: 'vehicle', id: 'param:id' },
   createStreamTicket: { action: 'stream.ticket_issued', resource: 'stream', id: 'param:streamId' },
 } as const satisfies Record<string, AuditAction>;
 

@@ -6,7 +6,8 @@ import {
   Assignment, AssignmentCreation, AssignmentEnd, AssignmentIdParams, AssignmentList, AssignmentListQuery, Driver, DriverCreation, DriverIdParams,
   DriverList, DriverListQuery, DriverPatch,
 } from './schema.ts';
-import { type DriverService, toAssignmentView, toDriverView } from './service.ts';
+import { type DriverService, toDriverView } from './service.ts';
+import { toAssignmentView } from './events.ts';
 
 const base = '/v2/drivers';
 const assignments = '/v2/driver-assignments';

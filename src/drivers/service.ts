@@ -5,7 +5,8 @@ import type { Principal } from '../auth/scopes.ts';
 import { type Clock, iso } from '../clock.ts';
 import { AppError, type FieldError, invalidBody } from '../errors.ts';
 import type { EventPort } from '../events/port.ts';
-import { type EventRecord, newEvent } from '../events/types.ts';
+import type { EventRecord } from '../events/types.ts';
+import { assignedEvent, unassignedEvent } from './events.ts';
 import { type VehicleScope, assertWholeOrganization, vehicleNotFound } from '../groups/scope.ts';
 import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
@@ -25,15 +26,8 @@ export function toDriverView(d: DriverWithVehicle) {
   };
 }
 
-export function toAssignmentView(a: AssignmentRecord) {
-  return {
-    id: a.id, driverId: a.driverId, vehicleId: a.vehicleId, startedAt: iso(a.startedAt),
-    endedAt: a.endedAt === null ? null : iso(a.endedAt), source: a.source,
-  };
-}
-
-const assigned = (a: AssignmentRecord): EventRecord => newEvent(a.organizationId, 'driver.assigned', a.vehicleId, a.startedAt, toAssignmentView(a));
-const unassigned = (a: AssignmentRecord): EventRecord => newEvent(a.organizationId, 'driver.unassigned', a.vehicleId, a.endedAt!, toAssignmentView(a));
+const assigned = assignedEvent;
+const unassigned = unassignedEvent;
 
 export function createDriverService(deps: { store: DriverStore; clock: Clock; events: EventPort; scope: VehicleScope; maxDrivers?: number }) {
   const { store, clock } = deps;

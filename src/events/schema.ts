@@ -41,7 +41,11 @@ export const EVENT_DATA = {
   'alert.acknowledged': AlertEventData,
   'alert.resolved': AlertEventData,
   'trip.started': named('TripStartedData', Type.Object(
-    { startedAt: IsoTimestamp, start: Type.Union([Location, Type.Null()], { description: 'The location at the first moving record, or null.' }) },
+    {
+      startedAt: IsoTimestamp,
+      start: Type.Union([Location, Type.Null()], { description: 'The location at the first moving record, or null.' }),
+      driverId: Type.Union([Type.String(), Type.Null()], { description: 'The driver assigned to the vehicle when the trip started, or null.' }),
+    },
     { additionalProperties: false },
   ), 'What is known of a trip once it qualifies, and will not change.'),
   'trip.ended': Trip,
@@ -55,6 +59,10 @@ export const EVENT_DATA = {
   'command.delivered': Command,
   'driver.assigned': Assignment,
   'driver.unassigned': Assignment,
+  'driver.unknown': named('DriverUnknownData', Type.Object(
+    { identifier: Type.String({ description: 'The `driverIdentifier` the record carried, which no driver of the organization has.' }) },
+    { additionalProperties: false },
+  ), 'A vehicle read an identifier no driver has (emitted again whenever the identifier carried changes).'),
   'webhook.test': NoData,
 } satisfies Record<EventType, TSchema>;
 

@@ -27,6 +27,7 @@ export const EVENT_TYPES = [
   'command.delivered',
   'driver.assigned',
   'driver.unassigned',
+  'driver.unknown',
   'webhook.test',
 ] as const;
 

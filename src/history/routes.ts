@@ -11,12 +11,11 @@ import {
   AggregateQuery, Aggregates, EXPORT_FORMATS, ExportQuery, MAX_BUCKETS, MAX_TRIP_RANGE_DAYS, Stops, TripQuery, Trips,
 } from './schema.ts';
 import type { HistoryService } from './service.ts';
-import type { Stop, Trip } from './trips.ts';
+import { type Stop, tripView } from './trips.ts';
 import { typed } from '../http/typed.ts';
 
 const TelemetryParams = Type.Object({ vehicleId: VehicleId }, { additionalProperties: false });
 
-const tripView = (trip: Trip) => ({ ...trip, startedAt: iso(trip.startedAt), endedAt: iso(trip.endedAt) });
 const stopView = (stop: Stop) => ({ ...stop, startedAt: iso(stop.startedAt), endedAt: iso(stop.endedAt) });
 
 const MOVING = 'A record is moving when its speed is at least 3 km/h or, without speed, when it is more than 50 m from the last known location.';

@@ -51,6 +51,7 @@ export const Trip = named('Trip', Type.Object(
     start: Place,
     end: Place,
     records: Type.Integer({ description: 'Records from the first to the last moving one.' }),
+    driverId: Type.Union([Type.String(), Type.Null()], { description: 'The driver assigned to the vehicle when the trip started, or null.' }),
   },
   { additionalProperties: false },
 ), 'A trip: the vehicle moving from one stop to the next.');

@@ -6,6 +6,7 @@ import { AppError } from '../errors.ts';
 import { NUMERIC_FIELDS, type NumericField } from '../telemetry/schema.ts';
 import type { TelemetryStore, TimeRange } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
+import type { AssignmentRecord, DriverStore } from '../drivers/store.ts';
 import { type ExportWriter, FORMATS } from './formats.ts';
 import { motionData } from './motion-data.ts';
 import { type AggregateQuery, type ExportQuery, MAX_BUCKETS, MAX_TRIP_RANGE_DAYS, type TripQuery } from './schema.ts';
@@ -57,7 +58,21 @@ const storedText = (text: string) => text;
 /** `2026-11-22T08:00:00.000Z` as `20261122T080000Z`, for file names. */
 const compact = (ms: number) => iso(ms).replace(/[-:]/g, '').replace('.000Z', 'Z');
 
-export function createHistoryService(deps: { telemetry: TelemetryStore; vehicles: VehicleStore }) {
+/** The most assignments a trips report reads to name its trips' drivers (a driver change every 5 minutes for 31 days). */
+const ASSIGNMENTS_READ = 10_000;
+
+/**
+ * The driver of the assignment ongoing at each trip's start (null when none): `assignments` are
+ * the vehicle's that overlap the range, newest first.
+ */
+export function withDrivers<T extends { startedAt: number }>(trips: readonly T[], assignments: readonly AssignmentRecord[]): (T & { driverId: string | null })[] {
+  return trips.map((trip) => {
+    const a = assignments.find((x) => x.startedAt <= trip.startedAt && (x.endedAt === null || x.endedAt > trip.startedAt));
+    return { ...trip, driverId: a?.driverId ?? null };
+  });
+}
+
+export function createHistoryService(deps: { telemetry: TelemetryStore; vehicles: VehicleStore; drivers: Pick<DriverStore, 'assignments'> }) {
   const { telemetry } = deps;
 
   async function requireVehicle(organizationId: string, vehicleId: string): Promise<void> {
@@ -96,7 +111,12 @@ export function createHistoryService(deps: { telemetry: TelemetryStore; vehicles
   }
 
   async function trips(organizationId: string, vehicleId: string, query: TripQuery) {
-    return { vehicleId, trips: (await detect(organizationId, vehicleId, query)).trips };
+    const found = (await detect(organizationId, vehicleId, query)).trips;
+    if (found.length === 0) return { vehicleId, trips: [] };
+    const assignments = await deps.drivers.assignments(organizationId, {
+      vehicleId, from: found[0]!.startedAt, to: found.at(-1)!.startedAt + 1, limit: ASSIGNMENTS_READ,
+    });
+    return { vehicleId, trips: withDrivers(found, assignments) };
   }
 
   async function stops(organizationId: string, vehicleId: string, query: TripQuery) {

@@ -14,7 +14,8 @@ import type { GeofenceVersion } from '../geofences/store.ts';
 import { type GeofenceIndex, createGeofenceIndex } from '../geofences/spatial-index.ts';
 import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
 import { type CompactGeometry, compactGeometry } from '../geofences/compact.ts';
-import type { AlertChanges, CommitRules, Judged, RulesStore } from './store.ts';
+import type { AlertChanges, CommitRules, DriverContext, Judged, RulesStore } from './store.ts';
+import { advanceMeters, initialMeters } from '../meters/state.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** What judging needs of a geofence besides its shape (which only the index keeps). */
@@ -73,11 +74,15 @@ const NONE: Definitions = { geofences: new Map(), index: createGeofenceIndex(), 
 
 /**
  * `trips` (default true): every vehicle's records also feed the live trip detection, which emits
- * `trip.started` and `trip.ended` (docs/API.md "Trip events").
+ * `trip.started` and `trip.ended` (docs/API.md "Trip events"). `meters` (default true): they keep
+ * the vehicle's meters and tell who drives from the identifiers they carry; only a benchmark
+ * turns it off, to measure what they cost.
  */
-export function createRuleEngine(deps: { store: RulesStore; now?: () => number; trips?: boolean }) {
+export function createRuleEngine(deps: { store: RulesStore; now?: () => number; trips?: boolean; meters?: boolean }) {
   const now = deps.now ?? Date.now;
   const trips = deps.trips ?? true;
+  const meters = deps.meters ?? true;
+  const every = { trips, meters };
   const cache = new Map<string, Definitions>();
   const loading = new Map<string, Promise<void>>();
   /** Records judged against their organization's geofences and rules (fleet_alert_evaluations_total). */
@@ -176,17 +181,17 @@ export function createRuleEngine(deps: { store: RulesStore; now?: () => number; 
 
   const commitRules: CommitRules = {
     judges(organizationId) {
-      if (trips) return true;
+      if (trips || meters) return true;
       const d = cache.get(organizationId);
       return d !== undefined && (d.geofences.size > 0 || d.rules.length > 0);
     },
     alerts(organizationId) {
       return (cache.get(organizationId)?.rules.length ?? 0) > 0;
     },
-    judge(organizationId, vehicleId, records, state, unresolved, at) {
+    judge(organizationId, vehicleId, records, state, unresolved, at, drivers) {
       const d = cache.get(organizationId);
-      if (d === undefined && !trips) return undefined;
-      return judgeRecords(d ?? NONE, trips, organizationId, vehicleId, records, state, unresolved, at, tally);
+      if (d === undefined && !trips && !meters) return undefined;
+      return judgeRecords(d ?? NONE, every, organizationId, vehicleId, records, state, unresolved, at, tally, drivers);
     },
   };
 
@@ -259,27 +264,53 @@ export function resolution(alert: AlertRecord, at: number, by: string): Pick<Ale
   return { changed: [{ id: alert.id, from: ['open', 'acknowledged'], status: 'resolved', at, by }], events: [alertEvent('alert.resolved', resolved, at)] };
 }
 
-/** What the trip machine reports as events: the start and the end of trips (stops are not events). */
+/**
+ * What the trip machine reports as events: the start and the end of trips (stops are not events).
+ * Their `driverId` is the store's to give (`withTripDrivers`), once the commit's assignments are written.
+ */
 function tripEvents(organizationId: string, vehicleId: string, reported: TripEvent[], into: EventRecord[]): void {
   for (const e of reported) {
     if (e.type === 'trip.started') {
-      into.push(newEvent(organizationId, 'trip.started', vehicleId, e.trip.startedAt, { startedAt: iso(e.trip.startedAt), start: e.trip.start }));
+      into.push(newEvent(organizationId, 'trip.started', vehicleId, e.trip.startedAt, { startedAt: iso(e.trip.startedAt), start: e.trip.start, driverId: null }));
     } else if (e.type === 'trip.ended') {
-      into.push(newEvent(organizationId, 'trip.ended', vehicleId, e.trip.endedAt, tripView(e.trip)));
+      into.push(newEvent(organizationId, 'trip.ended', vehicleId, e.trip.endedAt, { ...tripView(e.trip), driverId: null }));
     }
   }
   reported.length = 0;
 }
 
+/**
+ * Who drives, from a record's `driverIdentifier`: a driver's identifier while another (or none)
+ * drives starts that driver's assignment at the record's time; one no driver has emits
+ * `driver.unknown` when it differs from the last identifier carried.
+ */
+function identify(record: { timestamp: number; data: Data }, drivers: DriverContext & { current: string | null }, meters: { ident: string | null }, judged: Judged): void {
+  const identifier = record.data.driverIdentifier;
+  if (typeof identifier !== 'string') return;
+  const driverId = drivers.byIdentifier.get(identifier) ?? drivers.byIdentifier.get(identifier.toUpperCase());
+  if (driverId === undefined) {
+    if (identifier !== meters.ident) {
+      judged.events.push(newEvent(judged.organizationId, 'driver.unknown', judged.vehicleId, record.timestamp, { identifier }));
+    }
+  } else if (driverId !== drivers.current) {
+    judged.assignments.push({ driverId, at: record.timestamp });
+    drivers.current = driverId;
+  }
+  meters.ident = identifier;
+}
+
 function judgeRecords(
-  d: Definitions, trips: boolean, organizationId: string, vehicleId: string, records: readonly { timestamp: number; data: Data }[],
-  previous: RuleState | undefined, unresolved: readonly AlertRecord[], _at: number, tally: { records: number },
+  d: Definitions, every: { trips: boolean; meters: boolean }, organizationId: string, vehicleId: string, records: readonly { timestamp: number; data: Data }[],
+  previous: RuleState | undefined, unresolved: readonly AlertRecord[], _at: number, tally: { records: number }, drivers: DriverContext | undefined,
 ): Judged | undefined {
+  const { trips } = every;
   const state: RuleState = previous === undefined
-    ? { ts: -Infinity, inside: [], held: {}, trip: null }
-    : { ts: previous.ts, inside: [...previous.inside], held: { ...previous.held }, trip: previous.trip };
+    ? { ts: -Infinity, inside: [], held: {}, trip: null, meters: null }
+    : { ts: previous.ts, inside: [...previous.inside], held: { ...previous.held }, trip: previous.trip, meters: previous.meters };
   if (trips) state.trip = state.trip === null ? initialTripState() : copyTripState(state.trip);
-  const judged: Judged = { organizationId, vehicleId, state, opened: [], changed: [], events: [] };
+  const meters = every.meters ? (state.meters = state.meters === null ? initialMeters() : { ...state.meters }) : undefined;
+  const driving = drivers === undefined || meters === undefined ? undefined : { ...drivers };
+  const judged: Judged = { organizationId, vehicleId, state, opened: [], changed: [], events: [], assignments: [] };
   const open = new Map(unresolved.map((a) => [a.ruleId, a]));
   const rules = d.rules.length === 0 ? d.rules : d.rules.filter((r) => appliesTo(r.vehicleIds, vehicleId));
   const sorted = records.length > 1 ? [...records].sort((a, b) => a.timestamp - b.timestamp) : records;
@@ -291,6 +322,10 @@ function judgeRecords(
   for (const record of sorted) {
     // A record older than the newest judged changes nothing (out-of-order arrivals make no events).
     if (record.timestamp <= state.ts) continue;
+    if (meters !== undefined) {
+      advanceMeters(meters, state.ts, record);
+      if (driving !== undefined) identify(record, driving, meters, judged);
+    }
     state.ts = record.timestamp;
     changed = true;
     if (trips) {
@@ -380,6 +415,18 @@ function close(rule: AlertRuleRecord, alert: AlertRecord, at: number, open: Map<
   for (const e of events) judged.events.push(e);
   open.delete(rule.id);
 }
+
+/**
+ * The trip events of `events`, each with its trip's start (ms): the store gives each the driver
+ * assigned then, inside the commit, after the assignments the same records started.
+ */
+export function tripEventsOf(events: readonly EventRecord[]): { event: EventRecord; startedAt: number }[] {
+  const trips: { event: EventRecord; startedAt: number }[] = [];
+  for (const event of events) if (isTripEvent(event)) trips.push({ event, startedAt: Date.parse(event.data.startedAt as string) });
+  return trips;
+}
+
+export const isTripEvent = (event: EventRecord) => event.type === 'trip.started' || event.type === 'trip.ended';
 
 /** Whether two lists of geofence ids hold the same ids (`inside` is kept sorted; a lookup's order is the index's). */
 function sameMembers(found: readonly string[], inside: readonly string[]): boolean {

@@ -1,6 +1,7 @@
 // What alert rules and alerts are, as the service keeps them (geofences: geofences/model.ts). Times
 // are ms since the epoch. See docs/API.md "Alert rules and alerts".
 import type { TripState } from '../history/trips.ts';
+import type { MeterState } from '../meters/state.ts';
 
 export const THRESHOLD_FIELDS = ['speed', 'battery', 'temperature', 'odometer', 'heading'] as const;
 export type ComparisonOp = '>' | '>=' | '<' | '<=' | '==' | '!=';
@@ -47,13 +48,15 @@ export type TriggerValue = number | string | boolean | { lat: number; lng: numbe
  * What a vehicle's records have told the rules so far: the time of the newest record judged (an
  * older one changes nothing), the geofences it is inside, since when (record time) each rule's
  * condition has held, for rules that must hold a while before an alert opens, and the live trip
- * detection's state (null before its first record).
+ * detection's state (null before its first record), and the vehicle's meters (meters/state.ts;
+ * null before its first record or setting).
  */
 export interface RuleState {
   ts: number;
   inside: string[];
   held: Record<string, number>;
   trip: TripState | null;
+  meters: MeterState | null;
 }
 
 /** Whether a geofence or rule applies to a vehicle. */

@@ -16,6 +16,31 @@ export interface AlertChanges {
 export interface Judged extends AlertChanges {
   vehicleId: string;
   state: RuleState;
+  /** Drivers whose identifier a record carried while another drove (or none): each starts an assignment (`source: device`) at `at`. */
+  assignments: { driverId: string; at: number }[];
+}
+
+/** What a commit reads of a vehicle's drivers for records that carry a `driverIdentifier`. */
+export interface DriverContext {
+  /** The driver of the vehicle's ongoing assignment. */
+  current: string | null;
+  /** The driver each identifier of the records names (as stored); an identifier no driver has is absent. */
+  byIdentifier: ReadonlyMap<string, string>;
+}
+
+/** The identifiers a store looks up for a record's `driverIdentifier`: itself, and an iButton's in the uppercase it is stored in. */
+export function identifierForms(identifier: string): string[] {
+  return /^[0-9a-f]{16}$/i.test(identifier) && identifier !== identifier.toUpperCase() ? [identifier, identifier.toUpperCase()] : [identifier];
+}
+
+/** The distinct `driverIdentifier`s of records, each in the forms a store looks up; empty when none carries one. */
+export function identifiersOf(records: readonly { data: Record<string, unknown> }[]): string[] {
+  const found = new Set<string>();
+  for (const r of records) {
+    const identifier = r.data.driverIdentifier;
+    if (typeof identifier === 'string') for (const form of identifierForms(identifier)) found.add(form);
+  }
+  return [...found];
 }
 
 /**
@@ -80,7 +105,7 @@ export interface CommitRules {
    * undefined when nothing changed.
    */
   judge(organizationId: string, vehicleId: string, records: readonly { timestamp: number; data: Record<string, unknown> }[],
-    state: RuleState | undefined, unresolved: readonly AlertRecord[], at: number): Judged | undefined;
+    state: RuleState | undefined, unresolved: readonly AlertRecord[], at: number, drivers?: DriverContext): Judged | undefined;
 }
 
 /** What an alert write did: the alerts opened and changed, and the events written for them. */

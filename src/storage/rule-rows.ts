@@ -1,6 +1,7 @@
 // Rows of geofences, alert rules, alerts and rule states to records, for both backends (they
 // differ in how JSON and lists arrive: text in SQLite, decoded in PostgreSQL).
 import type { TripState } from '../history/trips.ts';
+import type { MeterState } from '../meters/state.ts';
 import type { GeofenceRecord, Geometry } from '../geofences/model.ts';
 import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, RuleState, TriggerValue } from '../rules/model.ts';
 import type { Row } from './rows.ts';
@@ -80,6 +81,7 @@ export function ruleRows(d: RuleDecoders) {
       inside: d.list(row.inside),
       held: d.json<Record<string, number>>(row.held),
       trip: row.trip === null || row.trip === undefined ? null : d.json<TripState>(row.trip),
+      meters: row.meters === null || row.meters === undefined ? null : d.json<MeterState>(row.meters),
     }),
   };
 }
@@ -100,3 +102,6 @@ export const ALERT_COLUMNS = `seq, id, organization_id, rule_id, rule_name, vehi
   acknowledged_by, resolved_at, resolved_by, trigger_ts, trigger_value`;
 export const GEOFENCE_COLUMNS = 'id, organization_id, name, geometry, vehicle_ids, created_at, updated_at';
 export const RULE_COLUMNS = 'id, organization_id, name, condition, vehicle_ids, enabled, created_at, updated_at';
+
+/** A state's `ts` as stored: a state written before any record (meters set by hand) has none, and records are never before 1970. */
+export const storedTs = (ts: number) => Math.max(ts, -1);

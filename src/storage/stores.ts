@@ -9,6 +9,7 @@ import type { AuthStore } from '../auth/store.ts';
 import type { Config } from '../config.ts';
 import type { EventStore } from '../events/store.ts';
 import type { PeopleStore } from '../people/store.ts';
+import type { MeterStore } from '../meters/store.ts';
 import type { RulesStore } from '../rules/store.ts';
 import type { SsoStore } from '../sso/store.ts';
 import type { DeviceStore } from '../devices/store.ts';
@@ -33,6 +34,7 @@ export interface Stores {
   groups: GroupStore;
   drivers: DriverStore;
   commands: CommandStore;
+  meters: MeterStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;
   close(): Promise<void>;

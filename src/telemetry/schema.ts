@@ -5,7 +5,10 @@ import { IsoTimestamp } from '../schema/common.ts';
 import { Location, VehicleId } from '../vehicles/schema.ts';
 import { named } from '../schema/named.ts';
 
-export const TELEMETRY_FIELDS = ['location', 'speed', 'heading', 'battery', 'temperature', 'odometer', 'diagnostics'] as const;
+/** An identifier a vehicle reads from its driver: an iButton's 16 hex digits or an RFID tag's 1 to 32 letters and digits. */
+export const DRIVER_IDENTIFIER_PATTERN = '^[A-Za-z0-9]{1,32}$';
+
+export const TELEMETRY_FIELDS = ['location', 'speed', 'heading', 'battery', 'temperature', 'odometer', 'diagnostics', 'ignition', 'driverIdentifier'] as const;
 export type TelemetryField = (typeof TELEMETRY_FIELDS)[number];
 /** The fields holding one number, which history aggregates summarize. */
 export const NUMERIC_FIELDS = ['speed', 'battery', 'temperature', 'odometer', 'heading'] as const;
@@ -35,6 +38,15 @@ export const TelemetryData = named('TelemetryData', Type.Object(
     temperature: Type.Optional(Type.Number({ minimum: -100, maximum: 200, description: 'Degrees Celsius.' })),
     odometer: Type.Optional(Type.Number({ minimum: 0, description: 'km' })),
     diagnostics: Type.Optional(Diagnostics),
+    ignition: Type.Optional(Type.Boolean({
+      description: 'Whether the engine is on. Counts toward engine hours and idle time only on the records that carry it (it is not carried forward).',
+    })),
+    driverIdentifier: Type.Optional(Type.String({
+      pattern: DRIVER_IDENTIFIER_PATTERN,
+      description: 'The identifier the vehicle read from its driver (an iButton\'s 16 hex digits, an RFID tag\'s 1 to 32 letters and digits): ' +
+        'a driver\'s identifier starts that driver\'s assignment to the vehicle; one no driver has emits `driver.unknown`.',
+      examples: ['01A2B3C4D5E6F708'],
+    })),
   },
   {
     additionalProperties: false,
@@ -105,7 +117,7 @@ export const LatestState = named('LatestState', Type.Object(
 ), 'A vehicle\'s latest state: the last known value of each field, merged across its records.');
 
 export const Fields = Type.String({
-  pattern: '^[a-z]+(,[a-z]+)*$',
+  pattern: '^[a-zA-Z]+(,[a-zA-Z]+)*$',
   description: `Comma-separated telemetry fields to keep: ${TELEMETRY_FIELDS.join(', ')}.`,
   examples: ['speed,battery'],
 });

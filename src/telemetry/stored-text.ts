@@ -10,8 +10,10 @@
 // is refused, and the caller parses it whole: what it reads is then always what JSON.parse would give.
 
 /** The fields' slots in `Fields`: the top-level fields, then the location's two. */
-export const SLOT = { location: 0, speed: 1, heading: 2, battery: 3, temperature: 4, odometer: 5, diagnostics: 6, lat: 7, lng: 8 } as const;
-const SLOTS = 9;
+export const SLOT = {
+  location: 0, speed: 1, heading: 2, battery: 3, temperature: 4, odometer: 5, diagnostics: 6, ignition: 7, driverIdentifier: 8, lat: 9, lng: 10,
+} as const;
+const SLOTS = 11;
 
 /**
  * Where each field is in the text: for slot s, its value from `spans[3s]` to `spans[3s + 1]`
@@ -29,11 +31,14 @@ export const present = (fields: Fields, slot: number) => fields.spans[slot * 3] 
 export const valueText = (fields: Fields, text: string, slot: number) => text.slice(fields.spans[slot * 3], fields.spans[slot * 3 + 1]);
 
 /** The top-level keys, each with its quotes and colon, by slot. */
-const KEYS = ['"location":', '"speed":', '"heading":', '"battery":', '"temperature":', '"odometer":', '"diagnostics":'] as const;
+const KEYS = [
+  '"location":', '"speed":', '"heading":', '"battery":', '"temperature":', '"odometer":', '"diagnostics":', '"ignition":', '"driverIdentifier":',
+] as const;
 
-/** Slot by the char code of a key's first letter. */
+/** Slot by the char code of a key's first letter; `d` is told apart by its second (diagnostics, driverIdentifier). */
 const BY_FIRST_LETTER = new Int8Array(128).fill(-1);
-for (const [slot, key] of KEYS.entries()) BY_FIRST_LETTER[key.charCodeAt(1)] = slot;
+for (const [slot, key] of KEYS.entries()) if (slot !== SLOT.driverIdentifier) BY_FIRST_LETTER[key.charCodeAt(1)] = slot;
+const R = 'r'.charCodeAt(0);
 
 /** Thrown (never out of this module) when the text is not as the store writes it. */
 const UNEXPECTED = new Error('unexpected text');
@@ -98,6 +103,13 @@ function skipString(): void {
   }
 }
 
+/** Past the `true` or `false` at `at`. */
+function boolean(): void {
+  if (text.startsWith('true', at)) at += 4;
+  else if (text.startsWith('false', at)) at += 5;
+  else throw UNEXPECTED;
+}
+
 /** Past the flat object at `at` (members of strings, numbers, booleans). */
 function skipObject(): void {
   expect(123); // {
@@ -110,8 +122,7 @@ function skipObject(): void {
     expect(58); // :
     const c = text.charCodeAt(at);
     if (c === 34) skipString();
-    else if (text.startsWith('true', at)) at += 4;
-    else if (text.startsWith('false', at)) at += 5;
+    else if (c === 116 || c === 102) boolean(); // t, f
     else number();
     const next = text.charCodeAt(at++);
     if (next === 125) return; // }
@@ -147,8 +158,9 @@ function read(fields: Fields): void {
   } else {
     for (;;) {
       const member = at;
-      // The schema's keys differ in their first letter.
-      const slot = BY_FIRST_LETTER[text.charCodeAt(at + 1) & 127]!;
+      // The schema's keys differ in their first letter, but for diagnostics and driverIdentifier.
+      let slot: number = BY_FIRST_LETTER[text.charCodeAt(at + 1) & 127]!;
+      if (slot === SLOT.diagnostics && text.charCodeAt(at + 2) === R) slot = SLOT.driverIdentifier;
       if (slot === -1 || spans[slot * 3] !== -1) throw UNEXPECTED; // a member the schema has not, or twice
       const key = KEYS[slot]!;
       for (let k = 2; k < key.length; k++) if (text.charCodeAt(at + k) !== key.charCodeAt(k)) throw UNEXPECTED;
@@ -156,6 +168,8 @@ function read(fields: Fields): void {
       spans[slot * 3] = at;
       if (slot === SLOT.location) readLocation(fields);
       else if (slot === SLOT.diagnostics) skipObject();
+      else if (slot === SLOT.driverIdentifier) skipString();
+      else if (slot === SLOT.ignition) boolean();
       else numbers[slot] = number();
       spans[slot * 3 + 1] = at;
       spans[slot * 3 + 2] = member;

@@ -5,7 +5,7 @@
 // battery level 0..1 (JSON) to percent, odometer m to km.
 import { AppError, type FieldError } from '../../errors.ts';
 import { isDateTime } from '../../schema/date-time.ts';
-import type { TelemetryData } from '../../telemetry/schema.ts';
+import { DRIVER_IDENTIFIER_PATTERN, type TelemetryData } from '../../telemetry/schema.ts';
 
 export interface OsmandRecord {
   timestamp?: string;
@@ -22,6 +22,8 @@ const MS_KMH = 3.6;
 const DIAGNOSTIC_KEY = /^[a-zA-Z][a-zA-Z0-9_.-]{0,63}$/;
 /** Parameters with a field of their own; any other scalar goes to diagnostics. */
 const PARAMETERS = new Set(['id', 'deviceid', 'lat', 'lon', 'timestamp', 'speed', 'bearing', 'heading', 'batt']);
+const DRIVER_IDENTIFIER = new RegExp(DRIVER_IDENTIFIER_PATTERN);
+const IGNITION = new Map([['true', true], ['1', true], ['false', false], ['0', false]]);
 /** Beyond this many records in one JSON body, the request is refused (the telemetry batch limit). */
 const MAX_RECORDS = 1000;
 
@@ -121,7 +123,11 @@ export function decodeParameters(params: Record<string, unknown>, where: Where):
   for (const name of Object.keys(params)) {
     if (PARAMETERS.has(name) || !DIAGNOSTIC_KEY.test(name)) continue;
     const text = one(name);
-    if (text !== undefined) diagnostics[name] = scalarOf(text);
+    if (text === undefined) continue;
+    // `ignition` and `driverUniqueId` of a form the records take are fields; of another, diagnostics as any other.
+    if (name === 'ignition' && IGNITION.has(text)) data.ignition = IGNITION.get(text)!;
+    else if (name === 'driverUniqueId' && DRIVER_IDENTIFIER.test(text)) data.driverIdentifier = text;
+    else diagnostics[name] = scalarOf(text);
   }
   problems.throwIfAny();
   return { identifier: identifier!, records: [{ ...(timestamp === undefined ? {} : { timestamp }), data: withDiagnostics(data, diagnostics) }] };

@@ -123,13 +123,24 @@ function fixedValue(view: DataView, start: number, size: 1 | 2 | 4 | 8): IoValue
 /** IO ids with a telemetry field of their own (besides diagnostics). */
 const IO_BATTERY = 113;
 const IO_ODOMETER = 16;
+/** Digital input 1 as ignition (1: on). */
+const IO_IGNITION = 239;
+/** The iButton read by the tracker, its 64-bit serial (0: none). */
+const IO_IBUTTON = 78;
 const MAX_DIAGNOSTICS = 64;
 const MAX_SPEED = 1000;
 const MAX_STRING = 256;
 
+/** An IO 78 value as 16 uppercase hex digits; undefined for 0 (no iButton) or a value of another size. */
+function iButtonOf(value: IoValue): string | undefined {
+  const hex = typeof value === 'number' ? (value === 0 ? undefined : value.toString(16)) : value;
+  return hex === undefined || hex.length > 16 || !/^[0-9a-fA-F]+$/.test(hex) ? undefined : hex.padStart(16, '0').toUpperCase();
+}
+
 /**
  * A record as telemetry. Without satellites the GPS element is not a fix: location, speed and
- * heading are left out (and so is a speed over 1000 km/h, which no vehicle of ours reaches). Diagnostics hold `satellites`, `altitude` (with a fix) and each IO element
+ * heading are left out (and so is a speed over 1000 km/h, which no vehicle of ours reaches). IO 113
+ * gives the battery, 16 the odometer, 239 the ignition and 78 the driver's iButton. Diagnostics hold `satellites`, `altitude` (with a fix) and each IO element
  * as `io<ID>`; those past the 64-key limit, and variable-length values over 128 bytes (256 hex
  * characters, the limit of a diagnostic string), are left out rather than refuse the whole packet.
  */
@@ -151,6 +162,11 @@ export function toTelemetry(record: AvlRecord): DeviceTelemetry {
     diagnostics[`io${id}`] = value;
     if (id === IO_BATTERY && typeof value === 'number' && value <= 100) data.battery = value;
     if (id === IO_ODOMETER && typeof value === 'number') data.odometer = value / 1000;
+    if (id === IO_IGNITION && typeof value === 'number') data.ignition = value === 1;
+    if (id === IO_IBUTTON) {
+      const serial = iButtonOf(value);
+      if (serial !== undefined) data.driverIdentifier = serial;
+    }
   }
   data.diagnostics = diagnostics;
   return { timestamp: new Date(record.timestamp).toISOString(), data };

@@ -2,7 +2,7 @@
 // and its vehicle's rows first, so that two nodes assigning the same driver or vehicle at once
 // take turns, and each sees what the other ended or started.
 import type { DriverIdentifier } from '../../drivers/schema.ts';
-import type { AssignmentRecord, DriverStore } from '../../drivers/store.ts';
+import type { AssignmentEvents, AssignmentRecord, DriverStore } from '../../drivers/store.ts';
 import type { EventRecord } from '../../events/types.ts';
 import { ASSIGNMENT_COLUMNS, DRIVER_READ, assignmentOf, containsPattern, driverOf } from '../driver-rows.ts';
 import type { Database, Queryable } from './database.ts';
@@ -19,6 +19,60 @@ class Taken extends Error {
 
 const ONE = `SELECT ${DRIVER_READ.postgres} FROM drivers d WHERE d.organization_id = $1 AND d.id = $2`;
 const FILTERED = `d.organization_id = $1 AND ($2::text IS NULL OR lower(d.name) LIKE $2 ESCAPE '\\' OR lower(coalesce(d.external_id, '')) LIKE $2 ESCAPE '\\')`;
+
+export async function ongoing(client: Queryable, organizationId: string, column: 'driver_id' | 'vehicle_id', id: string): Promise<AssignmentRecord | undefined> {
+  const { rows } = await client.query({
+    name: `drivers.ongoing-${column}`,
+    text: `SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = $1 AND ${column} = $2 AND ended_at IS NULL`,
+    values: [organizationId, id],
+  });
+  return rows[0] === undefined ? undefined : assignmentOf(rows[0]);
+}
+async function endNow(client: Queryable, a: AssignmentRecord, at: number, unassigned: (a: AssignmentRecord) => EventRecord): Promise<EventRecord> {
+  await client.query({ name: 'drivers.end', text: 'UPDATE driver_assignments SET ended_at = $3 WHERE organization_id = $1 AND id = $2', values: [a.organizationId, a.id, at] });
+  return unassigned({ ...a, endedAt: at });
+}
+export async function lockDriver(client: Queryable, organizationId: string, id: string): Promise<boolean> {
+  const { rowCount } = await client.query({
+    name: 'drivers.lock', text: 'SELECT 1 FROM drivers WHERE organization_id = $1 AND id = $2 FOR UPDATE', values: [organizationId, id],
+  });
+  return rowCount === 1;
+}
+
+/**
+ * DriverStore's `assign` once the driver's row is locked and the vehicle known to exist, inside
+ * the caller's transaction (the API's, or a telemetry commit's for a vehicle's identifier reader);
+ * the events are the caller's to append.
+ */
+export async function startAssignment(client: Queryable, a: AssignmentRecord, { assigned, unassigned }: { assigned: AssignmentEvents; unassigned: AssignmentEvents }):
+  Promise<{ same: AssignmentRecord } | { conflict: AssignmentRecord } | { assignment: AssignmentRecord; events: EventRecord[] }> {
+  const ofDriver = await ongoing(client, a.organizationId, 'driver_id', a.driverId);
+  if (ofDriver !== undefined && ofDriver.vehicleId === a.vehicleId) return { same: ofDriver };
+  const ofVehicle = await ongoing(client, a.organizationId, 'vehicle_id', a.vehicleId);
+  const ending = [ofDriver, ofVehicle].filter((x) => x !== undefined);
+  const conflict = ending.find((e) => e.startedAt > a.startedAt);
+  if (conflict !== undefined) return { conflict };
+  const events: EventRecord[] = [];
+  for (const e of ending) events.push(await endNow(client, e, a.startedAt, unassigned));
+  await client.query({
+    name: 'drivers.assign',
+    text: `INSERT INTO driver_assignments (${ASSIGNMENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    values: [a.organizationId, a.id, a.driverId, a.vehicleId, a.startedAt, a.endedAt, a.source],
+  });
+  events.push(assigned(a));
+  return { assignment: a, events };
+}
+
+/** The driver assigned to the vehicle at `at` (ms), or null. */
+export async function driverAt(client: Queryable, organizationId: string, vehicleId: string, at: number): Promise<string | null> {
+  const { rows } = await client.query<{ driver_id: string }>({
+    name: 'drivers.at',
+    text: `SELECT driver_id FROM driver_assignments WHERE organization_id = $1 AND vehicle_id = $2 AND started_at <= $3 AND (ended_at IS NULL OR ended_at > $3)
+           ORDER BY started_at DESC LIMIT 1`,
+    values: [organizationId, vehicleId, at],
+  });
+  return rows[0]?.driver_id ?? null;
+}
 
 export function createPostgresDriverStore(db: Database): DriverStore {
   /** The first of `identifiers` another driver has, or undefined. */
@@ -43,24 +97,6 @@ export function createPostgresDriverStore(db: Database): DriverStore {
     });
     // Another driver took one since the check (a concurrent request): nothing of this one stays.
     if (rowCount !== identifiers.length) throw new Taken((await taken(client, organizationId, driverId, identifiers)) ?? identifiers[0]!.value);
-  }
-  async function ongoing(client: Queryable, organizationId: string, column: 'driver_id' | 'vehicle_id', id: string): Promise<AssignmentRecord | undefined> {
-    const { rows } = await client.query({
-      name: `drivers.ongoing-${column}`,
-      text: `SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = $1 AND ${column} = $2 AND ended_at IS NULL`,
-      values: [organizationId, id],
-    });
-    return rows[0] === undefined ? undefined : assignmentOf(rows[0]);
-  }
-  async function endNow(client: Queryable, a: AssignmentRecord, at: number, unassigned: (a: AssignmentRecord) => EventRecord): Promise<EventRecord> {
-    await client.query({ name: 'drivers.end', text: 'UPDATE driver_assignments SET ended_at = $3 WHERE organization_id = $1 AND id = $2', values: [a.organizationId, a.id, at] });
-    return unassigned({ ...a, endedAt: at });
-  }
-  async function lockDriver(client: Queryable, organizationId: string, id: string): Promise<boolean> {
-    const { rowCount } = await client.query({
-      name: 'drivers.lock', text: 'SELECT 1 FROM drivers WHERE organization_id = $1 AND id = $2 FOR UPDATE', values: [organizationId, id],
-    });
-    return rowCount === 1;
   }
   const orTaken = async <T>(work: () => Promise<T>): Promise<T | { taken: string }> => {
     try {
@@ -133,29 +169,16 @@ export function createPostgresDriverStore(db: Database): DriverStore {
       });
     },
 
-    async assign(a, { assigned, unassigned }, now) {
+    async assign(a, events, now) {
       return db.transaction(async (client) => {
         if (!(await lockDriver(client, a.organizationId, a.driverId))) return 'no-driver' as const;
         const vehicle = await client.query({
           name: 'drivers.lock-vehicle', text: 'SELECT 1 FROM vehicles WHERE organization_id = $1 AND id = $2 FOR NO KEY UPDATE', values: [a.organizationId, a.vehicleId],
         });
         if (vehicle.rowCount === 0) return 'no-vehicle' as const;
-        const ofDriver = await ongoing(client, a.organizationId, 'driver_id', a.driverId);
-        if (ofDriver !== undefined && ofDriver.vehicleId === a.vehicleId) return { same: ofDriver };
-        const ofVehicle = await ongoing(client, a.organizationId, 'vehicle_id', a.vehicleId);
-        const ending = [ofDriver, ofVehicle].filter((x) => x !== undefined);
-        const conflict = ending.find((e) => e.startedAt > a.startedAt);
-        if (conflict !== undefined) return { conflict };
-        const events: EventRecord[] = [];
-        for (const e of ending) events.push(await endNow(client, e, a.startedAt, unassigned));
-        await client.query({
-          name: 'drivers.assign',
-          text: `INSERT INTO driver_assignments (${ASSIGNMENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-          values: [a.organizationId, a.id, a.driverId, a.vehicleId, a.startedAt, a.endedAt, a.source],
-        });
-        events.push(assigned(a));
-        await appendEvents(client, events, now);
-        return { assignment: a, events };
+        const started = await startAssignment(client, a, events);
+        if ('assignment' in started) await appendEvents(client, started.events, now);
+        return started;
       });
     },
 

@@ -2,7 +2,7 @@
 import type { Stores } from '../stores.ts';
 import { createPostgresAuthStore } from './auth.ts';
 import { createPostgresEventStore } from './events.ts';
-import { createPostgresRulesStore } from './rules.ts';
+import { createPostgresMeterStore, createPostgresRulesStore } from './rules.ts';
 import { createPostgresWebhookStore } from './webhooks.ts';
 import { createPostgresDeviceStore } from './devices.ts';
 import { type Database, type PostgresOptions, migrate, openPostgres } from './database.ts';
@@ -47,6 +47,7 @@ export function postgresStores(db: Database): Stores {
     telemetry: createPostgresTelemetryStore(db),
     events: createPostgresEventStore(db),
     rules: createPostgresRulesStore(db),
+    meters: createPostgresMeterStore(db),
     webhooks: createPostgresWebhookStore(db),
     devices: createPostgresDeviceStore(db),
     people: createPostgresPeopleStore(db),

@@ -6,8 +6,12 @@ import type { EventRecord } from '../../events/types.ts';
 import type { AlertRecord, RuleState } from '../../rules/model.ts';
 import { limitBatchEvents } from '../../telemetry/store.ts';
 import type { GeofenceVersion } from '../../geofences/store.ts';
-import { type AlertChanges, type Applied, type CommitRules, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
-import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, pageWithin, postgresRuleRows as rows } from '../rule-rows.ts';
+import { type AlertChanges, type Applied, type CommitRules, type DriverContext, type Judged, type RulesStore, happenedEvents, identifiersOf } from '../../rules/store.ts';
+import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, pageWithin, postgresRuleRows as rows, storedTs } from '../rule-rows.ts';
+import { tripEventsOf } from '../../rules/engine.ts';
+import { ASSIGNMENT_EVENTS, deviceAssignment } from '../../drivers/events.ts';
+import { driverAt, lockDriver, startAssignment } from './drivers.ts';
+import type { MeterStore } from '../../meters/store.ts';
 import { positionCount } from '../../geofences/schema.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
 import { appendEvents } from './events.ts';
@@ -46,6 +50,48 @@ async function applyAlerts(client: Queryable, changes: AlertChanges, at: number)
   return { opened, changed, events };
 }
 
+/** What the records of `identifying` vehicles name by their driver identifiers, and who drives each vehicle now (two statements for all). */
+async function driverContexts(client: Queryable, identifying: readonly { organizationId: string; vehicleId: string; records: { data: Record<string, unknown> }[] }[]) {
+  const wanted = identifying.flatMap((f) => identifiersOf(f.records).map((value) => [f.organizationId, value] as const));
+  const [named, driving] = await Promise.all([
+    client.query<{ organization_id: string; value: string; driver_id: string }>({
+      name: 'rules.identifiers',
+      text: `SELECT organization_id, value, driver_id FROM driver_identifiers
+             WHERE (organization_id, value) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+      values: [wanted.map((w) => w[0]), wanted.map((w) => w[1])],
+    }),
+    client.query<{ organization_id: string; vehicle_id: string; driver_id: string }>({
+      name: 'rules.driving',
+      text: `SELECT organization_id, vehicle_id, driver_id FROM driver_assignments
+             WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND ended_at IS NULL`,
+      values: [identifying.map((f) => f.organizationId), identifying.map((f) => f.vehicleId)],
+    }),
+  ]);
+  const contexts = new Map<string, DriverContext>();
+  for (const f of identifying) {
+    const byIdentifier = new Map(named.rows.filter((r) => r.organization_id === f.organizationId).map((r) => [r.value, r.driver_id]));
+    const current = driving.rows.find((r) => r.organization_id === f.organizationId && r.vehicle_id === f.vehicleId)?.driver_id ?? null;
+    contexts.set(keyOf(f.organizationId, f.vehicleId), { current, byIdentifier });
+  }
+  return contexts;
+}
+
+/**
+ * The assignments the records started (each driver's row locked first, as the API's assignment
+ * does; one a later assignment would end is skipped), then the drivers of the trip events; the
+ * assignments' events.
+ */
+async function writeDrivers(client: Queryable, judged: Judged): Promise<EventRecord[]> {
+  const events: EventRecord[] = [];
+  for (const { driverId, at } of judged.assignments) {
+    if (!(await lockDriver(client, judged.organizationId, driverId))) continue;
+    const started = await startAssignment(client, deviceAssignment(judged, driverId, at), ASSIGNMENT_EVENTS);
+    if ('assignment' in started) for (const e of started.events) events.push(e);
+  }
+  for (const { event, startedAt } of tripEventsOf(judged.events)) event.data.driverId = await driverAt(client, judged.organizationId, judged.vehicleId, startedAt);
+  return events;
+}
+
 /**
  * Inside a telemetry commit: judges the newly stored records of each vehicle, writes the states
  * (one statement for all of them) and alert changes, and appends the events (one statement); the
@@ -67,10 +113,11 @@ export async function judgeInCommit(
   const orgs = keys.map((k) => k.split('\n')[0]!);
   const vehicles = keys.map((k) => k.split('\n')[1]!);
   const alerting = keys.filter((_, i) => rules.alerts(orgs[i]!));
-  const [stateRows, alertRows] = await Promise.all([
+  const identifying = wanted.filter((f) => identifiersOf(f.records).length > 0);
+  const [stateRows, alertRows, drivers] = await Promise.all([
     client.query({
       name: 'rules.states',
-      text: `SELECT organization_id, vehicle_id, ts, inside, held, trip FROM vehicle_rule_state
+      text: `SELECT organization_id, vehicle_id, ts, inside, held, trip, meters FROM vehicle_rule_state
              WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
       values: [orgs, vehicles],
     }),
@@ -80,6 +127,7 @@ export async function judgeInCommit(
              WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND status <> 'resolved'`,
       values: [alerting.map((k) => k.split('\n')[0]!), alerting.map((k) => k.split('\n')[1]!)],
     }),
+    identifying.length === 0 ? new Map<string, DriverContext>() : driverContexts(client, identifying),
   ]);
   const states = new Map<string, RuleState>(stateRows.rows.map((row) => [keyOf(row.organization_id as string, row.vehicle_id as string), rows.state(row)]));
   const unresolved = Map.groupBy(alertRows.rows.map(rows.alert), (a: AlertRecord) => keyOf(a.organizationId, a.vehicleId));
@@ -91,8 +139,11 @@ export async function judgeInCommit(
   for (const [i, f] of fresh.entries()) {
     if (f.records.length === 0 || !rules.judges(f.organizationId)) continue;
     const key = keyOf(f.organizationId, f.vehicleId);
-    const judged: Judged | undefined = rules.judge(f.organizationId, f.vehicleId, f.records, states.get(key), unresolved.get(key) ?? [], f.at);
+    const judged: Judged | undefined = rules.judge(f.organizationId, f.vehicleId, f.records, states.get(key), unresolved.get(key) ?? [], f.at, drivers.get(key));
     if (judged === undefined) continue;
+    const assigned = await writeDrivers(client, judged);
+    // A later batch of the vehicle in this commit starts from the driver these records left.
+    if (judged.assignments.length > 0) drivers.get(key)!.current = judged.assignments.at(-1)!.driverId;
     const judgedEvents = (perBatch.get(f.batch) ?? 0) + judged.events.length;
     perBatch.set(f.batch, judgedEvents);
     limitBatchEvents(f.batch.records.length, judgedEvents);
@@ -107,6 +158,7 @@ export async function judgeInCommit(
       const opened = judged.opened.filter((a) => applied.opened.includes(a.id));
       unresolved.set(key, [...(unresolved.get(key) ?? []).filter((a) => !resolved.has(a.id)), ...opened]);
     }
+    if (assigned.length > 0) happened = [...assigned, ...happened];
     written[i] = happened;
     // Pushed one by one: a spread of this many arguments overflows the stack.
     for (const event of happened) events.push(event);
@@ -117,18 +169,47 @@ export async function judgeInCommit(
   const latest = [...changedStates.values()];
   await client.query({
     name: 'rules.upsert-states',
-    text: `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held, trip)
-           SELECT o, v, t, ARRAY(SELECT json_array_elements_text(i)), h, p
-           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::json[], $5::json[], $6::json[]) AS s (o, v, t, i, h, p)
-           ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, inside = excluded.inside, held = excluded.held, trip = excluded.trip`,
+    text: `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held, trip, meters)
+           SELECT o, v, t, ARRAY(SELECT json_array_elements_text(i)), h, p, m
+           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::json[], $5::json[], $6::json[], $7::json[]) AS s (o, v, t, i, h, p, m)
+           ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, inside = excluded.inside, held = excluded.held, trip = excluded.trip,
+             meters = excluded.meters`,
     values: [
-      latest.map((j) => j.organizationId), latest.map((j) => j.vehicleId), latest.map((j) => j.state.ts),
+      latest.map((j) => j.organizationId), latest.map((j) => j.vehicleId), latest.map((j) => storedTs(j.state.ts)),
       latest.map((j) => JSON.stringify(j.state.inside)), latest.map((j) => JSON.stringify(j.state.held)),
       latest.map((j) => (j.state.trip === null ? null : JSON.stringify(j.state.trip))),
+      latest.map((j) => (j.state.meters === null ? null : JSON.stringify(j.state.meters))),
     ],
   });
   await appendEvents(client, events, at);
   return written;
+}
+
+/** Meters in the rule state; a setting takes the vehicle's lock a telemetry commit takes to judge it (`judgeInCommit`). */
+export function createPostgresMeterStore(db: Database): MeterStore {
+  const read = `SELECT ts, inside, held, trip, meters FROM vehicle_rule_state WHERE organization_id = $1 AND vehicle_id = $2`;
+  return {
+    async meters(organizationId, vehicleId) {
+      const { rows: found } = await db.query({ name: 'meters.get', text: read, values: [organizationId, vehicleId] });
+      return found[0] === undefined ? null : rows.state(found[0]).meters;
+    },
+    async setMeters(organizationId, vehicleId, change) {
+      return db.transaction(async (client) => {
+        await client.query({
+          name: 'meters.lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', values: [`fleet:rules:${keyOf(organizationId, vehicleId)}`],
+        });
+        const { rows: found } = await client.query({ name: 'meters.get', text: read, values: [organizationId, vehicleId] });
+        const meters = change(found[0] === undefined ? null : rows.state(found[0]).meters);
+        await client.query({
+          name: 'meters.set',
+          text: `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held, meters) VALUES ($1, $2, -1, '{}', '{}', $3::json)
+                 ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET meters = excluded.meters`,
+          values: [organizationId, vehicleId, JSON.stringify(meters)],
+        });
+        return meters;
+      });
+    },
+  };
 }
 
 export function createPostgresRulesStore(db: Database): RulesStore {

@@ -1,7 +1,7 @@
 // Drivers and their assignments in the embedded store (drivers/store.ts).
 import type { DatabaseSync } from 'node:sqlite';
 import type { DriverIdentifier } from '../../drivers/schema.ts';
-import type { AssignmentRecord, DriverStore } from '../../drivers/store.ts';
+import type { AssignmentEvents, AssignmentRecord, DriverStore } from '../../drivers/store.ts';
 import type { EventRecord } from '../../events/types.ts';
 import { ASSIGNMENT_COLUMNS, DRIVER_READ, assignmentOf, containsPattern, driverOf } from '../driver-rows.ts';
 import type { AppendEvents } from './events.ts';
@@ -25,11 +25,8 @@ export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEv
   const addIdentifier = db.prepare('INSERT INTO driver_identifiers (organization_id, value, kind, driver_id, position) VALUES (?, ?, ?, ?, ?)');
 
   const vehicleExists = db.prepare('SELECT 1 FROM vehicles WHERE organization_id = ? AND id = ?');
-  const ongoingOfDriver = db.prepare(`SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = ? AND driver_id = ? AND ended_at IS NULL`);
-  const ongoingOfVehicle = db.prepare(`SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? AND ended_at IS NULL`);
+  const assignments = createSqliteAssignments(db);
   const assignmentOne = db.prepare(`SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = ? AND id = ?`);
-  const endOne = db.prepare('UPDATE driver_assignments SET ended_at = ? WHERE organization_id = ? AND id = ? AND ended_at IS NULL');
-  const insertAssignment = db.prepare(`INSERT INTO driver_assignments (${ASSIGNMENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`);
   const assignmentPage = db.prepare(
     `SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = ?
      AND (? IS NULL OR vehicle_id = ?) AND (? IS NULL OR driver_id = ?)
@@ -45,10 +42,7 @@ export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEv
     clearIdentifiers.run(organizationId, driverId);
     identifiers.forEach((i, position) => addIdentifier.run(organizationId, i.value, i.kind, driverId, position));
   }
-  function endNow(a: AssignmentRecord, at: number, unassigned: (a: AssignmentRecord) => EventRecord): EventRecord {
-    endOne.run(at, a.organizationId, a.id);
-    return unassigned({ ...a, endedAt: at });
-  }
+  const { endNow } = assignments;
 
   return {
     async insert(d, max = Infinity) {
@@ -87,30 +81,21 @@ export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEv
     async delete(organizationId, id, at, unassigned) {
       return wal.transaction(() => {
         if (exists.get(organizationId, id) === undefined) return undefined;
-        const ongoing = ongoingOfDriver.get(organizationId, id);
-        const events = ongoing === undefined ? [] : [endNow(assignmentOf(ongoing), Math.max(at, Number(ongoing.started_at)), unassigned)];
+        const ongoing = assignments.ongoing('driver_id', organizationId, id);
+        const events = ongoing === undefined ? [] : [endNow(ongoing, Math.max(at, ongoing.startedAt), unassigned)];
         remove.run(organizationId, id);
         appendEvents(events, at);
         return { events };
       });
     },
 
-    async assign(a, { assigned, unassigned }, now) {
+    async assign(a, events, now) {
       return wal.transaction(() => {
         if (exists.get(a.organizationId, a.driverId) === undefined) return 'no-driver' as const;
         if (vehicleExists.get(a.organizationId, a.vehicleId) === undefined) return 'no-vehicle' as const;
-        const driverRow = ongoingOfDriver.get(a.organizationId, a.driverId);
-        const ofDriver = driverRow === undefined ? undefined : assignmentOf(driverRow);
-        if (ofDriver !== undefined && ofDriver.vehicleId === a.vehicleId) return { same: ofDriver };
-        const vehicleRow = ongoingOfVehicle.get(a.organizationId, a.vehicleId);
-        const ending = [ofDriver, vehicleRow === undefined ? undefined : assignmentOf(vehicleRow)].filter((x) => x !== undefined);
-        const conflict = ending.find((e) => e.startedAt > a.startedAt);
-        if (conflict !== undefined) return { conflict };
-        const events = ending.map((e) => endNow(e, a.startedAt, unassigned));
-        insertAssignment.run(a.organizationId, a.id, a.driverId, a.vehicleId, a.startedAt, a.endedAt, a.source);
-        events.push(assigned(a));
-        appendEvents(events, now);
-        return { assignment: a, events };
+        const started = assignments.start(a, events);
+        if ('assignment' in started) appendEvents(started.events, now);
+        return started;
       });
     },
 
@@ -142,3 +127,61 @@ export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEv
     },
   };
 }
+
+/**
+ * The statements an assignment's start and end share, whoever starts it: the API (the driver
+ * store) or a vehicle's identifier reader (the telemetry commit, through the rule writes).
+ * Each runs inside its caller's transaction.
+ */
+export function createSqliteAssignments(db: DatabaseSync) {
+  const ongoingOf = {
+    driver_id: db.prepare(`SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = ? AND driver_id = ? AND ended_at IS NULL`),
+    vehicle_id: db.prepare(`SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? AND ended_at IS NULL`),
+  };
+  const endOne = db.prepare('UPDATE driver_assignments SET ended_at = ? WHERE organization_id = ? AND id = ? AND ended_at IS NULL');
+  const insertAssignment = db.prepare(`INSERT INTO driver_assignments (${ASSIGNMENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`);
+  const byIdentifier = db.prepare('SELECT value, driver_id FROM driver_identifiers WHERE organization_id = ? AND value IN (SELECT value FROM json_each(?))');
+  const driverAt = db.prepare(
+    `SELECT driver_id FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? AND started_at <= ? AND (ended_at IS NULL OR ended_at > ?)
+     ORDER BY started_at DESC LIMIT 1`,
+  );
+
+  function ongoing(column: 'driver_id' | 'vehicle_id', organizationId: string, id: string): AssignmentRecord | undefined {
+    const row = ongoingOf[column].get(organizationId, id);
+    return row === undefined ? undefined : assignmentOf(row);
+  }
+  function endNow(a: AssignmentRecord, at: number, unassigned: AssignmentEvents): EventRecord {
+    endOne.run(at, a.organizationId, a.id);
+    return unassigned({ ...a, endedAt: at });
+  }
+
+  return {
+    ongoing,
+    endNow,
+    /** DriverStore's `assign` once the driver and vehicle are known to exist; the events are the caller's to append. */
+    start(a: AssignmentRecord, { assigned, unassigned }: { assigned: AssignmentEvents; unassigned: AssignmentEvents }):
+      { same: AssignmentRecord } | { conflict: AssignmentRecord } | { assignment: AssignmentRecord; events: EventRecord[] } {
+      const ofDriver = ongoing('driver_id', a.organizationId, a.driverId);
+      if (ofDriver !== undefined && ofDriver.vehicleId === a.vehicleId) return { same: ofDriver };
+      const ofVehicle = ongoing('vehicle_id', a.organizationId, a.vehicleId);
+      const ending = [ofDriver, ofVehicle].filter((x) => x !== undefined);
+      const conflict = ending.find((e) => e.startedAt > a.startedAt);
+      if (conflict !== undefined) return { conflict };
+      const events = ending.map((e) => endNow(e, a.startedAt, unassigned));
+      insertAssignment.run(a.organizationId, a.id, a.driverId, a.vehicleId, a.startedAt, a.endedAt, a.source);
+      events.push(assigned(a));
+      return { assignment: a, events };
+    },
+    /** The driver of each of `identifiers` that one has. */
+    driversOf(organizationId: string, identifiers: readonly string[]): Map<string, string> {
+      const rows = byIdentifier.all(organizationId, JSON.stringify(identifiers));
+      return new Map(rows.map((row) => [row.value as string, row.driver_id as string]));
+    },
+    /** The driver assigned to the vehicle at `at` (ms), or null. */
+    driverAt(organizationId: string, vehicleId: string, at: number): string | null {
+      return (driverAt.get(organizationId, vehicleId, at, at)?.driver_id as string | undefined) ?? null;
+    },
+  };
+}
+
+export type SqliteAssignments = ReturnType<typeof createSqliteAssignments>;

@@ -5,14 +5,14 @@ import { diskSpaceOf } from './disk-space.ts';
 import { ownDatabaseFile } from './owner.ts';
 import { createSqliteAuthStore } from './auth.ts';
 import { createSqliteEventAppender, createSqliteEventStore } from './events.ts';
-import { createSqliteRuleWrites, createSqliteRulesStore } from './rules.ts';
+import { createSqliteMeterStore, createSqliteRuleWrites, createSqliteRulesStore } from './rules.ts';
 import { createSqliteWebhookStore } from './webhooks.ts';
 import { createSqliteDeviceStore } from './devices.ts';
 import { createSqliteOAuthStore } from './oauth.ts';
 import { createSqliteAuditStore } from './audit.ts';
 import { createSqliteCommandStore } from './commands.ts';
 import { createSqliteGroupStore, createSqliteMemberships } from './groups.ts';
-import { createSqliteDriverStore } from './drivers.ts';
+import { createSqliteAssignments, createSqliteDriverStore } from './drivers.ts';
 import { createSqlitePeopleStore } from './people.ts';
 import { createSqliteSsoStore } from './sso.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
@@ -51,7 +51,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
   const wal = createWalSync(db, options.syncFile, checkpoints);
   const appendEvents = createSqliteEventAppender(db);
   const statuses = createVehicleStatuses(db, appendEvents);
-  const ruleWrites = createSqliteRuleWrites(db, appendEvents);
+  const ruleWrites = createSqliteRuleWrites(db, appendEvents, createSqliteAssignments(db));
   const disk = diskSpaceOf(db);
   return {
     db,
@@ -61,6 +61,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     telemetry: createSqliteTelemetryStore(db, wal, statuses, ruleWrites, reader),
     events: createSqliteEventStore(db),
     rules: createSqliteRulesStore(db, ruleWrites, wal),
+    meters: createSqliteMeterStore(ruleWrites, wal),
     webhooks: createSqliteWebhookStore(db, wal),
     devices: createSqliteDeviceStore(db, wal),
     people: createSqlitePeopleStore(db),

@@ -4,7 +4,13 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import type { AlertRecord, RuleState } from '../../rules/model.ts';
 import type { EventRecord } from '../../events/types.ts';
 import { type Applied, type AlertChanges, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
-import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, pageWithin, sqliteRuleRows as rows } from '../rule-rows.ts';
+import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, pageWithin, sqliteRuleRows as rows, storedTs } from '../rule-rows.ts';
+import type { DriverContext } from '../../rules/store.ts';
+import { isTripEvent, tripEventsOf } from '../../rules/engine.ts';
+import { ASSIGNMENT_EVENTS, deviceAssignment } from '../../drivers/events.ts';
+import type { SqliteAssignments } from './drivers.ts';
+import type { MeterChange, MeterStore } from '../../meters/store.ts';
+import type { MeterState } from '../../meters/state.ts';
 import { positionCount } from '../../geofences/schema.ts';
 import { transaction, write } from './database.ts';
 import type { WalSync } from './wal-sync.ts';
@@ -15,9 +21,17 @@ const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\
 
 /** What a telemetry commit needs of the rule tables, inside its transaction. */
 export interface SqliteRuleWrites {
-  /** The vehicle's state, and its unresolved alerts when `alerts` (else none are read). */
-  load(organizationId: string, vehicleId: string, alerts: boolean): { state: RuleState | undefined; unresolved: AlertRecord[] };
-  /** Writes the state (one row) and alert changes with their events; the events written. */
+  /**
+   * The vehicle's state, its unresolved alerts when `alerts` (else none are read), and what its
+   * records' driver `identifiers` name (none read when there are none).
+   */
+  load(organizationId: string, vehicleId: string, alerts: boolean, identifiers: readonly string[]): {
+    state: RuleState | undefined; unresolved: AlertRecord[]; drivers: DriverContext | undefined;
+  };
+  /**
+   * Writes the state (one row), the assignments the records started, and alert changes with
+   * their events; the events written (the trip events with their drivers).
+   */
   write(judged: Judged, at: number): EventRecord[];
   /** The vehicle was deleted (its state row with it). */
   forget(organizationId: string, vehicleId: string): void;
@@ -25,8 +39,13 @@ export interface SqliteRuleWrites {
   forgetAll(): void;
 }
 
-export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEvents): SqliteRuleWrites & { apply(changes: AlertChanges, at: number): Applied } {
-  const state = db.prepare('SELECT ts, inside, held, trip FROM vehicle_rule_state WHERE organization_id = ? AND vehicle_id = ?');
+export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEvents, assignments: SqliteAssignments):
+  SqliteRuleWrites & {
+    apply(changes: AlertChanges, at: number): Applied;
+    stateOf(organizationId: string, vehicleId: string): RuleState | undefined;
+    setMeters(organizationId: string, vehicleId: string, change: MeterChange): MeterState;
+  } {
+  const state = db.prepare('SELECT ts, inside, held, trip, meters FROM vehicle_rule_state WHERE organization_id = ? AND vehicle_id = ?');
   /**
    * Each vehicle's state as last read or written: one process owns the file and only telemetry
    * commits write states, so a commit reads and parses a vehicle's row only the first time (or
@@ -35,8 +54,9 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
   const states = new Map<string, RuleState>();
   const unresolved = db.prepare(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE organization_id = ? AND vehicle_id = ? AND status <> 'resolved'`);
   const upsert = db.prepare(
-    `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held, trip) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, inside = excluded.inside, held = excluded.held, trip = excluded.trip`,
+    `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held, trip, meters) VALUES (?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, inside = excluded.inside, held = excluded.held, trip = excluded.trip,
+       meters = excluded.meters`,
   );
   const open = db.prepare(
     `INSERT INTO alerts (id, organization_id, rule_id, rule_name, vehicle_id, status, opened_at, trigger_ts, trigger_value)
@@ -68,28 +88,58 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
     return { opened, changed, events };
   }
 
+  function stateOf(organizationId: string, vehicleId: string): RuleState | undefined {
+    const key = keyOf(organizationId, vehicleId);
+    let known = states.get(key);
+    if (known === undefined) {
+      const row = state.get(organizationId, vehicleId);
+      if (row !== undefined) states.set(key, (known = rows.state(row)));
+    }
+    return known;
+  }
+  function put(organizationId: string, vehicleId: string, s: RuleState): void {
+    upsert.run(organizationId, vehicleId, storedTs(s.ts), JSON.stringify(s.inside), JSON.stringify(s.held), json(s.trip), json(s.meters));
+    states.set(keyOf(organizationId, vehicleId), s);
+  }
+
+  /** The assignments the records started (one a later one would end is skipped), then the drivers of the trips. */
+  function driverEvents(judged: Judged): EventRecord[] {
+    const events: EventRecord[] = [];
+    for (const { driverId, at } of judged.assignments) {
+      const started = assignments.start(deviceAssignment(judged, driverId, at), ASSIGNMENT_EVENTS);
+      if ('assignment' in started) for (const e of started.events) events.push(e);
+    }
+    for (const { event, startedAt } of tripEventsOf(judged.events)) event.data.driverId = assignments.driverAt(judged.organizationId, judged.vehicleId, startedAt);
+    return events;
+  }
+
   return {
-    load(organizationId, vehicleId, alerts) {
-      const key = keyOf(organizationId, vehicleId);
-      let known = states.get(key);
-      if (known === undefined) {
-        const row = state.get(organizationId, vehicleId);
-        if (row !== undefined) states.set(key, (known = rows.state(row)));
-      }
+    load(organizationId, vehicleId, alerts, identifiers) {
       return {
-        state: known,
+        state: stateOf(organizationId, vehicleId),
         unresolved: alerts ? unresolved.all(organizationId, vehicleId).map(rows.alert) : [],
+        drivers: identifiers.length === 0 ? undefined : {
+          current: assignments.ongoing('vehicle_id', organizationId, vehicleId)?.driverId ?? null,
+          byIdentifier: assignments.driversOf(organizationId, identifiers),
+        },
       };
     },
     write(judged, at) {
-      const s = judged.state;
-      upsert.run(judged.organizationId, judged.vehicleId, s.ts, JSON.stringify(s.inside), JSON.stringify(s.held), json(s.trip));
-      states.set(keyOf(judged.organizationId, judged.vehicleId), s);
+      put(judged.organizationId, judged.vehicleId, judged.state);
+      const assigned = judged.assignments.length === 0 && !judged.events.some(isTripEvent) ? [] : driverEvents(judged);
+      appendEvents(assigned, at);
       if (judged.opened.length === 0 && judged.changed.length === 0) {
         appendEvents(judged.events, at);
-        return judged.events;
+        return assigned.length === 0 ? judged.events : [...assigned, ...judged.events];
       }
-      return apply(judged, at).events;
+      return [...assigned, ...apply(judged, at).events];
+    },
+    stateOf,
+    setMeters(organizationId, vehicleId, change) {
+      const known = stateOf(organizationId, vehicleId);
+      const meters = change(known?.meters ?? null);
+      put(organizationId, vehicleId, known === undefined ? { ts: -Infinity, inside: [], held: {}, trip: null, meters } : { ...known, meters });
+      return meters;
     },
     forget(organizationId, vehicleId) {
       states.delete(keyOf(organizationId, vehicleId));
@@ -98,6 +148,18 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
       states.clear();
     },
     apply,
+  };
+}
+
+/** Meters in the rule state; set through `wal` (wal-sync.ts), as the telemetry commit writes it. */
+export function createSqliteMeterStore(writes: ReturnType<typeof createSqliteRuleWrites>, wal: WalSync): MeterStore {
+  return {
+    async meters(organizationId, vehicleId) {
+      return writes.stateOf(organizationId, vehicleId)?.meters ?? null;
+    },
+    async setMeters(organizationId, vehicleId, change) {
+      return wal.transaction(() => writes.setMeters(organizationId, vehicleId, change));
+    },
   };
 }
 

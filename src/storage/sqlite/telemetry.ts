@@ -14,7 +14,7 @@ import { mergeLatest, mergeStates } from '../../telemetry/latest.ts';
 import {
   type BatchOutcome, type CommitBatch, type HistoryRange, type LatestState, type MergeLatest, type ScanOptions, type ScannedRecord, type StoredRecord, type TelemetryStore, type TimeRange, decoderOf, judgeBatch, limitBatchEvents, parseData, scanByPages,
 } from '../../telemetry/store.ts';
-import type { CommitRules } from '../../rules/store.ts';
+import { type CommitRules, identifiersOf } from '../../rules/store.ts';
 import type { SqliteRuleWrites } from './rules.ts';
 import { write as writeOne } from './database.ts';
 import { createSqliteAggregate } from './telemetry-aggregate.ts';
@@ -277,8 +277,8 @@ export function createSqliteTelemetryStore(
     }
     let judgedEvents = 0;
     for (const [vehicleId, fresh] of freshOf) {
-      const { state, unresolved } = ruleWrites.load(org, vehicleId, rules!.alerts(org));
-      const judged = rules!.judge(org, vehicleId, fresh, state, unresolved, batch.at);
+      const { state, unresolved, drivers } = ruleWrites.load(org, vehicleId, rules!.alerts(org), identifiersOf(fresh));
+      const judged = rules!.judge(org, vehicleId, fresh, state, unresolved, batch.at, drivers);
       if (judged === undefined) continue;
       judgedEvents += judged.events.length;
       limitBatchEvents(batch.records.length, judgedEvents);
