@@ -138,6 +138,8 @@ export interface Config {
   commands: { timeoutSeconds: number };
   /** How often each node runs the offline alert check, seconds; whether trips are detected live. */
   rules: { offlineCheckSeconds: number; tripEvents: boolean };
+  /** How often the maintenance check runs, seconds (one node at a time). */
+  maintenance: { checkSeconds: number };
   webhooks: { allowPrivate: boolean; endpointConcurrency: number };
   /** People's sessions: how long one may go without a request, minutes. */
   sessions: { idleMinutes: number };
@@ -220,6 +222,10 @@ export const VARIABLES = {
   FLEET_OFFLINE_CHECK_SECONDS: {
     default: '15',
     doc: 'How often the check for `offline` alert rules runs, seconds (1 to 3600). An offline alert opens at most this long after its rule\'s `afterSeconds` have passed; in cluster mode one node at a time runs it.',
+  },
+  FLEET_MAINTENANCE_CHECK_SECONDS: {
+    default: '60',
+    doc: 'How often the maintenance check runs, seconds (1 to 3600): a service item that crossed into due soon or overdue is announced at most this long after; in cluster mode one node at a time runs it.',
   },
   FLEET_TRIP_EVENTS: {
     default: 'true',
@@ -396,6 +402,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const auditRetentionDays = int('FLEET_AUDIT_RETENTION_DAYS', 1, 36_500);
   const commandTimeoutSeconds = int('FLEET_COMMAND_TIMEOUT_SECONDS', 1, 3600);
   const offlineCheckSeconds = int('FLEET_OFFLINE_CHECK_SECONDS', 1, 3600);
+  const maintenanceCheckSeconds = int('FLEET_MAINTENANCE_CHECK_SECONDS', 1, 3600);
   const idleMinutes = int('FLEET_SESSION_IDLE_MINUTES', 5, 10_080);
   const tripEvents = read('FLEET_TRIP_EVENTS');
   if (tripEvents !== 'true' && tripEvents !== 'false') errors.push(`FLEET_TRIP_EVENTS: "${tripEvents}" is neither true nor false`);
@@ -439,6 +446,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       audit: { retentionDays: auditRetentionDays },
       commands: { timeoutSeconds: commandTimeoutSeconds },
       rules: { offlineCheckSeconds, tripEvents: tripEvents === 'true' },
+      maintenance: { checkSeconds: maintenanceCheckSeconds },
       webhooks: { allowPrivate: allowPrivate === 'true', endpointConcurrency },
       sessions: { idleMinutes },
       sso: { allowPrivate: ssoAllowPrivate === 'true' },

@@ -28,6 +28,8 @@ const RANDOM = {
   grp: { alphabet: 'base62', length: 20 },
   drv: { alphabet: 'base62', length: 20 },
   asg: { alphabet: 'base62', length: 20 },
+  mnt: { alphabet: 'base62', length: 20 },
+  svc: { alphabet: 'base62', length: 20 },
 } as const satisfies Record<string, { alphabet: 'base62' | 'base64url'; length: number }>;
 
 /** Time-ordered ids: the base62 characters after the prefix, the first TIME_LENGTH of them the time. */

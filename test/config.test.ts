@@ -55,6 +55,7 @@ describe('defaults', () => {
       audit: { retentionDays: 365 },
       commands: { timeoutSeconds: 60 },
       rules: { offlineCheckSeconds: 15, tripEvents: true },
+      maintenance: { checkSeconds: 60 },
       webhooks: { allowPrivate: false, endpointConcurrency: 32 },
       sessions: { idleMinutes: 720 },
       sso: { allowPrivate: false },
@@ -94,6 +95,14 @@ describe('defaults', () => {
     assert.equal(ok({ FLEET_OFFLINE_CHECK_SECONDS: '3600' }).rules.offlineCheckSeconds, 3600);
     for (const bad of ['0', '3601', '1.5', '-2', 'often']) {
       assert.match(rejectsOnly({ FLEET_OFFLINE_CHECK_SECONDS: bad }, 'FLEET_OFFLINE_CHECK_SECONDS'), /whole number from 1 to 3600/);
+    }
+  });
+
+  test('the maintenance check interval: whole seconds from 1 to 3600, 60 by default', () => {
+    assert.equal(ok({}).maintenance.checkSeconds, 60);
+    assert.equal(ok({ FLEET_MAINTENANCE_CHECK_SECONDS: '3600' }).maintenance.checkSeconds, 3600);
+    for (const bad of ['0', '3601', '1.5']) {
+      assert.match(rejectsOnly({ FLEET_MAINTENANCE_CHECK_SECONDS: bad }, 'FLEET_MAINTENANCE_CHECK_SECONDS'), /whole number from 1 to 3600/);
     }
   });
 

@@ -555,7 +555,11 @@ test('the dashboard: manage vehicles, keys, webhooks and devices; alerts and eve
     });
     assert.equal(driver.statusCode, 201, driver.body);
     assert.equal((await ctx.request('POST', '/v2/driver-assignments', { body: { driverId: driver.json<{ id: string }>().id, vehicleId: 'delivery-van-berlin-mitte-0001' } })).statusCode, 201);
-    const pages: Array<[string, string]> = [['Alerts', 'Alerts'], ['Events', 'Event log'], ['Groups', 'Groups'], ['Drivers', 'Drivers'], ['Vehicles', 'Vehicles'], ['Devices', 'Devices'], ['Webhooks', 'Webhooks'], ['API keys', 'API keys'], ['Audit log', 'Audit log']];
+    const schedule = await ctx.request('POST', '/v2/maintenance-schedules', {
+      body: { name: 'Brake fluid, pads and discs of the long-route vans, with the workshop in Wedding', vehicleIds: ['delivery-van-berlin-mitte-0001', 'delivery-van-berlin-mitte-0002'], every: { km: 30000, engineHours: 1500, days: 365 }, dueSoon: { km: 1000, days: 30 } },
+    });
+    assert.equal(schedule.statusCode, 201, schedule.body);
+    const pages: Array<[string, string]> = [['Alerts', 'Alerts'], ['Events', 'Event log'], ['Groups', 'Groups'], ['Drivers', 'Drivers'], ['Maintenance', 'Maintenance'], ['Vehicles', 'Vehicles'], ['Devices', 'Devices'], ['Webhooks', 'Webhooks'], ['API keys', 'API keys'], ['Audit log', 'Audit log']];
     for (const width of [1280, 1440]) {
       await page.setViewportSize({ width, height: 900 });
       for (const [label, heading] of pages) {

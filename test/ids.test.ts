@@ -19,6 +19,7 @@ import { DeliveryParams, WebhookIdParams } from '../src/webhooks/schema.ts';
 import { AuditQuery } from '../src/audit/schema.ts';
 import { GroupIdParams } from '../src/groups/schema.ts';
 import { AssignmentIdParams, DriverIdParams } from '../src/drivers/schema.ts';
+import { ScheduleIdParams } from '../src/maintenance/schema.ts';
 
 const BASE64URL_16 = /^[A-Za-z0-9_-]{16}$/;
 const base62 = (length: number) => new RegExp(`^[0-9A-Za-z]{${length}}$`);
@@ -37,6 +38,8 @@ const FORMS: Record<IdPrefix, { rest: RegExp; param?: TSchema }> = {
   grp: { rest: base62(20), param: GroupIdParams.properties.id },
   drv: { rest: base62(20), param: DriverIdParams.properties.id },
   asg: { rest: base62(20), param: AssignmentIdParams.properties.id },
+  mnt: { rest: base62(20), param: ScheduleIdParams.properties.id },
+  svc: { rest: base62(20) },
 };
 const TIME_ORDERED_FORMS: Record<TimeOrderedIdPrefix, { rest: RegExp; param?: TSchema }> = {
   evt: { rest: base62(24) },
@@ -51,7 +54,7 @@ test('every kind of id has its public form, one its routes accept, and 10,000 of
     ...Object.entries(FORMS).map(([prefix, form]) => [prefix, () => newId(prefix as IdPrefix), form] as [string, () => string, typeof form]),
     ...Object.entries(TIME_ORDERED_FORMS).map(([prefix, form]) => [prefix, () => newTimeOrderedId(prefix as TimeOrderedIdPrefix), form] as [string, () => string, typeof form]),
   ];
-  assert.equal(kinds.length, 17);
+  assert.equal(kinds.length, 19);
   for (const [prefix, make, { rest, param }] of kinds) {
     const ids = Array.from({ length: 10_000 }, make);
     for (const id of ids) {

@@ -116,6 +116,9 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/driver-assignments': (id) => ({ driverId: 'drv_00000000000000000000', vehicleId: id }),
   '/v2/driver-assignments/:id/end': () => ({}),
   '/v2/fleet/vehicles/:id/meters': () => ({ odometerKm: 1200 }),
+  '/v2/maintenance-schedules': () => ({ name: unique('schedule'), every: { km: 10000 } }),
+  '/v2/maintenance-schedules/:id': () => ({ name: unique('schedule'), every: { km: 10000 } }),
+  '/v2/fleet/vehicles/:id/service-records': () => ({ performedAt: '2026-11-01T08:00:00Z' }),
   // Refused at the issuer (a loopback address) before any request leaves: the route is reached all the same.
   '/v2/sso': () => ({ issuer: 'https://127.0.0.1/', clientId: 'fleet', clientSecret: 'matrix-secret', roleMap: { matrix: 'viewer' } }),
 };
@@ -214,6 +217,12 @@ const KNOWN_ROUTES: Record<string, number> = {
   'GET /v2/driver-assignments': 200,
   'GET /v2/fleet/vehicles/:id/meters': 200,
   'PUT /v2/fleet/vehicles/:id/meters': 200,
+  'GET /v2/maintenance-schedules': 200,
+  'POST /v2/maintenance-schedules': 201,
+  'POST /v2/fleet/vehicles/:id/service-records': 201,
+  'GET /v2/fleet/vehicles/:id/service-records': 200,
+  'GET /v2/fleet/vehicles/:id/maintenance': 200,
+  'GET /v2/maintenance': 200,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {

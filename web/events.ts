@@ -68,6 +68,11 @@ export function summarize(event: EventEnvelope): string {
       return `driver ${event.data.driverId} left`;
     case 'driver.unknown':
       return `unknown driver identifier ${event.data.identifier}`;
+    case 'maintenance.due_soon':
+    case 'maintenance.overdue':
+      return `${text(event.data.name)}: ${text(event.data.state).replace('_', ' ')}`;
+    case 'maintenance.completed':
+      return `service done${event.data.name === null ? '' : `: ${event.data.name}`}`;
     case 'webhook.test':
       return 'test';
     default:

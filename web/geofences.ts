@@ -8,7 +8,7 @@ import '@geoman-io/leaflet-geoman-free';
 import { api, encode, explain, type Geofence, type GeofenceGeometry } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import { known } from './fleet.ts';
-import L, { addBaseLayers, asText } from './leaflet.ts';
+import L, { addBaseLayers, asText, removeMap } from './leaflet.ts';
 
 type Position = number[];
 export type Geometry = GeofenceGeometry;
@@ -345,6 +345,6 @@ export function renderGeofences(root: HTMLElement, ctx: { tileUrl: string }): ()
   return () => {
     controller.abort();
     resize.disconnect();
-    map.remove();
+    removeMap(map);
   };
 }

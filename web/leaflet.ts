@@ -16,6 +16,17 @@ export function asText(text: string): HTMLElement {
   return span;
 }
 
+/**
+ * Removes a map, also in the middle of a zoom animation: Leaflet ends one on a timer that
+ * `remove()` leaves running, and that then reads the panes `remove()` took away (a page left
+ * while its map still zoomed threw "Cannot read properties of undefined (reading
+ * '_leaflet_pos')"). The animation is marked over first, as its own end would.
+ */
+export function removeMap(map: L.Map): void {
+  (map as unknown as { _animatingZoom: boolean })._animatingZoom = false;
+  map.remove();
+}
+
 /** OpenStreetMap's attribution, shown while map tiles are on screen. */
 export const OSM_ATTRIBUTION = '© <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors';
 

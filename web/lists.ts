@@ -26,6 +26,7 @@ export const EVENT_TYPES = [
   'alert.opened', 'alert.acknowledged', 'alert.resolved', 'trip.started', 'trip.ended',
   'command.queued', 'command.sent', 'command.succeeded', 'command.failed', 'command.timed_out', 'command.expired', 'command.cancelled', 'command.delivered',
   'driver.assigned', 'driver.unassigned', 'driver.unknown',
+  'maintenance.due_soon', 'maintenance.overdue', 'maintenance.completed',
 ] as const;
 
 /** The numeric fields a threshold rule can watch (besides `diagnostics.<key>`). */
@@ -47,10 +48,11 @@ export const AUDIT_ACTIONS = [
   'api_key.created', 'api_key.revoked', 'command.cancelled', 'command.created', 'credential.rejected', 'device.created', 'device.deleted',
   'driver.created', 'driver.deleted', 'driver.updated', 'driver_assignment.created', 'driver_assignment.ended',
   'geofence.created', 'geofence.deleted', 'geofence.replaced',
+  'maintenance_schedule.created', 'maintenance_schedule.deleted', 'maintenance_schedule.replaced',
   'group.created', 'group.deleted', 'group.updated', 'group.vehicle_removed', 'group.vehicles_added', 'oauth.signing_key_rotated', 'oauth_client.created', 'oauth_client.deleted',
   'organization.created', 'request.failed', 'request.not_found',
   'session.login', 'session.login_failed', 'session.logout', 'session.sso_login', 'session.sso_login_failed',
-  'sso.configured', 'sso.removed', 'stream.created', 'stream.deleted', 'stream.ticket_issued',
+  'service_record.created', 'sso.configured', 'sso.removed', 'stream.created', 'stream.deleted', 'stream.ticket_issued',
   'user.deleted', 'user.invitation_accepted', 'user.invitation_accepted_failed', 'user.invited', 'user.password_changed', 'user.reinvited',
   'user.totp_disabled', 'user.totp_enabled', 'user.totp_started', 'user.updated',
   'vehicle.created', 'vehicle.deleted', 'vehicle.meters_set', 'vehicle.status_changed', 'vehicle.updated',
@@ -59,6 +61,6 @@ export const AUDIT_ACTIONS = [
 
 /** The kinds of resource an audit entry names. */
 export const AUDIT_RESOURCE_TYPES = [
-  'alert', 'alertRule', 'apiKey', 'command', 'device', 'driver', 'driverAssignment', 'geofence', 'group', 'oauthClient', 'oauthSigningKey', 'organization', 'session', 'sso', 'stream',
+  'alert', 'alertRule', 'apiKey', 'command', 'device', 'driver', 'driverAssignment', 'geofence', 'group', 'maintenanceSchedule', 'oauthClient', 'oauthSigningKey', 'organization', 'serviceRecord', 'session', 'sso', 'stream',
   'user', 'vehicle', 'webhook',
 ] as const;

@@ -11,7 +11,7 @@
 // when it changes.
 import type { WorkerReply, WorkerRequest } from './cluster-worker.ts';
 import { h } from './dom.ts';
-import L, { addBaseLayers } from './leaflet.ts';
+import L, { addBaseLayers, removeMap } from './leaflet.ts';
 
 interface Vehicle {
   id: string;
@@ -409,7 +409,7 @@ export function createMap(options: { tileUrl: string }): FleetMap {
       if (frame !== 0) cancelAnimationFrame(frame);
       window.clearTimeout(buildTimer);
       worker.terminate();
-      map.remove();
+      removeMap(map);
     },
   };
 }

@@ -5,7 +5,7 @@
 // saved as a Blob, never opened as a URL that would need the key in it.
 import { ApiError, api, encode, credentialed, explain, type History, type Stop, type Trip } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
-import L, { addBaseLayers, asText } from './leaflet.ts';
+import L, { addBaseLayers, asText, removeMap } from './leaflet.ts';
 
 export type { Stop, Trip };
 
@@ -375,6 +375,6 @@ export function renderReplay(root: HTMLElement, vehicleId: string, ctx: { tileUr
     controller.abort();
     pause();
     resize.disconnect();
-    map.remove();
+    removeMap(map);
   };
 }

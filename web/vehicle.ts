@@ -19,6 +19,7 @@ import { badge } from './fleet.ts';
 import type { Live } from './live.ts';
 import { renderCommands } from './commands.ts';
 import { renderMeters } from './meters.ts';
+import { renderVehicleMaintenance } from './maintenance.ts';
 import { renderReplay } from './replay.ts';
 import { nextStatuses } from './transitions.ts';
 
@@ -71,6 +72,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
   const replayBox = h('section', { class: 'card replay', 'aria-label': 'Route replay' });
   const commandsBox = h('div', { class: 'card' });
   const metersBox = h('div', { class: 'card' });
+  const maintenanceBox = h('div', { class: 'card' });
 
   replace(root,
     h('section', { class: 'vehicle', 'aria-labelledby': 'vehicle-title' },
@@ -87,6 +89,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
           h('p', { class: 'muted chart-help' }, 'Speed in km/h (left axis), battery in % (right axis). Hover for values, drag across to zoom in, double-click to zoom out.')),
         chartStatus),
       replayBox,
+      h('section', { 'aria-label': 'Maintenance' }, h('h2', {}, 'Maintenance'), maintenanceBox),
       h('section', { 'aria-label': 'Commands' }, h('h2', {}, 'Commands'), commandsBox),
       h('section', { 'aria-label': 'Status history' }, h('h2', {}, 'Status history'), historyBox)));
 
@@ -98,6 +101,7 @@ export function renderVehicle(root: HTMLElement, id: string, ctx: { live: Live; 
   const stopReplay = renderReplay(replayBox, id, { tileUrl: ctx.tileUrl });
   const stopCommands = renderCommands(commandsBox, id);
   const meters = renderMeters(metersBox, id, signal);
+  renderVehicleMaintenance(maintenanceBox, id, signal);
 
   function showDetails(v: VehicleDetails) {
     vehicle = v;

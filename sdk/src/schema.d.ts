@@ -1061,6 +1061,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/fleet/vehicles/{id}/maintenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where a vehicle stands with its service schedules
+         * @description A schedule applies to `vehicleIds`, or to the members of `groupId`, or, with neither, to every vehicle. Its intervals run, for each vehicle, from the last service for it, or before any from the vehicle's meters and the date when the schedule first applied to it.
+         *
+         *     Needs scope `fleet:read`.
+         */
+        get: operations["getVehicleMaintenance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/fleet/vehicles/{id}/meters": {
         parameters: {
             query?: never;
@@ -1083,6 +1105,32 @@ export interface paths {
          */
         put: operations["setVehicleMeters"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/fleet/vehicles/{id}/service-records": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A vehicle's service records
+         * @description Needs scope `fleet:read`.
+         */
+        get: operations["listServiceRecords"];
+        put?: never;
+        /**
+         * Record a service done on a vehicle
+         * @description Meters left out are the vehicle's at the time of the request. One for a schedule restarts that schedule's intervals from its values (unless a later service restarted them already) and emits `maintenance.completed`; one for a schedule that does not apply to the vehicle answers 409 `schedule-not-applicable`.
+         *
+         *     Needs scope `fleet:write`.
+         */
+        post: operations["createServiceRecord"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1350,6 +1398,86 @@ export interface paths {
          *     Needs scope `fleet:write`.
          */
         delete: operations["removeGroupVehicle"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/maintenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The service items of the whole fleet
+         * @description Overdue first, then due soon, then ok. `state` keeps one state; `limit` (default 1000) and `offset` page through them.
+         *
+         *     Needs scope `fleet:read`.
+         */
+        get: operations["listFleetMaintenance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/maintenance-schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List service schedules
+         * @description Needs scope `fleet:read`.
+         */
+        get: operations["listMaintenanceSchedules"];
+        put?: never;
+        /**
+         * Create a service schedule
+         * @description A schedule applies to `vehicleIds`, or to the members of `groupId`, or, with neither, to every vehicle. Its intervals run, for each vehicle, from the last service for it, or before any from the vehicle's meters and the date when the schedule first applied to it. A `groupId` that does not exist answers 404 `group-not-found`; past 1000 schedules, 403 `quota-exceeded`.
+         *
+         *     Needs scope `fleet:write`.
+         */
+        post: operations["createMaintenanceSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/maintenance-schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a service schedule
+         * @description Needs scope `fleet:read`.
+         */
+        get: operations["getMaintenanceSchedule"];
+        /**
+         * Replace a service schedule
+         * @description The vehicles it no longer applies to lose their items; those it keeps keep their baselines and what their cycle announced.
+         *
+         *     Needs scope `fleet:write`.
+         */
+        put: operations["replaceMaintenanceSchedule"];
+        post?: never;
+        /**
+         * Delete a service schedule
+         * @description With its items; the service records that named it keep its id.
+         *
+         *     Needs scope `fleet:write`.
+         */
+        delete: operations["deleteMaintenanceSchedule"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3179,7 +3307,7 @@ export interface components {
          *       }
          *     }
          */
-        Event: components["schemas"]["VehicleRegisteredEvent"] | components["schemas"]["VehicleUpdatedEvent"] | components["schemas"]["VehicleStatusChangedEvent"] | components["schemas"]["VehicleDeletedEvent"] | components["schemas"]["GeofenceEnteredEvent"] | components["schemas"]["GeofenceExitedEvent"] | components["schemas"]["AlertOpenedEvent"] | components["schemas"]["AlertAcknowledgedEvent"] | components["schemas"]["AlertResolvedEvent"] | components["schemas"]["TripStartedEvent"] | components["schemas"]["TripEndedEvent"] | components["schemas"]["CommandQueuedEvent"] | components["schemas"]["CommandSentEvent"] | components["schemas"]["CommandSucceededEvent"] | components["schemas"]["CommandFailedEvent"] | components["schemas"]["CommandTimedOutEvent"] | components["schemas"]["CommandExpiredEvent"] | components["schemas"]["CommandCancelledEvent"] | components["schemas"]["CommandDeliveredEvent"] | components["schemas"]["DriverAssignedEvent"] | components["schemas"]["DriverUnassignedEvent"] | components["schemas"]["DriverUnknownEvent"] | components["schemas"]["WebhookTestEvent"];
+        Event: components["schemas"]["VehicleRegisteredEvent"] | components["schemas"]["VehicleUpdatedEvent"] | components["schemas"]["VehicleStatusChangedEvent"] | components["schemas"]["VehicleDeletedEvent"] | components["schemas"]["GeofenceEnteredEvent"] | components["schemas"]["GeofenceExitedEvent"] | components["schemas"]["AlertOpenedEvent"] | components["schemas"]["AlertAcknowledgedEvent"] | components["schemas"]["AlertResolvedEvent"] | components["schemas"]["TripStartedEvent"] | components["schemas"]["TripEndedEvent"] | components["schemas"]["CommandQueuedEvent"] | components["schemas"]["CommandSentEvent"] | components["schemas"]["CommandSucceededEvent"] | components["schemas"]["CommandFailedEvent"] | components["schemas"]["CommandTimedOutEvent"] | components["schemas"]["CommandExpiredEvent"] | components["schemas"]["CommandCancelledEvent"] | components["schemas"]["CommandDeliveredEvent"] | components["schemas"]["DriverAssignedEvent"] | components["schemas"]["DriverUnassignedEvent"] | components["schemas"]["DriverUnknownEvent"] | components["schemas"]["MaintenanceDueSoonEvent"] | components["schemas"]["MaintenanceOverdueEvent"] | components["schemas"]["MaintenanceCompletedEvent"] | components["schemas"]["WebhookTestEvent"];
         /** @description A page of the event feed. */
         EventPage: {
             /** @description Oldest first, in the order the service recorded them. */
@@ -3191,7 +3319,7 @@ export interface components {
          * @description Event type. Receivers must ignore types they do not know.
          * @enum {unknown}
          */
-        EventType: "vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "webhook.test";
+        EventType: "vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "maintenance.due_soon" | "maintenance.overdue" | "maintenance.completed" | "webhook.test";
         /** @description What is wrong with one value of the request. */
         FieldError: {
             /**
@@ -3202,6 +3330,27 @@ export interface components {
             message: string;
             /** @description JSON Pointer into that part of the request. */
             path: string;
+        };
+        /** @description The service items of the whole fleet. */
+        FleetMaintenance: {
+            /** @description Overdue first, then due soon, then ok; by vehicle and schedule within each. */
+            items: {
+                /** @description The service that last restarted the intervals, or null. */
+                lastService: components["schemas"]["ServiceRecord"] | null;
+                name: string;
+                nextDue: components["schemas"]["MaintenanceNextDue"];
+                /** @example mnt_3Kp8Zq1WbX7mKc1Np8Rs */
+                scheduleId: string;
+                /** @description `overdue` once any meter or the date reached its next due value; `due_soon` within `dueSoon` of one. */
+                state: "ok" | "due_soon" | "overdue";
+                /**
+                 * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+                 * @example van-042
+                 */
+                vehicleId: string;
+            }[];
+            /** @description Items matching `state`, all pages. */
+            total: number;
         };
         /**
          * @description A live stream of the fleet to create.
@@ -3477,6 +3626,185 @@ export interface components {
             /** @description WGS 84 longitude, decimal degrees. */
             lng: number;
         };
+        /** @description An event of type `maintenance.completed`. */
+        MaintenanceCompletedEvent: {
+            data: components["schemas"]["MaintenanceEventData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "maintenance.completed";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /**
+         * @description How far ahead of each next due value the item is `due_soon`; an interval without one is never due soon, only overdue.
+         * @example {
+         *       "km": 1000,
+         *       "days": 30
+         *     }
+         */
+        MaintenanceDueSoon: {
+            /** @description Days before the next due value that count as due soon. */
+            days?: number;
+            /** @description Engine hours before the next due value that count as due soon. */
+            engineHours?: number;
+            /** @description Kilometres before the next due value that count as due soon. */
+            km?: number;
+        };
+        /** @description An event of type `maintenance.due_soon`. */
+        MaintenanceDueSoonEvent: {
+            data: components["schemas"]["MaintenanceEventData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "maintenance.due_soon";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description A service item crossing into due soon or overdue, or a service done (`maintenance.completed`, with its `serviceRecord`). */
+        MaintenanceEventData: {
+            meters: {
+                engineHours: number;
+                odometerKm: number;
+            };
+            name: string | null;
+            nextDue: components["schemas"]["MaintenanceNextDue"] | null;
+            /** @description Null for `maintenance.completed` of a service record without a schedule. */
+            scheduleId: string | null;
+            serviceRecord?: components["schemas"]["ServiceRecord"];
+            state: ("ok" | "due_soon" | "overdue") | null;
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /**
+         * @description How often the service is due: by distance, engine hours or days (at least one); whichever comes first.
+         * @example {
+         *       "km": 15000,
+         *       "days": 365
+         *     }
+         */
+        MaintenanceInterval: {
+            /** @description Days between services. */
+            days?: number;
+            /** @description Engine hours between services. */
+            engineHours?: number;
+            /** @description Kilometres between services. */
+            km?: number;
+        };
+        /** @description The next due value of each interval the schedule has. */
+        MaintenanceNextDue: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            at?: string;
+            engineHours?: number;
+            odometerKm?: number;
+        };
+        /** @description An event of type `maintenance.overdue`. */
+        MaintenanceOverdueEvent: {
+            data: components["schemas"]["MaintenanceEventData"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "maintenance.overdue";
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /** @description A service schedule. */
+        MaintenanceSchedule: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            createdAt: string;
+            dueSoon: components["schemas"]["MaintenanceDueSoon"];
+            every: components["schemas"]["MaintenanceInterval"];
+            groupId: string | null;
+            /** @example mnt_3Kp8Zq1WbX7mKc1Np8Rs */
+            id: string;
+            name: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            updatedAt: string;
+            vehicleIds: string[] | null;
+        };
+        /**
+         * @description A service schedule: `vehicleIds` or `groupId` (not both); without either, every vehicle.
+         * @example {
+         *       "name": "Oil change",
+         *       "every": {
+         *         "km": 15000,
+         *         "days": 365
+         *       },
+         *       "dueSoon": {
+         *         "km": 1000,
+         *         "days": 30
+         *       }
+         *     }
+         */
+        MaintenanceScheduleInput: {
+            dueSoon?: components["schemas"]["MaintenanceDueSoon"];
+            every: components["schemas"]["MaintenanceInterval"];
+            /** @example grp_7Qm2Lw9ZbT4kX1cNp8Rs */
+            groupId?: string;
+            /** @description e.g. "Oil change". */
+            name: string;
+            /** @description The vehicles it applies to; absent or null: every vehicle of the organization. */
+            vehicleIds?: string[] | null;
+        };
+        /** @description A page of service schedules. */
+        MaintenanceScheduleList: {
+            limit: number;
+            offset: number;
+            /** @description Oldest first. */
+            schedules: components["schemas"]["MaintenanceSchedule"][];
+            total: number;
+        };
         /** @description A GeoJSON MultiPolygon. */
         MultiPolygonGeometry: {
             coordinates: number[][][][];
@@ -3600,7 +3928,7 @@ export interface components {
              * @description Stable machine-readable code.
              * @enum {unknown}
              */
-            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "outside-groups" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "group-not-found" | "driver-not-found" | "assignment-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "command-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "group-in-use" | "identifier-taken" | "assignment-conflict" | "device-offline" | "command-queue-full" | "command-not-queued" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
+            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "outside-groups" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "group-not-found" | "driver-not-found" | "assignment-not-found" | "schedule-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "command-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "group-in-use" | "identifier-taken" | "assignment-conflict" | "schedule-not-applicable" | "device-offline" | "command-queue-full" | "command-not-queued" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
             detail?: string;
             /** @description Each invalid value, on a `validation-failed` problem. */
             errors?: components["schemas"]["FieldError"][];
@@ -3656,6 +3984,75 @@ export interface components {
          * @enum {unknown}
          */
         Scope: "fleet:read" | "fleet:write" | "telemetry:read" | "telemetry:write" | "streams" | "admin" | "events:read" | "rules" | "webhooks" | "metrics:read" | "users" | "audit:read" | "commands" | "dispatch" | "alerts:write";
+        /** @description A service done on a vehicle. */
+        ServiceRecord: {
+            cost: {
+                amount: number;
+                /** @description ISO 4217, e.g. EUR. */
+                currency: string;
+            } | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            createdAt: string;
+            engineHours: number;
+            id: string;
+            notes: string | null;
+            odometerKm: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            performedAt: string;
+            scheduleId: string | null;
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
+        /**
+         * @description A service done on the vehicle; one for a schedule restarts that schedule's intervals from its values.
+         * @example {
+         *       "scheduleId": "mnt_3Kp8Zq1WbX7mKc1Np8Rs",
+         *       "performedAt": "2026-11-20T10:00:00Z",
+         *       "notes": "Oil and filter",
+         *       "cost": {
+         *         "amount": 180,
+         *         "currency": "EUR"
+         *       }
+         *     }
+         */
+        ServiceRecordInput: {
+            cost?: {
+                amount: number;
+                /** @description ISO 4217, e.g. EUR. */
+                currency: string;
+            };
+            /** @description Default: the vehicle's engine hours at the time of the request. */
+            engineHours?: number;
+            notes?: string;
+            /** @description Default: the vehicle's odometer at the time of the request. */
+            odometerKm?: number;
+            /**
+             * Format: date-time
+             * @description When the service was done; not in the future.
+             */
+            performedAt: string;
+            /** @example mnt_3Kp8Zq1WbX7mKc1Np8Rs */
+            scheduleId?: string;
+        };
+        /** @description A page of a vehicle's service records. */
+        ServiceRecordList: {
+            limit: number;
+            offset: number;
+            /** @description Newest first. */
+            serviceRecords: components["schemas"]["ServiceRecord"][];
+            total: number;
+        };
         /** @description The signed-in person: the session cookie `fleet_session` is set with it. */
         Session: {
             /** @description Send it as `X-CSRF-Token` on every POST, PUT, PATCH and DELETE made with the session cookie. */
@@ -4304,6 +4701,25 @@ export interface components {
             total: number;
             vehicles: components["schemas"]["VehicleSummary"][];
         };
+        /** @description Where a vehicle stands with each of its service schedules. */
+        VehicleMaintenance: {
+            /** @description One per schedule that applies to the vehicle, oldest schedule first. */
+            items: {
+                /** @description The service that last restarted the intervals, or null. */
+                lastService: components["schemas"]["ServiceRecord"] | null;
+                name: string;
+                nextDue: components["schemas"]["MaintenanceNextDue"];
+                /** @example mnt_3Kp8Zq1WbX7mKc1Np8Rs */
+                scheduleId: string;
+                /** @description `overdue` once any meter or the date reached its next due value; `due_soon` within `dueSoon` of one. */
+                state: "ok" | "due_soon" | "overdue";
+            }[];
+            /**
+             * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+             * @example van-042
+             */
+            vehicleId: string;
+        };
         /**
          * @description A vehicle's odometer and engine hours, kept as its records are committed.
          * @example {
@@ -4630,7 +5046,7 @@ export interface components {
              *       "geofence.entered"
              *     ]
              */
-            eventTypes: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "*")[];
+            eventTypes: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "maintenance.due_soon" | "maintenance.overdue" | "maintenance.completed" | "*")[];
             /**
              * @description An `https://` or `http://` URL. Loopback, private, link-local and multicast targets are refused (at creation and at each delivery).
              * @example https://hooks.example.com/fleet
@@ -4687,7 +5103,7 @@ export interface components {
              *       "geofence.entered"
              *     ]
              */
-            eventTypes?: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "*")[];
+            eventTypes?: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "maintenance.due_soon" | "maintenance.overdue" | "maintenance.completed" | "*")[];
             /**
              * @description An `https://` or `http://` URL. Loopback, private, link-local and multicast targets are refused (at creation and at each delivery).
              * @example https://hooks.example.com/fleet
@@ -7630,6 +8046,41 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    getVehicleMaintenance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+                 * @example van-042
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Where a vehicle stands with each of its service schedules. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VehicleMaintenance"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     getVehicleMeters: {
         parameters: {
             query?: never;
@@ -7700,6 +8151,88 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listServiceRecords: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: number;
+                /** @description Items to skip. */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+                 * @example van-042
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of a vehicle's service records. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceRecordList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createServiceRecord: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+                 * @example van-042
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ServiceRecordInput"];
+            };
+        };
+        responses: {
+            /** @description A service done on a vehicle. */
+            201: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceRecord"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -8316,6 +8849,208 @@ export interface operations {
                  * @example van-042
                  */
                 vehicleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listFleetMaintenance: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description Only items in this state. */
+                state?: "ok" | "due_soon" | "overdue";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The service items of the whole fleet. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FleetMaintenance"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listMaintenanceSchedules: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: number;
+                /** @description Items to skip. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of service schedules. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MaintenanceScheduleList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createMaintenanceSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MaintenanceScheduleInput"];
+            };
+        };
+        responses: {
+            /** @description A service schedule. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MaintenanceSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMaintenanceSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example mnt_3Kp8Zq1WbX7mKc1Np8Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A service schedule. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MaintenanceSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    replaceMaintenanceSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example mnt_3Kp8Zq1WbX7mKc1Np8Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MaintenanceScheduleInput"];
+            };
+        };
+        responses: {
+            /** @description A service schedule. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MaintenanceSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteMaintenanceSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example mnt_3Kp8Zq1WbX7mKc1Np8Rs */
+                id: string;
             };
             cookie?: never;
         };

@@ -9,6 +9,7 @@ export function addLifecycle(app: FastifyInstance, parts: Services): void {
     deliveries.start();
     parts.commands.start();
     void offline.runOnce();
+    void parts.maintenanceChecks.runOnce();
   });
   // preClose: MQTT and the device listeners stop taking messages and answer those in hand while
   // the store is still open.
@@ -23,6 +24,7 @@ export function addLifecycle(app: FastifyInstance, parts: Services): void {
     parts.peopleCleanup.stop();
     parts.auditRetention.stop();
     offline.stop();
+    await parts.maintenanceChecks.stop();
     parts.commands.stop();
     await deliveries.stop();
     parts.pacing?.close();

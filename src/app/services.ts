@@ -21,6 +21,8 @@ import { startAuditRetention } from '../audit/retention.ts';
 import { createGroupService } from '../groups/service.ts';
 import { createDriverService } from '../drivers/service.ts';
 import { createMeterService } from '../meters/service.ts';
+import { createMaintenanceService } from '../maintenance/service.ts';
+import { startMaintenanceChecks } from '../maintenance/check.ts';
 import { createVehicleScope } from '../groups/scope.ts';
 import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
 import { osmandChannel } from '../protocols/osmand/commands.ts';
@@ -98,6 +100,10 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   const vehicleScope = createVehicleScope(stores.groups);
   const drivers = createDriverService({ store: stores.drivers, clock, maxDrivers: config.quotas.drivers, events, scope: vehicleScope });
   const meters = createMeterService({ store: stores.meters, vehicles: stores.vehicles, scope: vehicleScope, clock });
+  const maintenance = createMaintenanceService({ store: stores.maintenance, vehicles: stores.vehicles, groups: stores.groups, scope: vehicleScope, clock, events });
+  const maintenanceChecks = startMaintenanceChecks({
+    store: stores.maintenance, service: maintenance, clock, log, intervalMs: config.maintenance.checkSeconds * 1000,
+  });
   const vehicles = createVehicleService({
     store: stores.vehicles, clock, maxVehicles: config.quotas.vehicles, latest: latestOf, events,
   });
@@ -189,6 +195,6 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     eventCounts, outbound, pacing, deliveries, webhooks,
     feed: createFeedService({ store: stores.events }),
     history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles, drivers: stores.drivers }),
-    mqtt, devices, protocolIngest, deviceGuard, listeners, commands, retention, eventRetention, peopleCleanup, auditRetention, groups, drivers, meters, vehicleScope,
+    mqtt, devices, protocolIngest, deviceGuard, listeners, commands, retention, eventRetention, peopleCleanup, auditRetention, groups, drivers, meters, maintenance, maintenanceChecks, vehicleScope,
   };
 }

@@ -70,6 +70,10 @@ const table = {
   assignDriver: { action: 'driver_assignment.created', resource: 'driverAssignment', id: 'new:asg' },
   endDriverAssignment: { action: 'driver_assignment.ended', resource: 'driverAssignment', id: 'param:id' },
   setVehicleMeters: { action: 'vehicle.meters_set', resource: 'vehicle', id: 'param:id' },
+  createMaintenanceSchedule: { action: 'maintenance_schedule.created', resource: 'maintenanceSchedule', id: 'new:mnt' },
+  replaceMaintenanceSchedule: { action: 'maintenance_schedule.replaced', resource: 'maintenanceSchedule', id: 'param:id' },
+  deleteMaintenanceSchedule: { action: 'maintenance_schedule.deleted', resource: 'maintenanceSchedule', id: 'param:id' },
+  createServiceRecord: { action: 'service_record.created', resource: 'serviceRecord', id: 'new:svc' },
   createStreamTicket: { action: 'stream.ticket_issued', resource: 'stream', id: 'param:streamId' },
 } as const satisfies Record<string, AuditAction>;
 

@@ -3,6 +3,7 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { Command } from '../commands/schema.ts';
 import { Assignment } from '../drivers/schema.ts';
+import { MaintenanceEventData } from '../maintenance/schema.ts';
 import { Trip } from '../history/schema.ts';
 import { AlertEventData } from '../rules/schema.ts';
 import { IsoTimestamp, commaListPattern } from '../schema/common.ts';
@@ -63,6 +64,9 @@ export const EVENT_DATA = {
     { identifier: Type.String({ description: 'The `driverIdentifier` the record carried, which no driver of the organization has.' }) },
     { additionalProperties: false },
   ), 'A vehicle read an identifier no driver has (emitted again whenever the identifier carried changes).'),
+  'maintenance.due_soon': MaintenanceEventData,
+  'maintenance.overdue': MaintenanceEventData,
+  'maintenance.completed': MaintenanceEventData,
   'webhook.test': NoData,
 } satisfies Record<EventType, TSchema>;
 

@@ -28,6 +28,9 @@ export const EVENT_TYPES = [
   'driver.assigned',
   'driver.unassigned',
   'driver.unknown',
+  'maintenance.due_soon',
+  'maintenance.overdue',
+  'maintenance.completed',
   'webhook.test',
 ] as const;
 

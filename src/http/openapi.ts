@@ -215,6 +215,7 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
         { name: 'sessions', description: 'A person\'s own sign-in, session, password and two-factor sign-in.' },
         { name: 'groups', description: 'Vehicle groups: named sets of the organization\'s vehicles; a vehicle\'s `groupIds`, and `groupId` on the vehicle list.' },
         { name: 'drivers', description: 'Drivers, their identifiers, and who drives which vehicle (assignments); a vehicle\'s `driverId`.' },
+        { name: 'maintenance', description: 'Service schedules by distance, engine hours and days; service records; what is due soon or overdue, per vehicle and fleet-wide.' },
         { name: 'audit', description: 'The audit log: who changed what, every sign-in and every refusal.' },
         { name: 'organizations', description: 'Organizations (platform organization only).' },
         { name: 'oauth', description: 'OAuth 2.0: clients, the token endpoint, revocation, introspection, signing keys.' },

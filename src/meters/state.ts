@@ -63,13 +63,12 @@ export function setMeters(m: MeterState, values: { odometerKm?: number | undefin
   return next;
 }
 
-/** Rounded to the metre and the second's thousandth of an hour, as the API answers. */
-export function metersView(vehicleId: string, m: MeterState | null, iso: (ms: number) => string) {
+/** The two values, rounded to the metre and the thousandth of an hour, as the API answers them (none yet: zero). */
+export function meterValues(m: MeterState | null | undefined): { odometerKm: number; engineHours: number } {
   const state = m ?? initialMeters();
-  return {
-    vehicleId,
-    odometerKm: Math.round(odometerKm(state) * 1000) / 1000,
-    engineHours: Math.round((state.eng / 3600) * 1000) / 1000,
-    updatedAt: state.up === null ? null : iso(state.up),
-  };
+  return { odometerKm: Math.round(odometerKm(state) * 1000) / 1000, engineHours: Math.round((state.eng / 3600) * 1000) / 1000 };
+}
+
+export function metersView(vehicleId: string, m: MeterState | null, iso: (ms: number) => string) {
+  return { vehicleId, ...meterValues(m), updatedAt: m === null || m.up === null ? null : iso(m.up) };
 }

@@ -10,6 +10,7 @@ import type { Config } from '../config.ts';
 import type { EventStore } from '../events/store.ts';
 import type { PeopleStore } from '../people/store.ts';
 import type { MeterStore } from '../meters/store.ts';
+import type { MaintenanceStore } from '../maintenance/store.ts';
 import type { RulesStore } from '../rules/store.ts';
 import type { SsoStore } from '../sso/store.ts';
 import type { DeviceStore } from '../devices/store.ts';
@@ -35,6 +36,7 @@ export interface Stores {
   drivers: DriverStore;
   commands: CommandStore;
   meters: MeterStore;
+  maintenance: MaintenanceStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;
   close(): Promise<void>;

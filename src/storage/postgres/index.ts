@@ -3,6 +3,7 @@ import type { Stores } from '../stores.ts';
 import { createPostgresAuthStore } from './auth.ts';
 import { createPostgresEventStore } from './events.ts';
 import { createPostgresMeterStore, createPostgresRulesStore } from './rules.ts';
+import { createPostgresMaintenanceStore } from './maintenance.ts';
 import { createPostgresWebhookStore } from './webhooks.ts';
 import { createPostgresDeviceStore } from './devices.ts';
 import { type Database, type PostgresOptions, migrate, openPostgres } from './database.ts';
@@ -48,6 +49,7 @@ export function postgresStores(db: Database): Stores {
     events: createPostgresEventStore(db),
     rules: createPostgresRulesStore(db),
     meters: createPostgresMeterStore(db),
+    maintenance: createPostgresMaintenanceStore(db),
     webhooks: createPostgresWebhookStore(db),
     devices: createPostgresDeviceStore(db),
     people: createPostgresPeopleStore(db),

@@ -13,6 +13,7 @@ import { createSqliteAuditStore } from './audit.ts';
 import { createSqliteCommandStore } from './commands.ts';
 import { createSqliteGroupStore, createSqliteMemberships } from './groups.ts';
 import { createSqliteAssignments, createSqliteDriverStore } from './drivers.ts';
+import { createSqliteMaintenanceStore } from './maintenance.ts';
 import { createSqlitePeopleStore } from './people.ts';
 import { createSqliteSsoStore } from './sso.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
@@ -62,6 +63,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     events: createSqliteEventStore(db),
     rules: createSqliteRulesStore(db, ruleWrites, wal),
     meters: createSqliteMeterStore(ruleWrites, wal),
+    maintenance: createSqliteMaintenanceStore(db, wal, appendEvents),
     webhooks: createSqliteWebhookStore(db, wal),
     devices: createSqliteDeviceStore(db, wal),
     people: createSqlitePeopleStore(db),
