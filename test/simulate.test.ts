@@ -132,6 +132,17 @@ describe('npm run simulate', { concurrency: 2 }, () => {
     let stored = 0;
     for (const vehicle of list.vehicles) stored += (await history(fleet, key, vehicle.id)).length;
     assert.equal(stored, sent.accepted, 'every acknowledged record is in the history');
+    // Its drivers are registered, and the vehicles' iButtons assign them; the meters count.
+    const drivers = (await json(request(fleet, 'GET', '/v2/drivers?limit=1000', { key }))).drivers as Array<{ identifiers: Array<{ value: string }> }>;
+    assert.ok(drivers.length > 0, first.stdout());
+    const driven = [];
+    for (const vehicle of list.vehicles) {
+      const details = await json(request(fleet, 'GET', `/v2/fleet/vehicles/${vehicle.id}`, { key }));
+      if (details.driverId !== null) driven.push(vehicle.id);
+      const meters = await json(request(fleet, 'GET', `/v2/fleet/vehicles/${vehicle.id}/meters`, { key }));
+      assert.ok(meters.odometerKm > 0, `${vehicle.id}: ${JSON.stringify(meters)}`);
+    }
+    assert.ok(driven.length > 0, 'some vehicle has its driver from its records');
 
     // A second run: nothing registered again, and every vehicle carries on from where it was.
     const second = simulate(t, ['--url', fleet.url, '--vehicles', '4', '--rate', '40'], key);

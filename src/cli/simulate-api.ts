@@ -235,6 +235,31 @@ export async function prepareGeofences(
   return { created, reused };
 }
 
+const FIRST_NAMES = ['Ada', 'Bruno', 'Chiara', 'Deniz', 'Elif', 'Farid', 'Greta', 'Hannes', 'Ines', 'Jonas', 'Kaja', 'Lukas', 'Mira', 'Noah', 'Olga', 'Pavel'];
+const LAST_NAMES = ['Albers', 'Berger', 'Costa', 'Demir', 'Engel', 'Fischer', 'Graf', 'Haas', 'Ivanova', 'Jansen', 'Keller', 'Lang', 'Moreau', 'Nowak', 'Otto', 'Peters'];
+
+/**
+ * Registers the drivers whose iButtons the vehicles' readers send (simulation.ts, driverIButtons),
+ * so their records start those drivers' assignments: one driver per iButton, named from it. One
+ * registered by an earlier run is kept (409 identifier-taken). A key that may not create drivers
+ * leaves them unknown (their records announce `driver.unknown`); the run goes on.
+ */
+export async function prepareDrivers(api: Api, sims: readonly Sim[]): Promise<{ created: number; refused: boolean }> {
+  const iButtons = [...new Set(sims.filter((sim) => !sim.dropped).flatMap((sim) => sim.state.drivers))];
+  let created = 0;
+  let refused = false;
+  await pool(iButtons, 8, async (value) => {
+    if (refused) return;
+    const n = Number.parseInt(value.slice(-4), 16);
+    const name = `${FIRST_NAMES[n % FIRST_NAMES.length]!} ${LAST_NAMES[Math.floor(n / FIRST_NAMES.length) % LAST_NAMES.length]!} (${value.slice(-4)})`;
+    const { error, response } = await api.setup.POST('/v2/drivers', { body: { name, identifiers: [{ kind: 'ibutton', value }] } });
+    if (response.status === 201) created++;
+    else if (response.status === 403) refused = true;
+    else if (!(response.status === 409 && codeOf(error) === 'identifier-taken')) throw new Fatal(`registering the driver of ${value} failed: ${problemText(response.status, error)}`);
+  });
+  return { created, refused };
+}
+
 export interface OutRecord {
   vehicleId: string;
   timestamp: string;

@@ -135,6 +135,8 @@ export function osmandTransport(
     if (speed !== undefined) query.set('speed', String(speed / KMH_PER_KNOT));
     if (heading !== undefined) query.set('bearing', String(heading));
     if (battery !== undefined) query.set('batt', String(battery));
+    if (record.data.ignition !== undefined) query.set('ignition', String(record.data.ignition));
+    if (record.data.driverIdentifier !== undefined) query.set('driverUniqueId', record.data.driverIdentifier);
     try {
       const res = await fetch(`${url}?${query.toString()}`, { signal: AbortSignal.timeout(10_000) });
       if (res.status === 200 && res.headers.get('content-type')?.startsWith('text/plain') === true) {
@@ -183,8 +185,9 @@ export function osmandTransport(
 }
 
 function toAvl(record: Record): EncodableRecord {
-  const { location, speed, heading, battery, odometer } = record.data;
-  const io: EncodableRecord['io'] = [{ id: 239, size: 1, value: (speed ?? 0) > 0 ? 1 : 0 }];
+  const { location, speed, heading, battery, odometer, ignition, driverIdentifier } = record.data;
+  const io: EncodableRecord['io'] = [{ id: 239, size: 1, value: (ignition ?? (speed ?? 0) > 0) ? 1 : 0 }];
+  if (driverIdentifier !== undefined) io.push({ id: 78, size: 8, value: BigInt(`0x${driverIdentifier}`) });
   if (battery !== undefined) io.push({ id: 113, size: 1, value: Math.round(battery) });
   if (odometer !== undefined) io.push({ id: 16, size: 4, value: Math.round(odometer * 1000) });
   return {

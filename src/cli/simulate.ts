@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import {
   type Api, Fatal, type OutRecord, type Transport, checkReachable, connect, deviceEndpoints, httpTransport,
-  prepareGeofences, prepareVehicles, shown,
+  prepareDrivers, prepareGeofences, prepareVehicles, shown,
 } from './simulate-api.ts';
 import {
   type Counters, type DeviceProtocol, type TrackerState, answerCommand, canConnect, hostPort, osmandTransport, prepareDevices, targetOf, teltonikaTransport,
@@ -57,7 +57,9 @@ never a refusal by Fleet; only Fleet's 0x00 answer to an IMEI is "refused IMEI".
 
 Vehicles drive loops around the city, stop at lights, park for 5 to 15 minutes now and then (a
 delivery: half of them within their first quarter of an hour), and charge at their depot, so
-trips, stops and reports have something to show early on.
+trips, stops and reports have something to show early on. Their engines run while they drive
+(ignition), and most have an iButton reader shared by two or three drivers, who take turns at the
+depot: the drivers are registered (with fleet:write), so the records assign them.
 
 With --protocol or --mqtt the vehicles take commands (POST /v2/fleet/vehicles/{id}/commands), each
 printed: Teltonika trackers and MQTT devices answer getgps with their last fix, setdigout with their
@@ -367,6 +369,7 @@ async function main(): Promise<void> {
 
   const { sims, created } = await prepareVehicles(api, options);
   const geofences = options.geofences > 0 ? await prepareGeofences(api, options, sims) : undefined;
+  const drivers = await prepareDrivers(api, sims);
 
   const counters: Counters = {
     sent: 0, accepted: 0, duplicates: 0, errors: 0, skipped: 0, lastError: undefined, failingSince: undefined,
@@ -436,6 +439,9 @@ async function main(): Promise<void> {
         'their events: GET /v2/events?types=geofence.entered,geofence.exited',
     );
   }
+  write(drivers.refused
+    ? 'fleet-simulate: the key may not create drivers (fleet:write); the vehicles\' iButtons stay unknown (driver.unknown events).'
+    : `fleet-simulate: ${drivers.created} drivers newly registered; the vehicles' iButtons assign them (GET /v2/driver-assignments), and their meters count (GET /v2/fleet/vehicles/{id}/meters).`);
 
   let last = { sent: 0, accepted: 0, errors: 0, at: Date.now() };
   let lastShownError: string | undefined;

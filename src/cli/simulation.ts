@@ -217,8 +217,31 @@ export interface VehicleState {
   /** Diagnostics raised since the last sample, sent with the next one. */
   pending: Record<string, string | number | boolean> | undefined;
   tirePressureLow: boolean;
+  /** The iButtons of the drivers who take turns at the wheel (none for a vehicle without a reader). */
+  drivers: string[];
+  /** Whose iButton is in the reader now. */
+  driver: number;
   /** Simulated seconds so far. */
   clock: number;
+}
+
+/** Vehicles with a driver-identification reader: most of them, each shared by two or three drivers. */
+const DRIVER_READER_SHARE = 0.7;
+/** The chance that another driver takes over at the depot. */
+const DRIVER_CHANGE_AT_DEPOT = 0.5;
+
+/**
+ * The iButtons of the drivers of a vehicle (16 uppercase hex digits, from its id): a driver's is the
+ * same wherever it is read, so the drivers the simulation registers match what the vehicles send.
+ */
+export function driverIButtons(id: string, rng: Rng): string[] {
+  if (rng() >= DRIVER_READER_SHARE) return [];
+  const count = 2 + Math.floor(rng() * 2);
+  return Array.from({ length: count }, (_, i) => {
+    const high = seedOf(`${id}/driver-${i}`) >>> 0;
+    const low = seedOf(`driver-${i}/${id}`) >>> 0;
+    return (high.toString(16).padStart(8, '0') + low.toString(16).padStart(8, '0')).toUpperCase();
+  });
 }
 
 export interface Resume {
@@ -258,8 +281,11 @@ export function createVehicle(id: string, type: SimType, options: { centre?: Lat
     ambient,
     pending: undefined,
     tirePressureLow: false,
+    drivers: [],
+    driver: 0,
     clock: 0,
   };
+  vehicle.drivers = driverIButtons(id, rng);
   vehicle.along = rng() * segmentLength(vehicle, vehicle.segment);
   const resume = options.resume;
   if (resume !== undefined) {
@@ -348,7 +374,8 @@ function arriveAtWaypoint(v: VehicleState): void {
   v.parkAhead = v.segment !== v.route.length - 1 && v.rng() < PARK_CHANCE && v.odometerKm >= v.noParkBeforeKm;
   const [dwellMin, dwellMax] = v.profile.dwellSeconds;
   if (v.segment === 0) {
-    // The depot: tyres are seen to, and a low battery is charged.
+    // The depot: tyres are seen to, a low battery is charged, and now and then the driver changes.
+    if (v.drivers.length > 1 && v.rng() < DRIVER_CHANGE_AT_DEPOT) v.driver = (v.driver + 1) % v.drivers.length;
     if (v.tirePressureLow) {
       v.tirePressureLow = false;
       v.pending = { ...v.pending, tirePressureLow: false };
@@ -480,7 +507,11 @@ export function sample(v: VehicleState): Sample {
     battery: clamp(round(v.battery, 1), 0, 100),
     temperature: round(v.temperature, 1),
     odometer: round(v.odometerKm, 3),
+    // The engine runs while driving and waiting at a light or a stop; not while parked or charging.
+    ignition: v.mode === 'driving' || v.mode === 'dwelling',
   };
+  const driver = v.drivers[v.driver];
+  if (driver !== undefined) data.driverIdentifier = driver;
   if (v.pending !== undefined) {
     data.diagnostics = v.pending;
     v.pending = undefined;
