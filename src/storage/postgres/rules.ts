@@ -53,25 +53,25 @@ async function applyAlerts(client: Queryable, changes: AlertChanges, at: number)
 /** What the records of `identifying` vehicles name by their driver identifiers, and who drives each vehicle now (two statements for all). */
 async function driverContexts(client: Queryable, identifying: readonly { organizationId: string; vehicleId: string; records: { data: Record<string, unknown> }[] }[]) {
   const wanted = identifying.flatMap((f) => identifiersOf(f.records).map((value) => [f.organizationId, value] as const));
-  const [named, driving] = await Promise.all([
-    client.query<{ organization_id: string; value: string; driver_id: string }>({
-      name: 'rules.identifiers',
-      text: `SELECT organization_id, value, driver_id FROM driver_identifiers
-             WHERE (organization_id, value) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-      values: [wanted.map((w) => w[0]), wanted.map((w) => w[1])],
-    }),
-    client.query<{ organization_id: string; vehicle_id: string; driver_id: string }>({
-      name: 'rules.driving',
-      text: `SELECT organization_id, vehicle_id, driver_id FROM driver_assignments
-             WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND ended_at IS NULL`,
-      values: [identifying.map((f) => f.organizationId), identifying.map((f) => f.vehicleId)],
-    }),
-  ]);
+  // One after the other: a client runs one query at a time anyway.
+  const named = await client.query<{ organization_id: string; value: string; driver_id: string }>({
+    name: 'rules.identifiers',
+    text: `SELECT organization_id, value, driver_id FROM driver_identifiers
+           WHERE (organization_id, value) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+    values: [wanted.map((w) => w[0]), wanted.map((w) => w[1])],
+  });
+  const driving = await client.query<{ organization_id: string; vehicle_id: string; driver_id: string }>({
+    name: 'rules.driving',
+    text: `SELECT organization_id, vehicle_id, driver_id FROM driver_assignments
+           WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND ended_at IS NULL`,
+    values: [identifying.map((f) => f.organizationId), identifying.map((f) => f.vehicleId)],
+  });
+  const byOrganization = Map.groupBy(named.rows, (r) => r.organization_id);
+  const current = new Map(driving.rows.map((r) => [keyOf(r.organization_id, r.vehicle_id), r.driver_id]));
   const contexts = new Map<string, DriverContext>();
   for (const f of identifying) {
-    const byIdentifier = new Map(named.rows.filter((r) => r.organization_id === f.organizationId).map((r) => [r.value, r.driver_id]));
-    const current = driving.rows.find((r) => r.organization_id === f.organizationId && r.vehicle_id === f.vehicleId)?.driver_id ?? null;
-    contexts.set(keyOf(f.organizationId, f.vehicleId), { current, byIdentifier });
+    const key = keyOf(f.organizationId, f.vehicleId);
+    contexts.set(key, { current: current.get(key) ?? null, byIdentifier: new Map((byOrganization.get(f.organizationId) ?? []).map((r) => [r.value, r.driver_id])) });
   }
   return contexts;
 }
@@ -114,7 +114,7 @@ export async function judgeInCommit(
   const vehicles = keys.map((k) => k.split('\n')[1]!);
   const alerting = keys.filter((_, i) => rules.alerts(orgs[i]!));
   const identifying = wanted.filter((f) => identifiersOf(f.records).length > 0);
-  const [stateRows, alertRows, drivers] = await Promise.all([
+  const [stateRows, alertRows] = await Promise.all([
     client.query({
       name: 'rules.states',
       text: `SELECT organization_id, vehicle_id, ts, inside, held, trip, meters FROM vehicle_rule_state
@@ -127,8 +127,8 @@ export async function judgeInCommit(
              WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND status <> 'resolved'`,
       values: [alerting.map((k) => k.split('\n')[0]!), alerting.map((k) => k.split('\n')[1]!)],
     }),
-    identifying.length === 0 ? new Map<string, DriverContext>() : driverContexts(client, identifying),
   ]);
+  const drivers = identifying.length === 0 ? new Map<string, DriverContext>() : await driverContexts(client, identifying);
   const states = new Map<string, RuleState>(stateRows.rows.map((row) => [keyOf(row.organization_id as string, row.vehicle_id as string), rows.state(row)]));
   const unresolved = Map.groupBy(alertRows.rows.map(rows.alert), (a: AlertRecord) => keyOf(a.organizationId, a.vehicleId));
   const changedStates = new Map<string, Judged>();

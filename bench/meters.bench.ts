@@ -1,0 +1,150 @@
+// Telemetry ingest with the vehicles' meters and driver identification (each record advancing the
+// odometer and engine hours in the commit, and naming its driver by iButton for half the
+// vehicles) against the same ingest without them, measured in the same run. Both sides detect
+// trips live (the default), so their rule state is read and written either way: the difference is
+// what the meters and the identification add to it. Maintenance adds nothing here: its check runs
+// beside the commits, once a minute (maintenance/check.ts).
+//
+// The store's commits are called directly (no HTTP, no load generator, so less at the mercy of a
+// busy machine): each commit holds 100 requests of one vehicle each, of 1 record (as single-record
+// ingest groups them) or of 100. SQLite: the CPU time per record of this process (the store runs
+// in it). PostgreSQL (FLEET_BENCH_DATABASE_URL, else FLEET_TEST_DATABASE_URL, else the local
+// server): the wall time per record, the database being another process. The two sides take
+// turns for BENCH_ROUNDS rounds (default 5) of 50 commits after a warm-up round; medians.
+import { cpus, release } from 'node:os';
+import pg from 'pg';
+import { createRuleEngine } from '../src/rules/engine.ts';
+import { createPostgresStores } from '../src/storage/postgres/index.ts';
+import { createSqliteStores } from '../src/storage/sqlite/index.ts';
+import type { Stores } from '../src/storage/stores.ts';
+import { mergeLatest } from '../src/telemetry/latest.ts';
+import type { CommitBatch } from '../src/telemetry/store.ts';
+import { median, startBenchFleet, tempDatabases } from './lib.ts';
+import { trackDataText } from './rows.ts';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const COMMITS = 50;
+const VEHICLES = Array.from({ length: 100 }, (_, i) => `veh-${String(i).padStart(3, '0')}`);
+const url = process.env.FLEET_BENCH_DATABASE_URL ?? process.env.FLEET_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const print = (line = '') => console.log(line);
+const lines: string[] = [];
+
+/** Half the vehicles read their driver's iButton; every record says whether the engine runs. */
+const iButtonOf = (v: number) => (v % 2 === 0 ? `00000000${String(v).padStart(8, '0')}` : undefined);
+
+function dataOf(v: number, n: number): CommitBatch['records'][number]['data'] {
+  const data = JSON.parse(trackDataText(v, n)) as CommitBatch['records'][number]['data'];
+  data.ignition = n % 10 !== 0;
+  const iButton = iButtonOf(v);
+  if (iButton !== undefined) data.driverIdentifier = iButton;
+  return data;
+}
+
+interface Side {
+  stores: Stores;
+  fleet: Awaited<ReturnType<typeof startBenchFleet>>;
+  engine: ReturnType<typeof createRuleEngine>;
+  commits: number;
+  cost: number[];
+}
+
+async function side(stores: Stores, meters: boolean): Promise<Side> {
+  const fleet = await startBenchFleet(stores, VEHICLES);
+  for (const [v] of VEHICLES.entries()) {
+    const value = iButtonOf(v);
+    if (value === undefined) continue;
+    const res = await fleet.app.inject({ method: 'POST', url: '/v2/drivers', headers: fleet.headers, payload: { name: `Driver ${v}`, identifiers: [{ kind: 'ibutton', value }] } });
+    if (res.statusCode !== 201) throw new Error(res.body);
+  }
+  const engine = createRuleEngine({ store: stores.rules, trips: true, meters });
+  await engine.prepare(fleet.organizationId);
+  return { stores, fleet, engine, commits: 0, cost: [] };
+}
+
+/** Both sides in turns; the cost per record of each round: CPU (this process) or wall time, µs. */
+async function compare(label: string, off: Side, on: Side, per: number, measure: 'cpu' | 'wall') {
+  const start = Date.now() - 20 * 86_400_000;
+  for (let round = 0; round <= ROUNDS; round++) {
+    for (const s of [off, on]) {
+      const cpu = process.cpuUsage();
+      const wall = performance.now();
+      for (let c = 0; c < COMMITS; c++, s.commits++) {
+        const batches: CommitBatch[] = VEHICLES.map((vehicleId, v) => ({
+          organizationId: s.fleet.organizationId, at: Date.now(),
+          records: Array.from({ length: per }, (_, i) => {
+            const n = s.commits * per + i;
+            return { vehicleId, timestamp: start + n * 1000, data: dataOf(v, n) };
+          }),
+        }));
+        const outcomes = await s.stores.telemetry.commit(batches, mergeLatest, s.engine.commitRules);
+        if (outcomes.some((o) => !o.ok || o.accepted !== per)) throw new Error('a commit did not store every record');
+      }
+      const used = process.cpuUsage(cpu);
+      const records = COMMITS * VEHICLES.length * per;
+      const cost = measure === 'cpu' ? (used.user + used.system) / records : ((performance.now() - wall) * 1000) / records;
+      if (round > 0) s.cost.push(cost); // the first round warms up
+    }
+  }
+  const ratios = on.cost.map((c, i) => off.cost[i]! / c);
+  const speed = median(off.cost) / median(on.cost);
+  const what = measure === 'cpu' ? 'CPU' : 'wall time';
+  print(`| ${label} | ${VEHICLES.length} × ${per} | ${median(off.cost).toFixed(1)} | ${median(on.cost).toFixed(1)} | ` +
+    `**${speed.toFixed(2)} ×** (${Math.min(...ratios).toFixed(2)} to ${Math.max(...ratios).toFixed(2)}) |`);
+  lines.push(`${label} commits of ${VEHICLES.length} × ${per} record${per === 1 ? '' : 's'}: ingest with meters and driver identification at ` +
+    `**${speed.toFixed(2)} ×** the rate without (${what} per record ${median(off.cost).toFixed(1)} → ${median(on.cost).toFixed(1)} µs).`);
+  off.cost = [];
+  on.cost = [];
+}
+
+print(`Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Linux ${release()}. ` +
+  `${ROUNDS} rounds of ${COMMITS} commits per side after a warm-up round, taking turns; medians.`);
+print();
+print('| store | requests per commit × records per request | without, µs per record | with, µs per record | rate with / without (rounds) |');
+print('|---|---|---|---|---|');
+
+{
+  const databases = tempDatabases();
+  for (const per of [1, 100]) {
+    const off = await side(createSqliteStores(databases.file()), false);
+    const on = await side(createSqliteStores(databases.file()), true);
+    await compare('SQLite (CPU)', off, on, per, 'cpu');
+    for (const s of [off, on]) {
+      await s.fleet.app.close();
+      await s.stores.close();
+    }
+  }
+  databases.removeAll();
+}
+
+const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+let reachable = true;
+try {
+  await admin.connect();
+} catch (error) {
+  reachable = false;
+  print();
+  print(`PostgreSQL at ${url.replace(/\/\/([^:/@]*):.*@/, '//$1:***@')} is unreachable (${(error as Error).message}): its cases are skipped.`);
+}
+if (reachable) {
+  for (const per of [1, 100]) {
+    const schemas: string[] = [];
+    const open = async (label: string): Promise<Stores> => {
+      const schema = `fleet_bench_meters_${label}_${per}_${process.pid}`;
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+      schemas.push(schema);
+      return createPostgresStores({ url, poolSize: 10, schema, keepDays: 30 });
+    };
+    const off = await side(await open('off'), false);
+    const on = await side(await open('on'), true);
+    await compare('PostgreSQL (wall)', off, on, per, 'wall');
+    for (const s of [off, on]) {
+      await s.fleet.app.close();
+      await s.stores.close();
+    }
+    for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  }
+  await admin.end();
+}
+
+print();
+for (const line of lines) print(line);
