@@ -38,11 +38,11 @@ import { createAuthService } from '../src/auth/service.ts';
 import { systemClock } from '../src/clock.ts';
 import { createPostgresStores } from '../src/storage/postgres/index.ts';
 import { type CpuGroup, cpuCgroups, cpuGroup, leaveGroup, removeAll } from './cgroup.ts';
-import { loadVarying, ms } from './lib.ts';
+import { BENCH_DATABASE_URL, connectAdmin, loadVarying, ms, redactUrl } from './lib.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 import type { Plan } from './rows.ts';
 
-const url = process.env.FLEET_BENCH_DATABASE_URL ?? process.env.FLEET_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const url = BENCH_DATABASE_URL;
 const redisUrl = process.env.FLEET_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const warmupSeconds = 2;
@@ -57,7 +57,6 @@ const VEHICLES = Array.from({ length: 100 }, (_, i) => `veh-${String(i).padStart
 /** Milliseconds of timestamps each generator may use: room for 100,000 requests of BATCH. */
 const RANGE = 10_000_000;
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-const redact = (text: string) => text.replace(/\/\/([^:/@]*):.*@/, '//$1:***@');
 
 // Every load generator writes its own range of timestamps (unique records), within the last 25
 // days: inside the partitions made for the default 30-day retention, as live traffic would be.
@@ -69,13 +68,7 @@ function plan(vehicles: readonly string[]): Plan {
   return { vehicles, size: BATCH, start };
 }
 
-const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-try {
-  await admin.connect();
-} catch (error) {
-  console.log(`PostgreSQL at ${redact(url)} is unreachable (${(error as Error).message}): skipped. Set FLEET_BENCH_DATABASE_URL to run it.`);
-  process.exit(0);
-}
+const admin = await connectAdmin(url) ?? process.exit(0);
 
 // ---- processes and CPU ---------------------------------------------------------------------------
 
@@ -187,11 +180,11 @@ let redisNote: string;
 try {
   await redis.connect();
   await redis.ping();
-  redisNote = `cluster mode on Redis at ${redact(redisUrl)} (prefix ${redisPrefix})`;
+  redisNote = `cluster mode on Redis at ${redactUrl(redisUrl)} (prefix ${redisPrefix})`;
 } catch (error) {
   redis.disconnect();
   redis = undefined;
-  redisNote = `**Redis at ${redact(redisUrl)} is unreachable (${(error as Error).message}): the nodes run without it** (no bus between them; ingest does not need it)`;
+  redisNote = `**Redis at ${redactUrl(redisUrl)} is unreachable (${(error as Error).message}): the nodes run without it** (no bus between them; ingest does not need it)`;
 }
 
 interface Sample {

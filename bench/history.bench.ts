@@ -25,7 +25,7 @@ import pg from 'pg';
 import { openSqlite } from '../src/storage/sqlite/database.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import { createPostgresStores } from '../src/storage/postgres/index.ts';
-import { median, ms, startBenchFleet } from './lib.ts';
+import { BENCH_DATABASE_URL, connectAdmin, median, ms, startBenchFleet } from './lib.ts';
 import { dataText } from './rows.ts';
 import type { HistoryServerMessage, HistoryServerRequest, HistoryServerSpec } from './history-server.ts';
 
@@ -33,7 +33,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const EXPORT_ROUNDS = Math.min(ROUNDS, 3);
 const stores = new Set((process.env.BENCH_STORES ?? 'sqlite,postgres').split(','));
 const cases = new Set((process.env.BENCH_CASES ?? 'aggregates,trips,export').split(','));
-const pgUrl = process.env.FLEET_BENCH_DATABASE_URL ?? process.env.FLEET_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const pgUrl = BENCH_DATABASE_URL;
 const DAY_MS = 86_400_000;
 const DAY0 = Math.floor((Date.now() - 20 * DAY_MS) / DAY_MS) * DAY_MS; // inside the 30-day retention
 const TARGET = 'veh-0000';
@@ -369,13 +369,7 @@ if (stores.has('sqlite')) {
   await backend.close();
 }
 if (stores.has('postgres')) {
-  const admin = new pg.Client({ connectionString: pgUrl, connectionTimeoutMillis: 3000 });
-  try {
-    await admin.connect();
-  } catch (error) {
-    console.log(`PostgreSQL is unreachable (${(error as Error).message}): skipped. Set FLEET_BENCH_DATABASE_URL to run it.`);
-    process.exit(0);
-  }
+  const admin = await connectAdmin(pgUrl) ?? process.exit(0);
   const version = (await admin.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
   const backend = await postgresBackend(admin);
   report(`PostgreSQL ${version} (cluster mode, same machine)`, await measure(backend));

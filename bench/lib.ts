@@ -13,6 +13,7 @@ import { createAuthService } from '../src/auth/service.ts';
 import { systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
 import type { Stores } from '../src/storage/stores.ts';
+import pg from 'pg';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 import type { Plan } from './rows.ts';
 
@@ -161,4 +162,25 @@ export function turnTaking(settings: { seconds: number; rounds: number; warmupSe
     return { ...results[0]!, rps: pick((r) => r.rps), p50: pick((r) => r.p50), p99: pick((r) => r.p99), serverCpu: pick((r) => r.serverCpu), loadCpu: pick((r) => r.loadCpu) };
   }
   return { once, interleaved, summary };
+}
+
+/** The benchmarks' PostgreSQL: FLEET_BENCH_DATABASE_URL, else FLEET_TEST_DATABASE_URL, else the local server. */
+export const BENCH_DATABASE_URL = process.env.FLEET_BENCH_DATABASE_URL ?? process.env.FLEET_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** `url` with its password hidden, for output. */
+export const redactUrl = (url: string) => url.replace(/\/\/([^:/@]*):.*@/, '//$1:***@');
+
+/**
+ * A client connected to `url` for a benchmark's set-up (schemas), or undefined when the server
+ * cannot be reached: that is said, and the benchmark skips its PostgreSQL cases.
+ */
+export async function connectAdmin(url = BENCH_DATABASE_URL): Promise<pg.Client | undefined> {
+  const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  try {
+    await admin.connect();
+    return admin;
+  } catch (error) {
+    console.log(`PostgreSQL at ${redactUrl(url)} is unreachable (${(error as Error).message}): its cases are skipped. Set FLEET_BENCH_DATABASE_URL to run them.`);
+    return undefined;
+  }
 }

@@ -12,20 +12,19 @@
 // server): the wall time per record, the database being another process. The two sides take
 // turns for BENCH_ROUNDS rounds (default 5) of 50 commits after a warm-up round; medians.
 import { cpus, release } from 'node:os';
-import pg from 'pg';
 import { createRuleEngine } from '../src/rules/engine.ts';
 import { createPostgresStores } from '../src/storage/postgres/index.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import type { Stores } from '../src/storage/stores.ts';
 import { mergeLatest } from '../src/telemetry/latest.ts';
 import type { CommitBatch } from '../src/telemetry/store.ts';
-import { median, startBenchFleet, tempDatabases } from './lib.ts';
+import { BENCH_DATABASE_URL, connectAdmin, median, startBenchFleet, tempDatabases } from './lib.ts';
 import { trackDataText } from './rows.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const COMMITS = 50;
 const VEHICLES = Array.from({ length: 100 }, (_, i) => `veh-${String(i).padStart(3, '0')}`);
-const url = process.env.FLEET_BENCH_DATABASE_URL ?? process.env.FLEET_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const url = BENCH_DATABASE_URL;
 const print = (line = '') => console.log(line);
 const lines: string[] = [];
 
@@ -116,16 +115,8 @@ print('|---|---|---|---|---|');
   databases.removeAll();
 }
 
-const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-let reachable = true;
-try {
-  await admin.connect();
-} catch (error) {
-  reachable = false;
-  print();
-  print(`PostgreSQL at ${url.replace(/\/\/([^:/@]*):.*@/, '//$1:***@')} is unreachable (${(error as Error).message}): its cases are skipped.`);
-}
-if (reachable) {
+const admin = await connectAdmin(url);
+if (admin !== undefined) {
   for (const per of [1, 100]) {
     const schemas: string[] = [];
     const open = async (label: string): Promise<Stores> => {

@@ -10,11 +10,11 @@
 import { cpus, release } from 'node:os';
 import pg from 'pg';
 import { createPostgresStores } from '../src/storage/postgres/index.ts';
-import { loadVarying, ms, startBenchFleet } from './lib.ts';
+import { BENCH_DATABASE_URL, connectAdmin, loadVarying, ms, startBenchFleet } from './lib.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 import { dataText, type Plan, timestampOf, vehicleOf } from './rows.ts';
 
-const url = process.env.FLEET_BENCH_DATABASE_URL ?? process.env.FLEET_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const url = BENCH_DATABASE_URL;
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const warmupSeconds = 1;
 const BATCH = 1000;
@@ -30,14 +30,7 @@ const base = Date.now() - 25 * 86_400_000;
 let runs = 0;
 const plan = (size: number): Plan => ({ vehicles: VEHICLES, size, start: base + runs++ * RANGE });
 
-const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-try {
-  await admin.connect();
-} catch (error) {
-  console.log(`PostgreSQL at ${url.replace(/\/\/([^:/@]*):.*@/, '//$1:***@')} is unreachable (${(error as Error).message}): skipped. ` +
-    'Set FLEET_BENCH_DATABASE_URL to run it.');
-  process.exit(0);
-}
+const admin = await connectAdmin(url) ?? process.exit(0);
 const schemas: string[] = [];
 async function freshSchema(label: string): Promise<string> {
   const name = `fleet_bench_${label}_${process.pid}`;

@@ -15,14 +15,13 @@
 // (as single-record ingest groups them) or of 100; the CPU time per record of this process, with
 // the rule engine's trip detection on and off, taking turns for ROUNDS rounds of 100 commits.
 import { cpus, release } from 'node:os';
-import pg from 'pg';
 import { createPostgresStores } from '../src/storage/postgres/index.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import type { Stores } from '../src/storage/stores.ts';
 import { createRuleEngine } from '../src/rules/engine.ts';
 import { mergeLatest } from '../src/telemetry/latest.ts';
 import type { CommitBatch } from '../src/telemetry/store.ts';
-import { type Measured, median, ms, runPlans, startBenchFleet, tempDatabases, turnTaking } from './lib.ts';
+import { BENCH_DATABASE_URL, type Measured, connectAdmin, median, ms, runPlans, startBenchFleet, tempDatabases, turnTaking } from './lib.ts';
 import type { LoadSpec } from './load.ts';
 import { trackDataText } from './rows.ts';
 
@@ -35,7 +34,7 @@ const BATCH_CONNECTIONS = 8;
 const SINGLE_CONNECTIONS = 100;
 const VEHICLES = Array.from({ length: 100 }, (_, i) => `veh-${String(i).padStart(3, '0')}`);
 const RANGE = 10_000_000;
-const url = process.env.FLEET_BENCH_DATABASE_URL ?? process.env.FLEET_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const url = BENCH_DATABASE_URL;
 
 const plan = runPlans(VEHICLES, RANGE);
 const { interleaved, summary } = turnTaking({ seconds, rounds: ROUNDS, warmupSeconds, plan });
@@ -115,16 +114,8 @@ if (cases.has('sqlite-single') || cases.has('sqlite-batch')) {
 }
 
 if (cases.has('postgres-single') || cases.has('postgres-batch')) {
-  const admin = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-  let reachable = true;
-  try {
-    await admin.connect();
-  } catch (error) {
-    reachable = false;
-    print();
-    print(`PostgreSQL at ${url.replace(/\/\/([^:/@]*):.*@/, '//$1:***@')} is unreachable (${(error as Error).message}): its cases are skipped.`);
-  }
-  if (reachable) {
+  const admin = await connectAdmin(url);
+  if (admin !== undefined) {
     const schemas: string[] = [];
     const open = async (label: string): Promise<Stores> => {
       const schema = `fleet_bench_trips_${label}_${process.pid}`;
