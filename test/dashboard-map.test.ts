@@ -161,6 +161,9 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
    * own polling would evaluate it with `eval` in the page, which the page's policy refuses.
    */
   const until = (expression: string) => waitUntil(async () => await page.evaluate(expression) === true, expression, PAGE_TIMEOUT);
+  // The map's zoom as the page shows it, once no zoom animation runs: Leaflet drops a zoom asked for
+  // while one animates, and the page may show the new zoom (a live update's redraw) before it ends.
+  const zoomSettled = (comparison: string) => until(`Number(${MAP}.zoom) ${comparison} && document.querySelector('.fleet .leaflet-zoom-anim') === null`);
 
   await t.test('the fleet map clusters every vehicle and says why there are no tiles', async () => {
     await page.goto(`${origin}/`);
@@ -183,9 +186,9 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
     const zoom = await data('zoom');
     const markers = await data('markers');
     await wheel(page, '.fleet .map-view', -400);
-    await until(`Number(${MAP}.zoom) > ${zoom}`);
+    await zoomSettled(`> ${zoom}`);
     await wheel(page, '.fleet .map-view', -400);
-    await until(`Number(${MAP}.zoom) > ${zoom + 1}`);
+    await zoomSettled(`> ${zoom + 1}`);
     await until(`Number(${MAP}.markers) > ${markers}`);
     // A cluster clicked zooms in to where it splits.
     const view = await page.locator('.fleet .map-view').boundingBox();
@@ -202,12 +205,12 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
       if (target !== undefined) break;
       const at = await data('zoom');
       await wheel(page, '.fleet .map-view', 200);
-      await until(`Number(${MAP}.zoom) < ${at}`);
+      await zoomSettled(`< ${at}`);
     }
     assert.ok(target !== undefined, `no cluster on screen at zoom ${await data('zoom')}`);
     const before = await data('zoom');
     await page.mouse.click(target.x, target.y);
-    await until(`Number(${MAP}.zoom) > ${before}`);
+    await zoomSettled(`> ${before}`);
   });
 
   await t.test('search jumps to a vehicle: its label, and its arrow turned to its heading', async () => {
@@ -249,7 +252,7 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
     const found = '.marker.found[data-vehicle-id="car-0123"]';
     for (let zoom = await data('zoom'); zoom > 17; zoom = await data('zoom')) {
       await page.getByRole('button', { name: 'Zoom out' }).click();
-      await until(`Number(${MAP}.zoom) < ${zoom}`);
+      await zoomSettled(`< ${zoom}`);
     }
     const first = await gridLabels('.fleet .map-view', found);
     assert.ok(first.lat >= 1 && first.lng >= 2, `${first.lat} latitude and ${first.lng} longitude labels`);
@@ -260,7 +263,7 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
     // Zoomed in with the keyboard (around the vehicle in the middle): finer lines, labelled again.
     await page.locator('.fleet .map-view').focus();
     await page.keyboard.press('Equal');
-    await until(`Number(${MAP}.zoom) === 18`);
+    await zoomSettled(`=== 18`);
     // The zoom's number changes as its animation starts; the labels follow once it ends.
     const moved = (from: string[]) => waitUntil(async () => JSON.stringify(await texts()) !== JSON.stringify(from), 'the grid labels to follow the map', PAGE_TIMEOUT);
     await moved(before);
