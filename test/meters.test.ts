@@ -160,6 +160,11 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         await post(ctx, 'van-1', [{ timestamp: at(140), data: { speed: 0, driverIdentifier: 'card42' } }]);
         assert.equal((await ctx.request('GET', '/v2/fleet/vehicles/van-1')).json<{ driverId: string | null }>().driverId, bob);
 
+        // An RFID value matches exactly: Bob's card42 is not CARD42, which no driver has.
+        await post(ctx, 'van-1', [{ timestamp: at(145), data: { speed: 0, driverIdentifier: 'CARD42' } }]);
+        assert.equal((await ctx.request('GET', '/v2/fleet/vehicles/van-1')).json<{ driverId: string | null }>().driverId, bob);
+        assert.equal((await events(ctx, 'driver.unknown', 4)).at(-1)?.data.identifier, 'CARD42');
+
         // A bad identifier is refused with the record, and nothing is stored.
         const bad = await ctx.request('POST', '/v2/telemetry/van-1', { body: { timestamp: at(150), data: { driverIdentifier: 'no-dashes' } } });
         problem(bad, 400, 'validation-failed');

@@ -14,7 +14,7 @@ import type { GeofenceVersion } from '../geofences/store.ts';
 import { type GeofenceIndex, createGeofenceIndex } from '../geofences/spatial-index.ts';
 import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
 import { type CompactGeometry, compactGeometry } from '../geofences/compact.ts';
-import type { AlertChanges, CommitRules, DriverContext, Judged, RulesStore } from './store.ts';
+import { type AlertChanges, type CommitRules, type DriverContext, type Judged, type RulesStore, identifierForms } from './store.ts';
 import { advanceMeters, initialMeters } from '../meters/state.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
@@ -266,7 +266,7 @@ export function resolution(alert: AlertRecord, at: number, by: string): Pick<Ale
 
 /**
  * What the trip machine reports as events: the start and the end of trips (stops are not events).
- * Their `driverId` is the store's to give (`withTripDrivers`), once the commit's assignments are written.
+ * Their `driverId` is the store's to give (`tripEventsOf`), once the commit's assignments are written.
  */
 function tripEvents(organizationId: string, vehicleId: string, reported: TripEvent[], into: EventRecord[]): void {
   for (const e of reported) {
@@ -284,10 +284,11 @@ function tripEvents(organizationId: string, vehicleId: string, reported: TripEve
  * drives starts that driver's assignment at the record's time; one no driver has emits
  * `driver.unknown` when it differs from the last identifier carried.
  */
-function identify(record: { timestamp: number; data: Data }, drivers: DriverContext & { current: string | null }, meters: { ident: string | null }, judged: Judged): void {
+function identify(record: { timestamp: number; data: Data }, drivers: DriverContext, meters: { ident: string | null }, judged: Judged): void {
   const identifier = record.data.driverIdentifier;
   if (typeof identifier !== 'string') return;
-  const driverId = drivers.byIdentifier.get(identifier) ?? drivers.byIdentifier.get(identifier.toUpperCase());
+  // As sent, else (an iButton's digits in lowercase) as stored.
+  const driverId = drivers.byIdentifier.get(identifier) ?? identifierForms(identifier).slice(1).map((form) => drivers.byIdentifier.get(form)).find((id) => id !== undefined);
   if (driverId === undefined) {
     if (identifier !== meters.ident) {
       judged.events.push(newEvent(judged.organizationId, 'driver.unknown', judged.vehicleId, record.timestamp, { identifier }));
