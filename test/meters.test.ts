@@ -3,12 +3,14 @@
 // (gaps over an hour left out), settings by hand that later records add to, late records that
 // change nothing, bad settings refused; a driver's identifier in the records starting that
 // driver's assignment, `driver.unknown` for an identifier nobody has (again only when it changes),
-// and the driver of each trip, in its events and in the trips report.
+// and the driver of each trip, in its events and in the trips report; on PostgreSQL, a record whose
+// driver another transaction holds neither waits nor fails.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { manualClock } from './helpers/clock.ts';
-import { skipUnlessPostgres } from './helpers/postgres.ts';
+import { TEST_DATABASE_URL, skipUnlessPostgres } from './helpers/postgres.ts';
+import pg from 'pg';
 import { feedEvents } from './helpers/events.ts';
 import { haversineMeters } from '../src/history/trips.ts';
 
@@ -195,3 +197,26 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     });
   });
 }
+
+test('PostgreSQL: a record whose driver another transaction holds starts nothing, and the next record that carries the identifier does', { skip: skipPostgres }, async () => {
+  const ctx = await createTestApp({ backend: 'postgres', clock: manualClock(T0 + 7200_000) });
+  const holder = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  try {
+    await ctx.registerVehicle('van-1');
+    const ada = (await ctx.request('POST', '/v2/drivers', { body: { name: 'Ada', identifiers: [{ kind: 'rfid', value: 'ada1' }] } })).json<{ id: string }>().id;
+    // Another transaction holds Ada's row (an assignment under way): the commit neither waits for it nor fails.
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query(`SELECT 1 FROM ${(ctx.stores as { schema?: string }).schema}.drivers WHERE id = $1 FOR UPDATE`, [ada]);
+    await post(ctx, 'van-1', [{ timestamp: at(0), data: { speed: 0, driverIdentifier: 'ada1' } }]);
+    assert.equal((await ctx.request('GET', '/v2/fleet/vehicles/van-1')).json<{ driverId: string | null }>().driverId, null);
+    await holder.query('COMMIT');
+    await post(ctx, 'van-1', [{ timestamp: at(10), data: { speed: 0, driverIdentifier: 'ada1' } }]);
+    assert.equal((await ctx.request('GET', '/v2/fleet/vehicles/van-1')).json<{ driverId: string | null }>().driverId, ada);
+    const list = (await ctx.request('GET', '/v2/driver-assignments?vehicleId=van-1')).json<{ assignments: Array<{ startedAt: string }> }>();
+    assert.deepEqual(list.assignments.map((a) => a.startedAt), [at(10)]);
+  } finally {
+    await holder.end();
+    await ctx.close();
+  }
+});

@@ -32,7 +32,7 @@ async function endNow(client: Queryable, a: AssignmentRecord, at: number, unassi
   await client.query({ name: 'drivers.end', text: 'UPDATE driver_assignments SET ended_at = $3 WHERE organization_id = $1 AND id = $2', values: [a.organizationId, a.id, at] });
   return unassigned({ ...a, endedAt: at });
 }
-export async function lockDriver(client: Queryable, organizationId: string, id: string): Promise<boolean> {
+async function lockDriver(client: Queryable, organizationId: string, id: string): Promise<boolean> {
   const { rowCount } = await client.query({
     name: 'drivers.lock', text: 'SELECT 1 FROM drivers WHERE organization_id = $1 AND id = $2 FOR UPDATE', values: [organizationId, id],
   });

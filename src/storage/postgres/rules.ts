@@ -10,7 +10,7 @@ import { type AlertChanges, type Applied, type CommitRules, type DriverContext, 
 import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, pageWithin, postgresRuleRows as rows, storedTs } from '../rule-rows.ts';
 import { tripEventsOf } from '../../rules/engine.ts';
 import { ASSIGNMENT_EVENTS, deviceAssignment } from '../../drivers/events.ts';
-import { driverAt, lockDriver, startAssignment } from './drivers.ts';
+import { driverAt, startAssignment } from './drivers.ts';
 import type { MeterStore } from '../../meters/store.ts';
 import { positionCount } from '../../geofences/schema.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
@@ -77,14 +77,24 @@ async function driverContexts(client: Queryable, identifying: readonly { organiz
 }
 
 /**
- * The assignments the records started (each driver's row locked first, as the API's assignment
- * does; one a later assignment would end is skipped), then the drivers of the trip events; the
+ * The assignments the records started (one whose driver or vehicle another transaction holds, or
+ * that a later assignment would end, is skipped), then the drivers of the trip events; the
  * assignments' events.
  */
 async function writeDrivers(client: Queryable, judged: Judged): Promise<EventRecord[]> {
   const events: EventRecord[] = [];
   for (const { driverId, at } of judged.assignments) {
-    if (!(await lockDriver(client, judged.organizationId, driverId))) continue;
+    // The driver's and the vehicle's rows, as the API's assignment locks them, but never waited
+    // for: a commit waiting here while an assignment waits for the vehicle row this commit holds
+    // (its first record activated it) would deadlock. Taken by another transaction, the record
+    // starts nothing; the next one that carries the identifier tries again.
+    const { rowCount } = await client.query({
+      name: 'rules.lock-assignment',
+      text: `SELECT 1 FROM drivers d, vehicles v WHERE d.organization_id = $1 AND d.id = $2 AND v.organization_id = $1 AND v.id = $3
+             FOR UPDATE OF d SKIP LOCKED FOR NO KEY UPDATE OF v SKIP LOCKED`,
+      values: [judged.organizationId, driverId, judged.vehicleId],
+    });
+    if (rowCount !== 1) continue;
     const started = await startAssignment(client, deviceAssignment(judged, driverId, at), ASSIGNMENT_EVENTS);
     if ('assignment' in started) for (const e of started.events) events.push(e);
   }
