@@ -119,3 +119,16 @@ export function isAppError(value: unknown): value is AppError {
 export function invalidBody(detail: string, path: string, message: string): AppError {
   return new AppError('validation-failed', detail, { errors: [{ in: 'body', path, message }] });
 }
+
+/** How far ahead of this node's clock a time a client gives may be (another machine's clock), ms. */
+const CLOCK_SKEW_MS = 60_000;
+
+/**
+ * A time of the body (a validated `date-time`), ms, refused (400 at `path`) when further ahead of
+ * `now` than another machine's clock may be.
+ */
+export function pastTimeOf(text: string, path: string, now: number): number {
+  const at = Date.parse(text);
+  if (at > now + CLOCK_SKEW_MS) throw invalidBody(`\`${path.slice(1)}\` is in the future.`, path, 'must not be in the future');
+  return at;
+}

@@ -99,7 +99,7 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   const groups = createGroupService({ store: stores.groups, clock, maxGroups: config.quotas.groups, events });
   const vehicleScope = createVehicleScope(stores.groups);
   const drivers = createDriverService({ store: stores.drivers, clock, maxDrivers: config.quotas.drivers, events, scope: vehicleScope });
-  const meters = createMeterService({ store: stores.meters, vehicles: stores.vehicles, scope: vehicleScope, clock });
+  const meters = createMeterService({ store: stores.meters, vehicles: stores.vehicles, clock });
   const maintenance = createMaintenanceService({ store: stores.maintenance, vehicles: stores.vehicles, groups: stores.groups, scope: vehicleScope, clock, events });
   const maintenanceChecks = startMaintenanceChecks({
     store: stores.maintenance, service: maintenance, clock, log, intervalMs: config.maintenance.checkSeconds * 1000,

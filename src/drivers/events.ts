@@ -14,7 +14,6 @@ export function toAssignmentView(a: AssignmentRecord) {
 
 export const assignedEvent = (a: AssignmentRecord): EventRecord => newEvent(a.organizationId, 'driver.assigned', a.vehicleId, a.startedAt, toAssignmentView(a));
 export const unassignedEvent = (a: AssignmentRecord): EventRecord => newEvent(a.organizationId, 'driver.unassigned', a.vehicleId, a.endedAt!, toAssignmentView(a));
-export const ASSIGNMENT_EVENTS = { assigned: assignedEvent, unassigned: unassignedEvent };
 
 /** The assignment a vehicle's identifier reader starts, at the time of the record that carried the identifier. */
 export function deviceAssignment(at: { organizationId: string; vehicleId: string }, driverId: string, startedAt: number): AssignmentRecord {

@@ -3,10 +3,9 @@
 // create, change or delete them.
 import type { Principal } from '../auth/scopes.ts';
 import { type Clock, iso } from '../clock.ts';
-import { AppError, type FieldError, invalidBody } from '../errors.ts';
+import { AppError, type FieldError, invalidBody, pastTimeOf } from '../errors.ts';
 import type { EventPort } from '../events/port.ts';
 import type { EventRecord } from '../events/types.ts';
-import { assignedEvent, unassignedEvent } from './events.ts';
 import { type VehicleScope, assertWholeOrganization, vehicleNotFound } from '../groups/scope.ts';
 import { newId } from '../ids.ts';
 import { quotaExceeded } from '../quotas.ts';
@@ -15,8 +14,6 @@ import type { AssignmentRecord, AssignmentFilter, DriverRecord, DriverStore, Dri
 
 export type DriverService = ReturnType<typeof createDriverService>;
 
-/** How far ahead of this node's clock a given time may be (another machine's clock), ms. */
-const CLOCK_SKEW_MS = 60_000;
 const ASSIGNMENTS_DEFAULT = 100;
 
 export function toDriverView(d: DriverWithVehicle) {
@@ -25,9 +22,6 @@ export function toDriverView(d: DriverWithVehicle) {
     vehicleId: d.vehicleId, createdAt: iso(d.createdAt), updatedAt: iso(d.updatedAt),
   };
 }
-
-const assigned = assignedEvent;
-const unassigned = unassignedEvent;
 
 export function createDriverService(deps: { store: DriverStore; clock: Clock; events: EventPort; scope: VehicleScope; maxDrivers?: number }) {
   const { store, clock } = deps;
@@ -73,7 +67,7 @@ export function createDriverService(deps: { store: DriverStore; clock: Clock; ev
 
   async function remove(who: Principal, id: string): Promise<void> {
     assertWholeOrganization(who, 'drivers');
-    const deleted = await store.delete(who.organizationId, id, clock.now(), unassigned);
+    const deleted = await store.delete(who.organizationId, id, clock.now());
     if (deleted === undefined) throw notFound(id);
     recorded(deleted.events);
   }
@@ -81,10 +75,9 @@ export function createDriverService(deps: { store: DriverStore; clock: Clock; ev
   async function assign(who: Principal, body: AssignmentCreation): Promise<{ assignment: AssignmentRecord; created: boolean }> {
     if (!(await deps.scope.sees(who, body.vehicleId))) throw vehicleNotFound(body.vehicleId);
     const now = clock.now();
-    const startedAt = body.startedAt === undefined ? now : timeOf(body.startedAt, '/startedAt', now);
+    const startedAt = body.startedAt === undefined ? now : pastTimeOf(body.startedAt, '/startedAt', now);
     const outcome = await store.assign(
       { organizationId: who.organizationId, id: newId('asg'), driverId: body.driverId, vehicleId: body.vehicleId, startedAt, endedAt: null, source: 'api' },
-      { assigned, unassigned },
       now,
     );
     if (outcome === 'no-driver') throw notFound(body.driverId);
@@ -108,8 +101,8 @@ export function createDriverService(deps: { store: DriverStore; clock: Clock; ev
   async function end(who: Principal, id: string, endedAt: string | undefined): Promise<AssignmentRecord> {
     await getAssignment(who, id);
     const now = clock.now();
-    const at = endedAt === undefined ? now : timeOf(endedAt, '/endedAt', now);
-    const outcome = await store.end(who.organizationId, id, at, now, unassigned);
+    const at = endedAt === undefined ? now : pastTimeOf(endedAt, '/endedAt', now);
+    const outcome = await store.end(who.organizationId, id, at, now);
     if (outcome === undefined) throw assignmentNotFound(id);
     if (outcome === 'too-early') throw invalidBody('`endedAt` is before the assignment started.', '/endedAt', 'is before startedAt');
     if ('ended' in outcome) return outcome.ended;
@@ -160,13 +153,6 @@ function identifiersOf(identifiers: readonly DriverIdentifier[]): DriverIdentifi
   });
   if (errors.length > 0) throw new AppError('validation-failed', `identifiers: ${errors.map((e) => `${e.path} ${e.message}`).join('; ')}.`, { errors });
   return normalized;
-}
-
-/** A time of the body, ms: not further ahead than another machine's clock may be. */
-function timeOf(text: string, path: string, now: number): number {
-  const at = Date.parse(text);
-  if (at > now + CLOCK_SKEW_MS) throw invalidBody(`\`${path.slice(1)}\` is in the future.`, path, 'must not be in the future');
-  return at;
 }
 
 function encodeCursor(a: AssignmentRecord): string {

@@ -38,8 +38,6 @@ export interface DriverChange {
   updatedAt: number;
 }
 
-/** Builds the event of an assignment that started (`driver.assigned`) or ended (`driver.unassigned`). */
-export type AssignmentEvents = (assignment: AssignmentRecord) => EventRecord;
 
 export interface AssignmentFilter {
   vehicleId?: string;
@@ -61,20 +59,20 @@ export interface DriverStore {
   list(organizationId: string, filter: { q?: string; limit: number; offset: number }): Promise<{ drivers: DriverWithVehicle[]; total: number }>;
   update(organizationId: string, id: string, change: DriverChange): Promise<DriverWithVehicle | undefined | { taken: string }>;
   /** With its identifiers; its ongoing assignment ends at `at` (kept, as its past ones), with its event. */
-  delete(organizationId: string, id: string, at: number, unassigned: AssignmentEvents): Promise<{ events: EventRecord[] } | undefined>;
+  delete(organizationId: string, id: string, at: number): Promise<{ events: EventRecord[] } | undefined>;
   /**
    * Starts `assignment`, ending at its start the driver's and the vehicle's ongoing ones (their
    * `driver.unassigned` events, then its `driver.assigned`). `same`: that driver already drives that
    * vehicle (nothing changes); `conflict`: an assignment it would end started after it.
    */
-  assign(assignment: AssignmentRecord, events: { assigned: AssignmentEvents; unassigned: AssignmentEvents }, now: number): Promise<
+  assign(assignment: AssignmentRecord, now: number): Promise<
     | 'no-driver' | 'no-vehicle'
     | { same: AssignmentRecord }
     | { conflict: AssignmentRecord }
     | { assignment: AssignmentRecord; events: EventRecord[] }
   >;
   /** Ends an ongoing assignment at `at`; `ended` when it had ended already (unchanged); `too-early` before its start. */
-  end(organizationId: string, id: string, at: number, now: number, unassigned: AssignmentEvents): Promise<
+  end(organizationId: string, id: string, at: number, now: number): Promise<
     undefined | 'too-early' | { ended: AssignmentRecord } | { assignment: AssignmentRecord; event: EventRecord }
   >;
   getAssignment(organizationId: string, id: string): Promise<AssignmentRecord | undefined>;

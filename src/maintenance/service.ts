@@ -6,10 +6,10 @@
 // by the check, which runs every minute, or a read.
 import type { Principal } from '../auth/scopes.ts';
 import { type Clock, iso } from '../clock.ts';
-import { AppError } from '../errors.ts';
+import { AppError, invalidBody, pastTimeOf } from '../errors.ts';
 import type { EventPort } from '../events/port.ts';
 import { type EventRecord, newEvent } from '../events/types.ts';
-import { type VehicleScope, assertWholeOrganization, vehicleNotFound } from '../groups/scope.ts';
+import { type VehicleScope, assertWholeOrganization, unknownGroups, vehicleNotFound } from '../groups/scope.ts';
 import type { GroupStore } from '../groups/store.ts';
 import { newId } from '../ids.ts';
 import { type MeterState, meterValues } from '../meters/state.ts';
@@ -22,8 +22,6 @@ import {
 import { MAX_SCHEDULES, type ScheduleInput, type ServiceRecordInput } from './schema.ts';
 import type { MaintenanceStore } from './store.ts';
 
-/** How far ahead of this node's clock a service's time may be (another machine's clock), ms. */
-const CLOCK_SKEW_MS = 60_000;
 
 export type MaintenanceService = ReturnType<typeof createMaintenanceService>;
 
@@ -73,11 +71,9 @@ export function createMaintenanceService(deps: {
   async function recordOf(who: Principal, input: ScheduleInput, id: string, createdAt: number, now: number): Promise<ScheduleRecord> {
     assertWholeOrganization(who, 'maintenance schedules');
     if (input.vehicleIds !== undefined && input.vehicleIds !== null && input.groupId !== undefined) {
-      throw new AppError('validation-failed', 'Give vehicleIds or groupId, not both.', { errors: [{ in: 'body', path: '/groupId', message: 'must not be given with vehicleIds' }] });
+      throw invalidBody('Give vehicleIds or groupId, not both.', '/groupId', 'must not be given with vehicleIds');
     }
-    if (input.groupId !== undefined && (await deps.groups.get(who.organizationId, input.groupId)) === undefined) {
-      throw new AppError('group-not-found', `No group "${input.groupId}" in this organization.`);
-    }
+    if (input.groupId !== undefined && (await deps.groups.get(who.organizationId, input.groupId)) === undefined) throw unknownGroups([input.groupId]);
     return {
       organizationId: who.organizationId, id, name: input.name, vehicleIds: input.vehicleIds ?? null, groupId: input.groupId ?? null,
       every: input.every, dueSoon: input.dueSoon ?? {}, createdAt, updatedAt: now,
@@ -123,8 +119,8 @@ export function createMaintenanceService(deps: {
     });
   }
 
+  /** The vehicle-scope hook has checked a credential limited to groups sees it (http/vehicle-scope.ts). */
   async function requireVehicle(who: Principal, vehicleId: string): Promise<void> {
-    await deps.scope.assertSees(who, [vehicleId]);
     if ((await deps.vehicles.get(who.organizationId, vehicleId)) === undefined) throw vehicleNotFound(vehicleId);
   }
 
@@ -209,10 +205,7 @@ export function createMaintenanceService(deps: {
     async addServiceRecord(who: Principal, vehicleId: string, input: ServiceRecordInput) {
       await requireVehicle(who, vehicleId);
       const now = clock.now();
-      const performedAt = Date.parse(input.performedAt);
-      if (performedAt > now + CLOCK_SKEW_MS) {
-        throw new AppError('validation-failed', 'performedAt: must not be in the future.', { errors: [{ in: 'body', path: '/performedAt', message: 'must not be in the future' }] });
-      }
+      const performedAt = pastTimeOf(input.performedAt, '/performedAt', now);
       const organizationId = who.organizationId;
       const st = await standing(organizationId, vehicleId);
       const current = valuesOf(st.meters, vehicleId);

@@ -3,6 +3,7 @@
 // keeping them costs no read or write of its own. Only records newer than every record judged
 // before advance them (as for rules): a record that arrives late leaves the meters as they are.
 // Its state is plain JSON, so it is stored as it is.
+import { iso } from '../clock.ts';
 import { haversineMeters } from '../history/trips.ts';
 
 /** Engine time counts between two records at most this far apart (ms). */
@@ -69,6 +70,6 @@ export function meterValues(m: MeterState | null | undefined): { odometerKm: num
   return { odometerKm: Math.round(odometerKm(state) * 1000) / 1000, engineHours: Math.round((state.eng / 3600) * 1000) / 1000 };
 }
 
-export function metersView(vehicleId: string, m: MeterState | null, iso: (ms: number) => string) {
+export function metersView(vehicleId: string, m: MeterState | null) {
   return { vehicleId, ...meterValues(m), updatedAt: m === null || m.up === null ? null : iso(m.up) };
 }

@@ -8,7 +8,7 @@ import { iso } from '../clock.ts';
 import { type EventRecord, newEvent } from '../events/types.ts';
 import { newTimeOrderedId } from '../ids.ts';
 import { DEFAULT_TRIP_SETTINGS, type TripEvent, advanceInPlace, copyTripState, initialTripState, tripView } from '../history/trips.ts';
-import { type AlertRecord, type AlertRuleRecord, type Condition, type RuleState, type TriggerValue, appliesTo } from './model.ts';
+import { type AlertRecord, type AlertRuleRecord, type Condition, type RuleState, type TriggerValue, appliesTo, emptyRuleState } from './model.ts';
 import type { GeofenceRecord } from '../geofences/model.ts';
 import type { GeofenceVersion } from '../geofences/store.ts';
 import { type GeofenceIndex, createGeofenceIndex } from '../geofences/spatial-index.ts';
@@ -306,7 +306,7 @@ function judgeRecords(
 ): Judged | undefined {
   const { trips } = every;
   const state: RuleState = previous === undefined
-    ? { ts: -Infinity, inside: [], held: {}, trip: null, meters: null }
+    ? emptyRuleState()
     : { ts: previous.ts, inside: [...previous.inside], held: { ...previous.held }, trip: previous.trip, meters: previous.meters };
   if (trips) state.trip = state.trip === null ? initialTripState() : copyTripState(state.trip);
   const meters = every.meters ? (state.meters = state.meters === null ? initialMeters() : { ...state.meters }) : undefined;
@@ -423,11 +423,11 @@ function close(rule: AlertRuleRecord, alert: AlertRecord, at: number, open: Map<
  */
 export function tripEventsOf(events: readonly EventRecord[]): { event: EventRecord; startedAt: number }[] {
   const trips: { event: EventRecord; startedAt: number }[] = [];
-  for (const event of events) if (isTripEvent(event)) trips.push({ event, startedAt: Date.parse(event.data.startedAt as string) });
+  for (const event of events) {
+    if (event.type === 'trip.started' || event.type === 'trip.ended') trips.push({ event, startedAt: Date.parse(event.data.startedAt as string) });
+  }
   return trips;
 }
-
-export const isTripEvent = (event: EventRecord) => event.type === 'trip.started' || event.type === 'trip.ended';
 
 /** Whether two lists of geofence ids hold the same ids (`inside` is kept sorted; a lookup's order is the index's). */
 function sameMembers(found: readonly string[], inside: readonly string[]): boolean {

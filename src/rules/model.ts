@@ -59,6 +59,9 @@ export interface RuleState {
   meters: MeterState | null;
 }
 
+/** The state of a vehicle nothing has been judged of yet. */
+export const emptyRuleState = (): RuleState => ({ ts: -Infinity, inside: [], held: {}, trip: null, meters: null });
+
 /** Whether a geofence or rule applies to a vehicle. */
 export function appliesTo(vehicleIds: readonly string[] | null, vehicleId: string): boolean {
   return vehicleIds === null || vehicleIds.includes(vehicleId);

@@ -2,7 +2,8 @@
 // and its vehicle's rows first, so that two nodes assigning the same driver or vehicle at once
 // take turns, and each sees what the other ended or started.
 import type { DriverIdentifier } from '../../drivers/schema.ts';
-import type { AssignmentEvents, AssignmentRecord, DriverStore } from '../../drivers/store.ts';
+import type { AssignmentRecord, DriverStore } from '../../drivers/store.ts';
+import { assignedEvent, unassignedEvent } from '../../drivers/events.ts';
 import type { EventRecord } from '../../events/types.ts';
 import { ASSIGNMENT_COLUMNS, DRIVER_READ, assignmentOf, containsPattern, driverOf } from '../driver-rows.ts';
 import type { Database, Queryable } from './database.ts';
@@ -28,9 +29,9 @@ export async function ongoing(client: Queryable, organizationId: string, column:
   });
   return rows[0] === undefined ? undefined : assignmentOf(rows[0]);
 }
-async function endNow(client: Queryable, a: AssignmentRecord, at: number, unassigned: (a: AssignmentRecord) => EventRecord): Promise<EventRecord> {
+async function endNow(client: Queryable, a: AssignmentRecord, at: number): Promise<EventRecord> {
   await client.query({ name: 'drivers.end', text: 'UPDATE driver_assignments SET ended_at = $3 WHERE organization_id = $1 AND id = $2', values: [a.organizationId, a.id, at] });
-  return unassigned({ ...a, endedAt: at });
+  return unassignedEvent({ ...a, endedAt: at });
 }
 async function lockDriver(client: Queryable, organizationId: string, id: string): Promise<boolean> {
   const { rowCount } = await client.query({
@@ -44,7 +45,7 @@ async function lockDriver(client: Queryable, organizationId: string, id: string)
  * the caller's transaction (the API's, or a telemetry commit's for a vehicle's identifier reader);
  * the events are the caller's to append.
  */
-export async function startAssignment(client: Queryable, a: AssignmentRecord, { assigned, unassigned }: { assigned: AssignmentEvents; unassigned: AssignmentEvents }):
+export async function startAssignment(client: Queryable, a: AssignmentRecord):
   Promise<{ same: AssignmentRecord } | { conflict: AssignmentRecord } | { assignment: AssignmentRecord; events: EventRecord[] }> {
   const ofDriver = await ongoing(client, a.organizationId, 'driver_id', a.driverId);
   if (ofDriver !== undefined && ofDriver.vehicleId === a.vehicleId) return { same: ofDriver };
@@ -53,13 +54,13 @@ export async function startAssignment(client: Queryable, a: AssignmentRecord, { 
   const conflict = ending.find((e) => e.startedAt > a.startedAt);
   if (conflict !== undefined) return { conflict };
   const events: EventRecord[] = [];
-  for (const e of ending) events.push(await endNow(client, e, a.startedAt, unassigned));
+  for (const e of ending) events.push(await endNow(client, e, a.startedAt));
   await client.query({
     name: 'drivers.assign',
     text: `INSERT INTO driver_assignments (${ASSIGNMENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
     values: [a.organizationId, a.id, a.driverId, a.vehicleId, a.startedAt, a.endedAt, a.source],
   });
-  events.push(assigned(a));
+  events.push(assignedEvent(a));
   return { assignment: a, events };
 }
 
@@ -158,31 +159,31 @@ export function createPostgresDriverStore(db: Database): DriverStore {
       }));
     },
 
-    async delete(organizationId, id, at, unassigned) {
+    async delete(organizationId, id, at) {
       return db.transaction(async (client) => {
         if (!(await lockDriver(client, organizationId, id))) return undefined;
         const current = await ongoing(client, organizationId, 'driver_id', id);
-        const events = current === undefined ? [] : [await endNow(client, current, Math.max(at, current.startedAt), unassigned)];
+        const events = current === undefined ? [] : [await endNow(client, current, Math.max(at, current.startedAt))];
         await client.query({ name: 'drivers.delete', text: 'DELETE FROM drivers WHERE organization_id = $1 AND id = $2', values: [organizationId, id] });
         await appendEvents(client, events, at);
         return { events };
       });
     },
 
-    async assign(a, events, now) {
+    async assign(a, now) {
       return db.transaction(async (client) => {
         if (!(await lockDriver(client, a.organizationId, a.driverId))) return 'no-driver' as const;
         const vehicle = await client.query({
           name: 'drivers.lock-vehicle', text: 'SELECT 1 FROM vehicles WHERE organization_id = $1 AND id = $2 FOR NO KEY UPDATE', values: [a.organizationId, a.vehicleId],
         });
         if (vehicle.rowCount === 0) return 'no-vehicle' as const;
-        const started = await startAssignment(client, a, events);
+        const started = await startAssignment(client, a);
         if ('assignment' in started) await appendEvents(client, started.events, now);
         return started;
       });
     },
 
-    async end(organizationId, id, at, now, unassigned) {
+    async end(organizationId, id, at, now) {
       return db.transaction(async (client) => {
         const { rows } = await client.query({
           name: 'drivers.assignment-lock', text: `SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = $1 AND id = $2 FOR UPDATE`, values: [organizationId, id],
@@ -191,7 +192,7 @@ export function createPostgresDriverStore(db: Database): DriverStore {
         const current = assignmentOf(rows[0]);
         if (current.endedAt !== null) return { ended: current };
         if (at < current.startedAt) return 'too-early' as const;
-        const event = await endNow(client, current, at, unassigned);
+        const event = await endNow(client, current, at);
         await appendEvents(client, [event], now);
         return { assignment: { ...current, endedAt: at }, event };
       });

@@ -9,7 +9,7 @@ import type { GeofenceVersion } from '../../geofences/store.ts';
 import { type AlertChanges, type Applied, type CommitRules, type DriverContext, type Judged, type RulesStore, happenedEvents, identifiersOf } from '../../rules/store.ts';
 import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, pageWithin, postgresRuleRows as rows, storedTs } from '../rule-rows.ts';
 import { tripEventsOf } from '../../rules/engine.ts';
-import { ASSIGNMENT_EVENTS, deviceAssignment } from '../../drivers/events.ts';
+import { deviceAssignment } from '../../drivers/events.ts';
 import { driverAt, startAssignment } from './drivers.ts';
 import type { MeterStore } from '../../meters/store.ts';
 import { positionCount } from '../../geofences/schema.ts';
@@ -51,8 +51,8 @@ async function applyAlerts(client: Queryable, changes: AlertChanges, at: number)
 }
 
 /** What the records of `identifying` vehicles name by their driver identifiers, and who drives each vehicle now (two statements for all). */
-async function driverContexts(client: Queryable, identifying: readonly { organizationId: string; vehicleId: string; records: { data: Record<string, unknown> }[] }[]) {
-  const wanted = identifying.flatMap((f) => identifiersOf(f.records).map((value) => [f.organizationId, value] as const));
+async function driverContexts(client: Queryable, identifying: readonly { organizationId: string; vehicleId: string; identifiers: string[] }[]) {
+  const wanted = identifying.flatMap((f) => f.identifiers.map((value) => [f.organizationId, value] as const));
   // One after the other: a client runs one query at a time anyway.
   const named = await client.query<{ organization_id: string; value: string; driver_id: string }>({
     name: 'rules.identifiers',
@@ -95,7 +95,7 @@ async function writeDrivers(client: Queryable, judged: Judged): Promise<EventRec
       values: [judged.organizationId, driverId, judged.vehicleId],
     });
     if (rowCount !== 1) continue;
-    const started = await startAssignment(client, deviceAssignment(judged, driverId, at), ASSIGNMENT_EVENTS);
+    const started = await startAssignment(client, deviceAssignment(judged, driverId, at));
     if ('assignment' in started) for (const e of started.events) events.push(e);
   }
   for (const { event, startedAt } of tripEventsOf(judged.events)) event.data.driverId = await driverAt(client, judged.organizationId, judged.vehicleId, startedAt);
@@ -123,7 +123,7 @@ export async function judgeInCommit(
   const orgs = keys.map((k) => k.split('\n')[0]!);
   const vehicles = keys.map((k) => k.split('\n')[1]!);
   const alerting = keys.filter((_, i) => rules.alerts(orgs[i]!));
-  const identifying = wanted.filter((f) => identifiersOf(f.records).length > 0);
+  const identifying = wanted.map((f) => ({ ...f, identifiers: identifiersOf(f.records) })).filter((f) => f.identifiers.length > 0);
   const [stateRows, alertRows] = await Promise.all([
     client.query({
       name: 'rules.states',

@@ -1,14 +1,16 @@
 // Drivers and their assignments in the embedded store (drivers/store.ts).
 import type { DatabaseSync } from 'node:sqlite';
 import type { DriverIdentifier } from '../../drivers/schema.ts';
-import type { AssignmentEvents, AssignmentRecord, DriverStore } from '../../drivers/store.ts';
+import type { AssignmentRecord, DriverStore } from '../../drivers/store.ts';
+import { assignedEvent, unassignedEvent } from '../../drivers/events.ts';
 import type { EventRecord } from '../../events/types.ts';
 import { ASSIGNMENT_COLUMNS, DRIVER_READ, assignmentOf, containsPattern, driverOf } from '../driver-rows.ts';
 import type { AppendEvents } from './events.ts';
 import type { WalSync } from './wal-sync.ts';
 
 /** Writes commit through `wal` (wal-sync.ts): durable when they answer, their sync off the event loop. */
-export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEvents: AppendEvents): DriverStore {
+/** `assignments`: the statements it shares with the telemetry commit's rule writes. */
+export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEvents: AppendEvents, assignments: SqliteAssignments): DriverStore {
   const count = db.prepare('SELECT count(*) AS n FROM drivers WHERE organization_id = ?');
   const insert = db.prepare(
     'INSERT INTO drivers (organization_id, id, name, external_id, phone, notes, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -25,7 +27,6 @@ export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEv
   const addIdentifier = db.prepare('INSERT INTO driver_identifiers (organization_id, value, kind, driver_id, position) VALUES (?, ?, ?, ?, ?)');
 
   const vehicleExists = db.prepare('SELECT 1 FROM vehicles WHERE organization_id = ? AND id = ?');
-  const assignments = createSqliteAssignments(db);
   const assignmentOne = db.prepare(`SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = ? AND id = ?`);
   const assignmentPage = db.prepare(
     `SELECT ${ASSIGNMENT_COLUMNS} FROM driver_assignments WHERE organization_id = ?
@@ -78,35 +79,35 @@ export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEv
       });
     },
 
-    async delete(organizationId, id, at, unassigned) {
+    async delete(organizationId, id, at) {
       return wal.transaction(() => {
         if (exists.get(organizationId, id) === undefined) return undefined;
         const ongoing = assignments.ongoing('driver_id', organizationId, id);
-        const events = ongoing === undefined ? [] : [endNow(ongoing, Math.max(at, ongoing.startedAt), unassigned)];
+        const events = ongoing === undefined ? [] : [endNow(ongoing, Math.max(at, ongoing.startedAt))];
         remove.run(organizationId, id);
         appendEvents(events, at);
         return { events };
       });
     },
 
-    async assign(a, events, now) {
+    async assign(a, now) {
       return wal.transaction(() => {
         if (exists.get(a.organizationId, a.driverId) === undefined) return 'no-driver' as const;
         if (vehicleExists.get(a.organizationId, a.vehicleId) === undefined) return 'no-vehicle' as const;
-        const started = assignments.start(a, events);
+        const started = assignments.start(a);
         if ('assignment' in started) appendEvents(started.events, now);
         return started;
       });
     },
 
-    async end(organizationId, id, at, now, unassigned) {
+    async end(organizationId, id, at, now) {
       return wal.transaction(() => {
         const row = assignmentOne.get(organizationId, id);
         if (row === undefined) return undefined;
         const current = assignmentOf(row);
         if (current.endedAt !== null) return { ended: current };
         if (at < current.startedAt) return 'too-early' as const;
-        const event = endNow(current, at, unassigned);
+        const event = endNow(current, at);
         appendEvents([event], now);
         return { assignment: { ...current, endedAt: at }, event };
       });
@@ -150,16 +151,16 @@ export function createSqliteAssignments(db: DatabaseSync) {
     const row = ongoingOf[column].get(organizationId, id);
     return row === undefined ? undefined : assignmentOf(row);
   }
-  function endNow(a: AssignmentRecord, at: number, unassigned: AssignmentEvents): EventRecord {
+  function endNow(a: AssignmentRecord, at: number): EventRecord {
     endOne.run(at, a.organizationId, a.id);
-    return unassigned({ ...a, endedAt: at });
+    return unassignedEvent({ ...a, endedAt: at });
   }
 
   return {
     ongoing,
     endNow,
     /** DriverStore's `assign` once the driver and vehicle are known to exist; the events are the caller's to append. */
-    start(a: AssignmentRecord, { assigned, unassigned }: { assigned: AssignmentEvents; unassigned: AssignmentEvents }):
+    start(a: AssignmentRecord):
       { same: AssignmentRecord } | { conflict: AssignmentRecord } | { assignment: AssignmentRecord; events: EventRecord[] } {
       const ofDriver = ongoing('driver_id', a.organizationId, a.driverId);
       if (ofDriver !== undefined && ofDriver.vehicleId === a.vehicleId) return { same: ofDriver };
@@ -167,9 +168,9 @@ export function createSqliteAssignments(db: DatabaseSync) {
       const ending = [ofDriver, ofVehicle].filter((x) => x !== undefined);
       const conflict = ending.find((e) => e.startedAt > a.startedAt);
       if (conflict !== undefined) return { conflict };
-      const events = ending.map((e) => endNow(e, a.startedAt, unassigned));
+      const events = ending.map((e) => endNow(e, a.startedAt));
       insertAssignment.run(a.organizationId, a.id, a.driverId, a.vehicleId, a.startedAt, a.endedAt, a.source);
-      events.push(assigned(a));
+      events.push(assignedEvent(a));
       return { assignment: a, events };
     },
     /** The driver of each of `identifiers` that one has. */

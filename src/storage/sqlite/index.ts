@@ -52,7 +52,8 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
   const wal = createWalSync(db, options.syncFile, checkpoints);
   const appendEvents = createSqliteEventAppender(db);
   const statuses = createVehicleStatuses(db, appendEvents);
-  const ruleWrites = createSqliteRuleWrites(db, appendEvents, createSqliteAssignments(db));
+  const assignments = createSqliteAssignments(db);
+  const ruleWrites = createSqliteRuleWrites(db, appendEvents, assignments);
   const disk = diskSpaceOf(db);
   return {
     db,
@@ -69,7 +70,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     people: createSqlitePeopleStore(db),
     audit: createSqliteAuditStore(db, wal),
     groups: createSqliteGroupStore(db),
-    drivers: createSqliteDriverStore(db, wal, appendEvents),
+    drivers: createSqliteDriverStore(db, wal, appendEvents, assignments),
     commands: createSqliteCommandStore(db, wal, appendEvents),
     sso: createSqliteSsoStore(db),
     async ping() {

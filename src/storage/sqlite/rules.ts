@@ -1,13 +1,13 @@
 // Geofences, alert rules, alerts and rule states in the embedded store.
 import { MEMBERS_OF_GROUPS } from './events.ts';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import type { AlertRecord, RuleState } from '../../rules/model.ts';
+import { type AlertRecord, type RuleState, emptyRuleState } from '../../rules/model.ts';
 import type { EventRecord } from '../../events/types.ts';
 import { type Applied, type AlertChanges, type Judged, type RulesStore, happenedEvents } from '../../rules/store.ts';
 import { ALERT_COLUMNS, GEOFENCE_COLUMNS, RULE_COLUMNS, definitionsStampSql, pageWithin, sqliteRuleRows as rows, storedTs } from '../rule-rows.ts';
 import type { DriverContext } from '../../rules/store.ts';
-import { isTripEvent, tripEventsOf } from '../../rules/engine.ts';
-import { ASSIGNMENT_EVENTS, deviceAssignment } from '../../drivers/events.ts';
+import { tripEventsOf } from '../../rules/engine.ts';
+import { deviceAssignment } from '../../drivers/events.ts';
 import type { SqliteAssignments } from './drivers.ts';
 import type { MeterChange, MeterStore } from '../../meters/store.ts';
 import type { MeterState } from '../../meters/state.ts';
@@ -106,7 +106,7 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
   function driverEvents(judged: Judged): EventRecord[] {
     const events: EventRecord[] = [];
     for (const { driverId, at } of judged.assignments) {
-      const started = assignments.start(deviceAssignment(judged, driverId, at), ASSIGNMENT_EVENTS);
+      const started = assignments.start(deviceAssignment(judged, driverId, at));
       if ('assignment' in started) for (const e of started.events) events.push(e);
     }
     for (const { event, startedAt } of tripEventsOf(judged.events)) event.data.driverId = assignments.driverAt(judged.organizationId, judged.vehicleId, startedAt);
@@ -126,7 +126,7 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
     },
     write(judged, at) {
       put(judged.organizationId, judged.vehicleId, judged.state);
-      const assigned = judged.assignments.length === 0 && !judged.events.some(isTripEvent) ? [] : driverEvents(judged);
+      const assigned = driverEvents(judged);
       appendEvents(assigned, at);
       if (judged.opened.length === 0 && judged.changed.length === 0) {
         appendEvents(judged.events, at);
@@ -138,7 +138,7 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
     setMeters(organizationId, vehicleId, change) {
       const known = stateOf(organizationId, vehicleId);
       const meters = change(known?.meters ?? null);
-      put(organizationId, vehicleId, known === undefined ? { ts: -Infinity, inside: [], held: {}, trip: null, meters } : { ...known, meters });
+      put(organizationId, vehicleId, { ...(known ?? emptyRuleState()), meters });
       return meters;
     },
     forget(organizationId, vehicleId) {
