@@ -162,6 +162,7 @@ function bodyFor(route: RouteEntry, vehicleId = unique('no-vehicle')): unknown {
 /** A valid query for every route that requires one, keyed by route url. */
 const RANGE = { from: '2026-11-01T00:00:00.000Z', to: '2026-11-02T00:00:00.000Z' };
 const QUERIES: Record<string, Record<string, string>> = {
+  '/v2/reports/summary': { from: '2026-11-01', to: '2026-11-02' },
   '/v2/fleet/vehicles/:id/trips': RANGE,
   '/v2/fleet/vehicles/:id/stops': RANGE,
   '/v2/telemetry/:vehicleId/aggregates': { ...RANGE, bucket: '3600' },
@@ -223,6 +224,7 @@ const KNOWN_ROUTES: Record<string, number> = {
   'GET /v2/fleet/vehicles/:id/service-records': 200,
   'GET /v2/fleet/vehicles/:id/maintenance': 200,
   'GET /v2/maintenance': 200,
+  'GET /v2/reports/summary': 200,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {

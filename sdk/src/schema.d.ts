@@ -1609,6 +1609,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/reports/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Distance, driving, idle and engine time, trips and top speed, summed
+         * @description Over each two consecutive records of a vehicle at most 3600 s apart (a step, counted on the date and with the driver of its first record): a moving step (the trips report's test on its later record) adds its distance and time to `distanceKm` and `drivingSeconds`; a step not moving whose first record had `ignition` true adds its time to `idleSeconds`; every step whose first record had `ignition` true adds to `engineHours`. Answered from rollups kept as records are committed (a late record corrects its day), so a year of a large fleet answers at once; a time zone whose days do not start on the hour (Asia/Kolkata) is computed from history, more slowly. A credential limited to groups counts its groups' vehicles only.
+         *
+         *     Needs scope `telemetry:read`.
+         */
+        get: operations["getSummaryReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/sso": {
         parameters: {
             query?: never;
@@ -4235,6 +4257,33 @@ export interface components {
             streamId: string;
             /** @description The WebSocket address with a new single-use ticket; add `&lastSeq=N` to resume. */
             url: string;
+        };
+        SummaryReport: {
+            /** @description Ordered by their key; a key with nothing counted in the range is left out. */
+            rows: components["schemas"]["SummaryRow"][];
+        };
+        SummaryRow: {
+            /**
+             * @description With `groupBy=day`: the date in `timezone`.
+             * @example 2026-11-01
+             */
+            date?: string;
+            /** @description The haversine distance of the moving steps, km. */
+            distanceKm: number;
+            /** @description With `groupBy=driver`. */
+            driverId?: string;
+            /** @description The time of the moving steps. */
+            drivingSeconds: number;
+            /** @description The time of the steps whose first record had `ignition` true, hours. */
+            engineHours: number;
+            /** @description The time of the steps not moving whose first record had `ignition` true. */
+            idleSeconds: number;
+            /** @description The highest `speed` recorded, km/h; null when no record reported one. */
+            maxSpeed: number | null;
+            /** @description Trips (as the trips report finds them over the whole history) that started then. */
+            trips: number;
+            /** @description With `groupBy=vehicle`. */
+            vehicleId?: string;
         };
         /** @description Up to 1000 records for the vehicle the path or topic names. */
         TelemetryBatchInput: {
@@ -9327,6 +9376,60 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Organization"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getSummaryReport: {
+        parameters: {
+            query: {
+                /** @description `json` (default) or `csv` (RFC 4180, header row, CRLF). */
+                format?: "json" | "csv";
+                /**
+                 * @description The first date counted (inclusive), in `timezone`.
+                 * @example 2026-11-01
+                 */
+                from: string;
+                /** @description One row per vehicle, per driver (steps with no driver assigned left out) or per date. */
+                groupBy?: "vehicle" | "driver" | "day";
+                /** @description Only the vehicles of this group (not with `vehicleIds`). */
+                groupId?: string;
+                /**
+                 * @description An IANA time zone (default `UTC`).
+                 * @example Europe/Berlin
+                 */
+                timezone?: string;
+                /**
+                 * @description The date the range ends before (exclusive); at most 366 days after `from`.
+                 * @example 2026-11-01
+                 */
+                to: string;
+                /** @description Only these vehicles: ids separated by commas (at most 1000). */
+                vehicleIds?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rows, as JSON or as CSV (one column per member, header row). */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SummaryReport"];
+                    "text/csv": string;
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -23,6 +23,7 @@ export function addLifecycle(app: FastifyInstance, parts: Services): void {
     parts.eventRetention.stop();
     parts.peopleCleanup.stop();
     parts.auditRetention.stop();
+    parts.rollupRepairs.stop();
     offline.stop();
     await parts.maintenanceChecks.stop();
     parts.commands.stop();

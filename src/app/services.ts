@@ -23,6 +23,8 @@ import { createDriverService } from '../drivers/service.ts';
 import { createMeterService } from '../meters/service.ts';
 import { createMaintenanceService } from '../maintenance/service.ts';
 import { startMaintenanceChecks } from '../maintenance/check.ts';
+import { createSummaryService } from '../reports/summary.ts';
+import { startRollupRepairs } from '../reports/repair.ts';
 import { createVehicleScope } from '../groups/scope.ts';
 import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
 import { osmandChannel } from '../protocols/osmand/commands.ts';
@@ -104,6 +106,10 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   const maintenanceChecks = startMaintenanceChecks({
     store: stores.maintenance, service: maintenance, clock, log, intervalMs: config.maintenance.checkSeconds * 1000,
   });
+  const summaries = createSummaryService({
+    rollups: stores.rollups, telemetry: stores.telemetry, vehicles: stores.vehicles, drivers: stores.drivers, groups: stores.groups, assertSees: vehicleScope.assertSees,
+  });
+  const rollupRepairs = startRollupRepairs({ store: stores.rollups, log });
   const vehicles = createVehicleService({
     store: stores.vehicles, clock, maxVehicles: config.quotas.vehicles, latest: latestOf, events,
   });
@@ -196,5 +202,6 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     feed: createFeedService({ store: stores.events }),
     history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles, drivers: stores.drivers }),
     mqtt, devices, protocolIngest, deviceGuard, listeners, commands, retention, eventRetention, peopleCleanup, auditRetention, groups, drivers, meters, maintenance, maintenanceChecks, vehicleScope,
+    summaries, rollupRepairs,
   };
 }

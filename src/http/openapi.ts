@@ -216,6 +216,7 @@ export const openapiPlugin = fp(async function openapi(app: FastifyInstance, opt
         { name: 'groups', description: 'Vehicle groups: named sets of the organization\'s vehicles; a vehicle\'s `groupIds`, and `groupId` on the vehicle list.' },
         { name: 'drivers', description: 'Drivers, their identifiers, and who drives which vehicle (assignments); a vehicle\'s `driverId`.' },
         { name: 'maintenance', description: 'Service schedules by distance, engine hours and days; service records; what is due soon or overdue, per vehicle and fleet-wide.' },
+        { name: 'reports', description: 'Summary reports (distance, driving, idle and engine time, trips, top speed) per vehicle, driver or day; report schedules and the reports they keep.' },
         { name: 'audit', description: 'The audit log: who changed what, every sign-in and every refusal.' },
         { name: 'organizations', description: 'Organizations (platform organization only).' },
         { name: 'oauth', description: 'OAuth 2.0: clients, the token endpoint, revocation, introspection, signing keys.' },

@@ -16,6 +16,7 @@ import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
 import { type CompactGeometry, compactGeometry } from '../geofences/compact.ts';
 import { type AlertChanges, type CommitRules, type DriverContext, type Judged, type RulesStore, identifierForms } from './store.ts';
 import { advanceMeters, initialMeters } from '../meters/state.ts';
+import { DAY_MS, HOUR_MS, copyRollup, feedRollup, initialRollup } from '../reports/rollup.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** What judging needs of a geofence besides its shape (which only the index keeps). */
@@ -307,11 +308,13 @@ function judgeRecords(
   const { trips } = every;
   const state: RuleState = previous === undefined
     ? emptyRuleState()
-    : { ts: previous.ts, inside: [...previous.inside], held: { ...previous.held }, trip: previous.trip, meters: previous.meters };
+    : { ts: previous.ts, inside: [...previous.inside], held: { ...previous.held }, trip: previous.trip, meters: previous.meters, roll: previous.roll };
   if (trips) state.trip = state.trip === null ? initialTripState() : copyTripState(state.trip);
   const meters = every.meters ? (state.meters = state.meters === null ? initialMeters() : { ...state.meters }) : undefined;
   const driving = drivers === undefined || meters === undefined ? undefined : { ...drivers };
-  const judged: Judged = { organizationId, vehicleId, state, opened: [], changed: [], events: [], assignments: [] };
+  // The rollups' own state: the driver as last known (a record's identifier, or the assignment the store read).
+  const roll = meters === undefined ? undefined : (state.roll = state.roll === null ? { ...initialRollup(), cur: drivers?.current ?? null } : copyRollup(state.roll));
+  const judged: Judged = { organizationId, vehicleId, state, opened: [], changed: [], events: [], assignments: [], tallies: new Map(), marks: [], late: null };
   const open = new Map(unresolved.map((a) => [a.ruleId, a]));
   const rules = d.rules.length === 0 ? d.rules : d.rules.filter((r) => appliesTo(r.vehicleIds, vehicleId));
   const sorted = records.length > 1 ? [...records].sort((a, b) => a.timestamp - b.timestamp) : records;
@@ -321,11 +324,22 @@ function judgeRecords(
   let changed = false;
 
   for (const record of sorted) {
-    // A record older than the newest judged changes nothing (out-of-order arrivals make no events).
-    if (record.timestamp <= state.ts) continue;
+    // A record older than the newest judged changes nothing (out-of-order arrivals make no events);
+    // the rollups are replayed from its day.
+    if (record.timestamp <= state.ts) {
+      if (roll !== undefined && (judged.late === null || record.timestamp < judged.late)) judged.late = record.timestamp;
+      continue;
+    }
     if (meters !== undefined) {
       advanceMeters(meters, state.ts, record);
       if (driving !== undefined) identify(record, driving, meters, judged);
+    }
+    if (roll !== undefined) {
+      // The first record of a day marks the state before it: where a replay may start.
+      if (roll.t !== null && Math.floor(record.timestamp / DAY_MS) > Math.floor(roll.t / DAY_MS)) {
+        judged.marks.push({ day: Math.floor(record.timestamp / DAY_MS), state: JSON.stringify(roll) });
+      }
+      feedRollup(roll, record, driving === undefined ? roll.cur : driving.current, HOUR_MS, judged.tallies);
     }
     state.ts = record.timestamp;
     changed = true;
@@ -360,7 +374,7 @@ function judgeRecords(
     // A batch alternating in and out of many geofences stops here, before making all its events.
     if (judged.events.length > MAX_EVENTS_PER_BATCH) limitBatchEvents(sorted.length, judged.events.length);
   }
-  return changed ? judged : undefined;
+  return changed || judged.late !== null ? judged : undefined;
 }
 
 function judgeRule(

@@ -2,6 +2,7 @@
 // are ms since the epoch. See docs/API.md "Alert rules and alerts".
 import type { TripState } from '../history/trips.ts';
 import type { MeterState } from '../meters/state.ts';
+import type { RollupState } from '../reports/rollup.ts';
 
 export const THRESHOLD_FIELDS = ['speed', 'battery', 'temperature', 'odometer', 'heading'] as const;
 export type ComparisonOp = '>' | '>=' | '<' | '<=' | '==' | '!=';
@@ -49,7 +50,8 @@ export type TriggerValue = number | string | boolean | { lat: number; lng: numbe
  * older one changes nothing), the geofences it is inside, since when (record time) each rule's
  * condition has held, for rules that must hold a while before an alert opens, and the live trip
  * detection's state (null before its first record), and the vehicle's meters (meters/state.ts;
- * null before its first record or setting).
+ * null before its first record or setting), and what the summary reports' rollups know of its last
+ * record (reports/rollup.ts; null before its first record).
  */
 export interface RuleState {
   ts: number;
@@ -57,10 +59,11 @@ export interface RuleState {
   held: Record<string, number>;
   trip: TripState | null;
   meters: MeterState | null;
+  roll: RollupState | null;
 }
 
 /** The state of a vehicle nothing has been judged of yet. */
-export const emptyRuleState = (): RuleState => ({ ts: -Infinity, inside: [], held: {}, trip: null, meters: null });
+export const emptyRuleState = (): RuleState => ({ ts: -Infinity, inside: [], held: {}, trip: null, meters: null, roll: null });
 
 /** Whether a geofence or rule applies to a vehicle. */
 export function appliesTo(vehicleIds: readonly string[] | null, vehicleId: string): boolean {

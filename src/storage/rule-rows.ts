@@ -2,6 +2,7 @@
 // differ in how JSON and lists arrive: text in SQLite, decoded in PostgreSQL).
 import type { TripState } from '../history/trips.ts';
 import type { MeterState } from '../meters/state.ts';
+import type { RollupState } from '../reports/rollup.ts';
 import type { GeofenceRecord, Geometry } from '../geofences/model.ts';
 import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, RuleState, TriggerValue } from '../rules/model.ts';
 import type { Row } from './rows.ts';
@@ -82,6 +83,7 @@ export function ruleRows(d: RuleDecoders) {
       held: d.json<Record<string, number>>(row.held),
       trip: row.trip === null || row.trip === undefined ? null : d.json<TripState>(row.trip),
       meters: row.meters === null || row.meters === undefined ? null : d.json<MeterState>(row.meters),
+      roll: row.rollup === null || row.rollup === undefined ? null : d.json<RollupState>(row.rollup),
     }),
   };
 }

@@ -1,5 +1,6 @@
 // Every store the service uses, as one bundle handed to app.ts. Each backend (SQLite embedded,
 // PostgreSQL for cluster mode) provides the same bundle, and test/contract/ holds both to it.
+import type { RollupStore } from '../reports/store.ts';
 import type { AuditStore } from '../audit/store.ts';
 import type { CommandStore } from '../commands/store.ts';
 import type { GroupStore } from '../groups/store.ts';
@@ -36,6 +37,7 @@ export interface Stores {
   drivers: DriverStore;
   commands: CommandStore;
   meters: MeterStore;
+  rollups: RollupStore;
   maintenance: MaintenanceStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;

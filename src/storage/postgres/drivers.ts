@@ -1,6 +1,7 @@
 // Drivers and their assignments on PostgreSQL (drivers/store.ts). An assignment locks its driver's
 // and its vehicle's rows first, so that two nodes assigning the same driver or vehicle at once
 // take turns, and each sees what the other ended or started.
+import { markStaleIn } from './rollups.ts';
 import type { DriverIdentifier } from '../../drivers/schema.ts';
 import type { AssignmentRecord, DriverStore } from '../../drivers/store.ts';
 import { assignedEvent, unassignedEvent } from '../../drivers/events.ts';
@@ -164,6 +165,7 @@ export function createPostgresDriverStore(db: Database): DriverStore {
         if (!(await lockDriver(client, organizationId, id))) return undefined;
         const current = await ongoing(client, organizationId, 'driver_id', id);
         const events = current === undefined ? [] : [await endNow(client, current, Math.max(at, current.startedAt))];
+        if (current !== undefined) await markStaleIn(client, organizationId, current.vehicleId, Math.max(at, current.startedAt));
         await client.query({ name: 'drivers.delete', text: 'DELETE FROM drivers WHERE organization_id = $1 AND id = $2', values: [organizationId, id] });
         await appendEvents(client, events, at);
         return { events };
@@ -178,7 +180,11 @@ export function createPostgresDriverStore(db: Database): DriverStore {
         });
         if (vehicle.rowCount === 0) return 'no-vehicle' as const;
         const started = await startAssignment(client, a);
-        if ('assignment' in started) await appendEvents(client, started.events, now);
+        if ('assignment' in started) {
+          await appendEvents(client, started.events, now);
+          // The vehicle's report rollups count steps by their driver: stale from the start on.
+          await markStaleIn(client, a.organizationId, a.vehicleId, a.startedAt);
+        }
         return started;
       });
     },
@@ -194,6 +200,7 @@ export function createPostgresDriverStore(db: Database): DriverStore {
         if (at < current.startedAt) return 'too-early' as const;
         const event = await endNow(client, current, at);
         await appendEvents(client, [event], now);
+        await markStaleIn(client, organizationId, current.vehicleId, at);
         return { assignment: { ...current, endedAt: at }, event };
       });
     },

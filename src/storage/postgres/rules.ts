@@ -15,6 +15,7 @@ import type { MeterStore } from '../../meters/store.ts';
 import { positionCount } from '../../geofences/schema.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
 import { appendEvents } from './events.ts';
+import { writeRollups } from './rollups.ts';
 
 const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
 
@@ -123,11 +124,10 @@ export async function judgeInCommit(
   const orgs = keys.map((k) => k.split('\n')[0]!);
   const vehicles = keys.map((k) => k.split('\n')[1]!);
   const alerting = keys.filter((_, i) => rules.alerts(orgs[i]!));
-  const identifying = wanted.map((f) => ({ ...f, identifiers: identifiersOf(f.records) })).filter((f) => f.identifiers.length > 0);
   const [stateRows, alertRows] = await Promise.all([
     client.query({
       name: 'rules.states',
-      text: `SELECT organization_id, vehicle_id, ts, inside, held, trip, meters FROM vehicle_rule_state
+      text: `SELECT organization_id, vehicle_id, ts, inside, held, trip, meters, rollup FROM vehicle_rule_state
              WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
       values: [orgs, vehicles],
     }),
@@ -138,10 +138,14 @@ export async function judgeInCommit(
       values: [alerting.map((k) => k.split('\n')[0]!), alerting.map((k) => k.split('\n')[1]!)],
     }),
   ]);
-  const drivers = identifying.length === 0 ? new Map<string, DriverContext>() : await driverContexts(client, identifying);
   const states = new Map<string, RuleState>(stateRows.rows.map((row) => [keyOf(row.organization_id as string, row.vehicle_id as string), rows.state(row)]));
+  // Records naming drivers, and a vehicle's first records for the rollups, need who drives it.
+  const identifying = wanted.map((f) => ({ ...f, identifiers: identifiersOf(f.records) }))
+    .filter((f) => f.identifiers.length > 0 || (states.get(keyOf(f.organizationId, f.vehicleId))?.roll ?? null) === null);
+  const drivers = identifying.length === 0 ? new Map<string, DriverContext>() : await driverContexts(client, identifying);
   const unresolved = Map.groupBy(alertRows.rows.map(rows.alert), (a: AlertRecord) => keyOf(a.organizationId, a.vehicleId));
   const changedStates = new Map<string, Judged>();
+  const allJudged: Judged[] = [];
   const events: EventRecord[] = [];
   /** Events judged so far for each request's batch, which has a limit (limitBatchEvents). */
   const perBatch = new Map<object, number>();
@@ -159,6 +163,7 @@ export async function judgeInCommit(
     limitBatchEvents(f.batch.records.length, judgedEvents);
     states.set(key, judged.state);
     changedStates.set(key, judged);
+    allJudged.push(judged);
     let happened = judged.events;
     if (judged.opened.length > 0 || judged.changed.length > 0) {
       const applied = await writeAlerts(client, judged);
@@ -179,25 +184,27 @@ export async function judgeInCommit(
   const latest = [...changedStates.values()];
   await client.query({
     name: 'rules.upsert-states',
-    text: `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held, trip, meters)
-           SELECT o, v, t, ARRAY(SELECT json_array_elements_text(i)), h, p, m
-           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::json[], $5::json[], $6::json[], $7::json[]) AS s (o, v, t, i, h, p, m)
+    text: `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held, trip, meters, rollup)
+           SELECT o, v, t, ARRAY(SELECT json_array_elements_text(i)), h, p, m, r
+           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::json[], $5::json[], $6::json[], $7::json[], $8::json[]) AS s (o, v, t, i, h, p, m, r)
            ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, inside = excluded.inside, held = excluded.held, trip = excluded.trip,
-             meters = excluded.meters`,
+             meters = excluded.meters, rollup = excluded.rollup`,
     values: [
       latest.map((j) => j.organizationId), latest.map((j) => j.vehicleId), latest.map((j) => storedTs(j.state.ts)),
       latest.map((j) => JSON.stringify(j.state.inside)), latest.map((j) => JSON.stringify(j.state.held)),
       latest.map((j) => (j.state.trip === null ? null : JSON.stringify(j.state.trip))),
       latest.map((j) => (j.state.meters === null ? null : JSON.stringify(j.state.meters))),
+      latest.map((j) => (j.state.roll === null ? null : JSON.stringify(j.state.roll))),
     ],
   });
+  await writeRollups(client, allJudged);
   await appendEvents(client, events, at);
   return written;
 }
 
 /** Meters in the rule state; a setting takes the vehicle's lock a telemetry commit takes to judge it (`judgeInCommit`). */
 export function createPostgresMeterStore(db: Database): MeterStore {
-  const read = `SELECT ts, inside, held, trip, meters FROM vehicle_rule_state WHERE organization_id = $1 AND vehicle_id = $2`;
+  const read = `SELECT ts, inside, held, trip, meters, rollup FROM vehicle_rule_state WHERE organization_id = $1 AND vehicle_id = $2`;
   return {
     async meters(organizationId, vehicleId) {
       const { rows: found } = await db.query({ name: 'meters.get', text: read, values: [organizationId, vehicleId] });

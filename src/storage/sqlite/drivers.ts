@@ -7,10 +7,14 @@ import type { EventRecord } from '../../events/types.ts';
 import { ASSIGNMENT_COLUMNS, DRIVER_READ, assignmentOf, containsPattern, driverOf } from '../driver-rows.ts';
 import type { AppendEvents } from './events.ts';
 import type { WalSync } from './wal-sync.ts';
+import type { SqliteRollupWrites } from './rollups.ts';
 
 /** Writes commit through `wal` (wal-sync.ts): durable when they answer, their sync off the event loop. */
-/** `assignments`: the statements it shares with the telemetry commit's rule writes. */
-export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEvents: AppendEvents, assignments: SqliteAssignments): DriverStore {
+/**
+ * `assignments`: the statements it shares with the telemetry commit's rule writes. An assignment
+ * that starts or ends here makes the vehicle's report rollups stale from then on (`rollups`).
+ */
+export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEvents: AppendEvents, assignments: SqliteAssignments, rollups: SqliteRollupWrites): DriverStore {
   const count = db.prepare('SELECT count(*) AS n FROM drivers WHERE organization_id = ?');
   const insert = db.prepare(
     'INSERT INTO drivers (organization_id, id, name, external_id, phone, notes, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -84,6 +88,7 @@ export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEv
         if (exists.get(organizationId, id) === undefined) return undefined;
         const ongoing = assignments.ongoing('driver_id', organizationId, id);
         const events = ongoing === undefined ? [] : [endNow(ongoing, Math.max(at, ongoing.startedAt))];
+        if (ongoing !== undefined) rollups.markStale(organizationId, ongoing.vehicleId, Math.max(at, ongoing.startedAt));
         remove.run(organizationId, id);
         appendEvents(events, at);
         return { events };
@@ -95,7 +100,10 @@ export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEv
         if (exists.get(a.organizationId, a.driverId) === undefined) return 'no-driver' as const;
         if (vehicleExists.get(a.organizationId, a.vehicleId) === undefined) return 'no-vehicle' as const;
         const started = assignments.start(a);
-        if ('assignment' in started) appendEvents(started.events, now);
+        if ('assignment' in started) {
+          appendEvents(started.events, now);
+          rollups.markStale(a.organizationId, a.vehicleId, a.startedAt);
+        }
         return started;
       });
     },
@@ -109,6 +117,7 @@ export function createSqliteDriverStore(db: DatabaseSync, wal: WalSync, appendEv
         if (at < current.startedAt) return 'too-early' as const;
         const event = endNow(current, at);
         appendEvents([event], now);
+        rollups.markStale(organizationId, current.vehicleId, at);
         return { assignment: { ...current, endedAt: at }, event };
       });
     },

@@ -14,6 +14,7 @@ import { createSqliteCommandStore } from './commands.ts';
 import { createSqliteGroupStore, createSqliteMemberships } from './groups.ts';
 import { createSqliteAssignments, createSqliteDriverStore } from './drivers.ts';
 import { createSqliteMaintenanceStore } from './maintenance.ts';
+import { createSqliteRollupStore, createSqliteRollupWrites } from './rollups.ts';
 import { createSqlitePeopleStore } from './people.ts';
 import { createSqliteSsoStore } from './sso.ts';
 import { createSqliteTelemetryStore } from './telemetry.ts';
@@ -53,7 +54,8 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
   const appendEvents = createSqliteEventAppender(db);
   const statuses = createVehicleStatuses(db, appendEvents);
   const assignments = createSqliteAssignments(db);
-  const ruleWrites = createSqliteRuleWrites(db, appendEvents, assignments);
+  const rollupWrites = createSqliteRollupWrites(db);
+  const ruleWrites = createSqliteRuleWrites(db, appendEvents, assignments, rollupWrites);
   const disk = diskSpaceOf(db);
   return {
     db,
@@ -70,7 +72,8 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     people: createSqlitePeopleStore(db),
     audit: createSqliteAuditStore(db, wal),
     groups: createSqliteGroupStore(db),
-    drivers: createSqliteDriverStore(db, wal, appendEvents, assignments),
+    drivers: createSqliteDriverStore(db, wal, appendEvents, assignments, rollupWrites),
+    rollups: createSqliteRollupStore(db, reader, wal, rollupWrites, ruleWrites),
     commands: createSqliteCommandStore(db, wal, appendEvents),
     sso: createSqliteSsoStore(db),
     async ping() {

@@ -15,6 +15,8 @@ import { positionCount } from '../../geofences/schema.ts';
 import { transaction, write } from './database.ts';
 import type { WalSync } from './wal-sync.ts';
 import type { AppendEvents } from './events.ts';
+import type { SqliteRollupWrites } from './rollups.ts';
+import type { RollupState } from '../../reports/rollup.ts';
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value));
 const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
@@ -39,13 +41,15 @@ export interface SqliteRuleWrites {
   forgetAll(): void;
 }
 
-export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEvents, assignments: SqliteAssignments):
+export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEvents, assignments: SqliteAssignments, rollups: SqliteRollupWrites):
   SqliteRuleWrites & {
+    rollOf(organizationId: string, vehicleId: string): RollupState | null;
+    setRoll(organizationId: string, vehicleId: string, roll: RollupState): void;
     apply(changes: AlertChanges, at: number): Applied;
     stateOf(organizationId: string, vehicleId: string): RuleState | undefined;
     setMeters(organizationId: string, vehicleId: string, change: MeterChange): MeterState;
   } {
-  const state = db.prepare('SELECT ts, inside, held, trip, meters FROM vehicle_rule_state WHERE organization_id = ? AND vehicle_id = ?');
+  const state = db.prepare('SELECT ts, inside, held, trip, meters, rollup FROM vehicle_rule_state WHERE organization_id = ? AND vehicle_id = ?');
   /**
    * Each vehicle's state as last read or written: one process owns the file and only telemetry
    * commits write states, so a commit reads and parses a vehicle's row only the first time (or
@@ -54,9 +58,9 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
   const states = new Map<string, RuleState>();
   const unresolved = db.prepare(`SELECT ${ALERT_COLUMNS} FROM alerts WHERE organization_id = ? AND vehicle_id = ? AND status <> 'resolved'`);
   const upsert = db.prepare(
-    `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held, trip, meters) VALUES (?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO vehicle_rule_state (organization_id, vehicle_id, ts, inside, held, trip, meters, rollup) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET ts = excluded.ts, inside = excluded.inside, held = excluded.held, trip = excluded.trip,
-       meters = excluded.meters`,
+       meters = excluded.meters, rollup = excluded.rollup`,
   );
   const open = db.prepare(
     `INSERT INTO alerts (id, organization_id, rule_id, rule_name, vehicle_id, status, opened_at, trigger_ts, trigger_value)
@@ -98,7 +102,7 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
     return known;
   }
   function put(organizationId: string, vehicleId: string, s: RuleState): void {
-    upsert.run(organizationId, vehicleId, storedTs(s.ts), JSON.stringify(s.inside), JSON.stringify(s.held), json(s.trip), json(s.meters));
+    upsert.run(organizationId, vehicleId, storedTs(s.ts), JSON.stringify(s.inside), JSON.stringify(s.held), json(s.trip), json(s.meters), json(s.roll));
     states.set(keyOf(organizationId, vehicleId), s);
   }
 
@@ -115,17 +119,20 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
 
   return {
     load(organizationId, vehicleId, alerts, identifiers) {
+      const state = stateOf(organizationId, vehicleId);
       return {
-        state: stateOf(organizationId, vehicleId),
+        state,
         unresolved: alerts ? unresolved.all(organizationId, vehicleId).map(rows.alert) : [],
-        drivers: identifiers.length === 0 ? undefined : {
+        // The rollups' first record needs the driver assigned then, identifier or not.
+        drivers: identifiers.length === 0 && (state?.roll ?? null) !== null ? undefined : {
           current: assignments.ongoing('vehicle_id', organizationId, vehicleId)?.driverId ?? null,
-          byIdentifier: assignments.driversOf(organizationId, identifiers),
+          byIdentifier: identifiers.length === 0 ? new Map() : assignments.driversOf(organizationId, identifiers),
         },
       };
     },
     write(judged, at) {
       put(judged.organizationId, judged.vehicleId, judged.state);
+      rollups.write(judged);
       const assigned = driverEvents(judged);
       appendEvents(assigned, at);
       if (judged.opened.length === 0 && judged.changed.length === 0) {
@@ -135,6 +142,12 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
       return [...assigned, ...apply(judged, at).events];
     },
     stateOf,
+    rollOf(organizationId, vehicleId) {
+      return stateOf(organizationId, vehicleId)?.roll ?? null;
+    },
+    setRoll(organizationId, vehicleId, roll) {
+      put(organizationId, vehicleId, { ...(stateOf(organizationId, vehicleId) ?? emptyRuleState()), roll });
+    },
     setMeters(organizationId, vehicleId, change) {
       const known = stateOf(organizationId, vehicleId);
       const meters = change(known?.meters ?? null);

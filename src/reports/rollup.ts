@@ -1,0 +1,114 @@
+// What a summary report counts (docs/API.md "Summary reports"), record by record: a machine fed
+// one vehicle's records in time order adds each step (two consecutive records at most an hour
+// apart) to the tally of its first record's bucket and driver. The same machine keeps the
+// rollups as records are committed (hourly buckets, rules/engine.ts), replays a vehicle's history
+// when a late record or a changed assignment made them stale (reports/repair), and computes a
+// summary straight from history (reports/summary.ts: the check of the rollups, and zones whose
+// days do not start on the hour). Its state is plain JSON, so it is stored as it is.
+import { DEFAULT_TRIP_SETTINGS, type Point, type TripEvent, type TripState, advanceInPlace, haversineMeters, initialTripState } from '../history/trips.ts';
+
+/** A step counts when its two records are at most this far apart (ms). */
+export const STEP_GAP_MS = 3_600_000;
+export const HOUR_MS = 3_600_000;
+export const DAY_MS = 86_400_000;
+
+export interface RollupState {
+  /** Section 16's trip machine, fed the same records: its `moving` tests each record, its trips are counted. */
+  trip: TripState;
+  /** The last record's time (ms), `ignition`, own location and driver; null before any record. */
+  t: number | null;
+  ign: boolean;
+  loc: Point | null;
+  drv: string | null;
+  /** The driver the next record has unless it names one: the last record's, or the assignment a replay found ongoing. */
+  cur: string | null;
+  /** The driver when the trip in progress started. */
+  tdrv: string | null;
+}
+
+export const initialRollup = (): RollupState => ({ trip: initialTripState(), t: null, ign: false, loc: null, drv: null, cur: null, tdrv: null });
+
+/** The sums of one bucket and driver. Seconds and metres, unrounded. */
+export interface Tally {
+  distanceM: number;
+  drivingS: number;
+  idleS: number;
+  engineS: number;
+  trips: number;
+  /** The highest `speed` of its records, km/h; null when none reported one. */
+  maxSpeed: number | null;
+}
+
+/** Tallies by bucket (its index: the bucket's start over its length) and driver ('' for none). */
+export type Tallies = Map<string, Tally & { bucket: number; driver: string }>;
+
+export const emptyTally = (): Tally => ({ distanceM: 0, drivingS: 0, idleS: 0, engineS: 0, trips: 0, maxSpeed: null });
+
+function tallyOf(into: Tallies, bucket: number, driver: string | null): Tally {
+  const d = driver ?? '';
+  const key = `${bucket}\n${d}`;
+  let tally = into.get(key);
+  if (tally === undefined) into.set(key, (tally = { ...emptyTally(), bucket, driver: d }));
+  return tally;
+}
+
+/** Adds `b` into `a`. */
+export function addTally(a: Tally, b: Tally): void {
+  a.distanceM += b.distanceM;
+  a.drivingS += b.drivingS;
+  a.idleS += b.idleS;
+  a.engineS += b.engineS;
+  a.trips += b.trips;
+  if (b.maxSpeed !== null && (a.maxSpeed === null || b.maxSpeed > a.maxSpeed)) a.maxSpeed = b.maxSpeed;
+}
+
+/** A copy of a state that `feedRollup` may change without touching the original. */
+export function copyRollup(s: RollupState): RollupState {
+  return { ...s, trip: { ...s.trip, trip: s.trip.trip && { ...s.trip.trip }, still: s.trip.still && { ...s.trip.still } } };
+}
+
+const reported: TripEvent[] = [];
+
+/**
+ * Feeds one record, newer than the last fed, driven by `driverId` (null: none assigned), into
+ * `into`, with buckets `bucketMs` long. Changes `state` in place.
+ */
+export function feedRollup(
+  state: RollupState, record: { timestamp: number; data: Record<string, unknown> }, driverId: string | null, bucketMs: number, into: Tallies,
+): void {
+  const t = record.timestamp;
+  const { data } = record;
+  const location = data.location as Point | undefined;
+  const speed = typeof data.speed === 'number' ? data.speed : undefined;
+  const trip = state.trip;
+  advanceInPlace(trip, record, DEFAULT_TRIP_SETTINGS, reported);
+  // A trip opened at this record: its driver is this record's.
+  if (trip.trip !== null && trip.trip.startedAt === t) state.tdrv = driverId;
+  if (speed !== undefined) {
+    const own = tallyOf(into, Math.floor(t / bucketMs), driverId);
+    if (own.maxSpeed === null || speed > own.maxSpeed) own.maxSpeed = speed;
+  }
+  if (state.t !== null && t - state.t <= STEP_GAP_MS) {
+    const step = tallyOf(into, Math.floor(state.t / bucketMs), state.drv);
+    const seconds = (t - state.t) / 1000;
+    if (trip.moving) {
+      step.drivingS += seconds;
+      if (state.loc !== null && location !== undefined) step.distanceM += haversineMeters(state.loc, location);
+    } else if (state.ign) {
+      step.idleS += seconds;
+    }
+    if (state.ign) step.engineS += seconds;
+  }
+  for (const e of reported) {
+    if (e.type === 'trip.started') tallyOf(into, Math.floor(e.trip.startedAt / bucketMs), state.tdrv).trips++;
+  }
+  reported.length = 0;
+  state.t = t;
+  state.ign = data.ignition === true;
+  state.loc = location ?? null;
+  state.drv = driverId;
+  state.cur = driverId;
+}
+
+/** Whether a state is the one a replay may start from: no trip in progress that is not yet counted. */
+export const replayable = (s: RollupState): boolean => s.trip.trip === null || s.trip.trip.announced;

@@ -1,0 +1,37 @@
+// What summary reports ask of a store (reports/rollup.ts keeps what they read).
+
+/** Sums of the rollups over a range, by one key. */
+export interface SumsQuery {
+  /** Only these vehicles; null: every vehicle of the organization. */
+  vehicles: readonly string[] | null;
+  /**
+   * `vehicle`, `driver` (steps with no driver left out): the UTC days `days` (from, to) and the hour
+   * ranges `hours` together. `day`: the UTC days `days` only, by day; `hour`: the `hours` only, by hour.
+   */
+  by: 'vehicle' | 'driver' | 'day' | 'hour';
+  days: readonly [number, number] | null;
+  hours: readonly (readonly [number, number])[];
+}
+
+/** A key's sums: metres and seconds, unrounded. */
+export interface SumsRow {
+  key: string | number;
+  distance_m: number;
+  driving_s: number;
+  idle_s: number;
+  engine_s: number;
+  trips: number;
+  max_speed: number | null;
+}
+
+export interface RollupStore {
+  /**
+   * Replays the history of vehicles whose rollups are stale (a late record, a changed assignment),
+   * at most `limit` of them, of one organization or of all; how many it took. In cluster mode each
+   * vehicle is replayed by one node at a time.
+   */
+  repair(organizationId?: string, limit?: number): Promise<number>;
+  /** The vehicle's rollups are stale from `from` (ms) on. */
+  markStale(organizationId: string, vehicleId: string, from: number): Promise<void>;
+  sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]>;
+}

@@ -1,0 +1,207 @@
+// Summary reports (docs/API.md "Summary reports"): per vehicle, per driver or per day in a time
+// zone, answered from the rollups the telemetry commit keeps (reports/rollup.ts). A zone whose
+// days start on the hour (nearly all of them) reads whole UTC days and the hours at the range's
+// two ends; by day, a zone whose days are not UTC's reads hours. A zone whose days start at a
+// half or quarter hour (India, Nepal, parts of Australia) is answered from history, with the same
+// machine: slower, and the same numbers.
+import type { Principal } from '../auth/scopes.ts';
+import { AppError } from '../errors.ts';
+import type { AssignmentRecord, DriverStore } from '../drivers/store.ts';
+import { unknownGroups } from '../groups/scope.ts';
+import type { GroupStore } from '../groups/store.ts';
+import { SCANS } from '../history/service.ts';
+import type { TelemetryStore } from '../telemetry/store.ts';
+import type { VehicleStore } from '../vehicles/store.ts';
+import type { SummaryReader, SummaryRequest, SummaryRow } from './model.ts';
+import { DAY_MS, HOUR_MS, STEP_GAP_MS, type Tallies, type Tally, addTally, emptyTally, feedRollup, initialRollup } from './rollup.ts';
+import type { RollupStore, SumsRow } from './store.ts';
+import { assignmentTimeline } from '../storage/rollup-rows.ts';
+import { addDays, daysBetween, isTimeZone, parseDate, startOfDate } from './zone.ts';
+
+/** The longest range a summary takes, days. */
+export const MAX_SUMMARY_DAYS = 366;
+/** The most vehicles a summary names in `vehicleIds`. */
+export const MAX_SUMMARY_VEHICLES = 1000;
+/** A history summary's buckets: every zone's offset is a multiple of a quarter hour. */
+const QUARTER_MS = 900_000;
+/** Rounds of stale vehicles a summary replays before it reads (each of `staleBatch` vehicles). */
+const REPAIR_ROUNDS = 20;
+
+export type SummaryService = ReturnType<typeof createSummaryService>;
+
+function badQuery(path: string, message: string): AppError {
+  return new AppError('validation-failed', `${path.slice(1)}: ${message}.`, { errors: [{ in: 'query', path, message }] });
+}
+
+const round3 = (value: number) => Math.round(value * 1000) / 1000;
+
+/** A row from its key's member and sums. */
+function rowOf(member: 'vehicleId' | 'driverId' | 'date', key: string, t: Tally): SummaryRow {
+  return {
+    [member]: key, distanceKm: round3(t.distanceM / 1000), drivingSeconds: round3(t.drivingS), idleSeconds: round3(t.idleS),
+    engineHours: round3(t.engineS / 3600), trips: t.trips, maxSpeed: t.maxSpeed,
+  };
+}
+
+const tallyOfRow = (r: SumsRow): Tally => ({
+  distanceM: r.distance_m, drivingS: r.driving_s, idleS: r.idle_s, engineS: r.engine_s, trips: r.trips, maxSpeed: r.max_speed,
+});
+
+/** The range checked: its days' first instants (the last one `to`'s), in the zone. */
+interface Range {
+  dates: string[];
+  /** starts[i]: the first instant of dates[i]; starts[dates.length]: of `to`. */
+  starts: number[];
+}
+
+/** The index of the date whose day holds `t` (starts ascending), or -1 outside the range. */
+function dateIndex(starts: readonly number[], t: number): number {
+  if (t < starts[0]! || t >= starts.at(-1)!) return -1;
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (starts[mid]! <= t) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export function createSummaryService(deps: {
+  rollups: RollupStore; telemetry: TelemetryStore; vehicles: Pick<VehicleStore, 'list'>; drivers: Pick<DriverStore, 'assignments'>;
+  groups: Pick<GroupStore, 'get' | 'membersOf'>; assertSees: (who: Principal, vehicleIds: readonly string[]) => Promise<void>;
+}) {
+  function rangeOf(request: SummaryRequest): Range {
+    if (parseDate(request.from) === undefined) throw badQuery('/from', 'must be a date (YYYY-MM-DD)');
+    if (parseDate(request.to) === undefined) throw badQuery('/to', 'must be a date (YYYY-MM-DD)');
+    if (!isTimeZone(request.timezone)) throw badQuery('/timezone', `"${request.timezone}" is no IANA time zone`);
+    const days = daysBetween(request.from, request.to);
+    if (days <= 0) throw badQuery('/from', 'must be before to');
+    if (days > MAX_SUMMARY_DAYS) throw badQuery('/to', `must be at most ${MAX_SUMMARY_DAYS} days after from`);
+    const dates = Array.from({ length: days }, (_, i) => addDays(request.from, i));
+    return { dates, starts: [...dates, request.to].map((d) => startOfDate(d, request.timezone)) };
+  }
+
+  /** The vehicles counted: null for the whole organization. */
+  async function vehiclesOf(who: Principal, request: SummaryRequest): Promise<readonly string[] | null> {
+    const { organizationId } = who;
+    if (request.vehicleIds !== undefined && request.groupId !== undefined) throw badQuery('/groupId', 'must not be given with vehicleIds');
+    let chosen: readonly string[] | null = null;
+    if (request.vehicleIds !== undefined) {
+      if (request.vehicleIds.length > MAX_SUMMARY_VEHICLES) throw badQuery('/vehicleIds', `must name at most ${MAX_SUMMARY_VEHICLES} vehicles`);
+      await deps.assertSees(who, request.vehicleIds);
+      return [...new Set(request.vehicleIds)];
+    }
+    if (request.groupId !== undefined) {
+      if ((await deps.groups.get(organizationId, request.groupId)) === undefined) throw unknownGroups([request.groupId]);
+      chosen = await deps.groups.membersOf(organizationId, [request.groupId]);
+    }
+    if (who.groupIds === undefined) return chosen;
+    const own = new Set(await deps.groups.membersOf(organizationId, who.groupIds));
+    return chosen === null ? [...own] : chosen.filter((id) => own.has(id));
+  }
+
+  /** Whether every day of the range starts on the hour (UTC): the hourly rollups then cut it exactly. */
+  const onTheHour = (range: Range) => range.starts.every((t) => t % HOUR_MS === 0);
+
+  async function fromRollups(organizationId: string, request: SummaryRequest, range: Range, vehicles: readonly string[] | null): Promise<SummaryRow[]> {
+    const start = range.starts[0]! / HOUR_MS;
+    const end = range.starts.at(-1)! / HOUR_MS;
+    if (request.groupBy === 'day') {
+      if (range.starts.every((t) => t % DAY_MS === 0)) {
+        const rows = await deps.rollups.sums(organizationId, { vehicles, by: 'day', days: [start / 24, end / 24], hours: [] });
+        return rows.map((r) => rowOf('date', range.dates[dateIndex(range.starts, Number(r.key) * DAY_MS)]!, tallyOfRow(r)));
+      }
+      const rows = await deps.rollups.sums(organizationId, { vehicles, by: 'hour', days: null, hours: [[start, end]] });
+      const byDate = new Map<number, Tally>();
+      for (const r of rows) {
+        const i = dateIndex(range.starts, Number(r.key) * HOUR_MS);
+        let t = byDate.get(i);
+        if (t === undefined) byDate.set(i, (t = emptyTally()));
+        addTally(t, tallyOfRow(r));
+      }
+      return [...byDate].sort((a, b) => a[0] - b[0]).map(([i, t]) => rowOf('date', range.dates[i]!, t));
+    }
+    const firstDay = Math.ceil(start / 24);
+    const lastDay = Math.floor(end / 24);
+    const query = firstDay < lastDay
+      ? { days: [firstDay, lastDay] as const, hours: [[start, firstDay * 24], [lastDay * 24, end]] as const }
+      : { days: null, hours: [[start, end]] as const };
+    const rows = await deps.rollups.sums(organizationId, { vehicles, by: request.groupBy, ...query });
+    return rows.map((r) => rowOf(request.groupBy === 'vehicle' ? 'vehicleId' : 'driverId', String(r.key), tallyOfRow(r)));
+  }
+
+  /** Every vehicle of the organization (a history summary of the whole fleet). */
+  async function allVehicles(organizationId: string): Promise<string[]> {
+    const ids: string[] = [];
+    for (let offset = 0; ; offset += 1000) {
+      const { vehicles } = await deps.vehicles.list(organizationId, { limit: 1000, offset });
+      for (const v of vehicles) ids.push(v.id);
+      if (vehicles.length < 1000) return ids;
+    }
+  }
+
+  /** The same rows, computed from each vehicle's whole history up to (a little past) the range's end. */
+  async function fromHistory(organizationId: string, request: SummaryRequest, range: Range, vehicles: readonly string[] | null): Promise<SummaryRow[]> {
+    const start = range.starts[0]!;
+    const end = range.starts.at(-1)!;
+    const byKey = new Map<string, Tally>();
+    for (const vehicleId of vehicles ?? (await allVehicles(organizationId))) {
+      const assigned: AssignmentRecord[] = await deps.drivers.assignments(organizationId, { vehicleId, limit: 1_000_000 });
+      const timeline = assignmentTimeline(assigned.reverse().map((a) => ({ driver_id: a.driverId, started_at: a.startedAt, ended_at: a.endedAt })));
+      const roll = initialRollup();
+      const tallies: Tallies = new Map();
+      // Past the end, until the last step that starts before it is complete and no trip begun before it waits to be counted.
+      const scan = deps.telemetry.scan(organizationId, vehicleId, { from: 0, to: Number.MAX_SAFE_INTEGER }, { ...SCANS.report, decode: (text) => JSON.parse(text) as Record<string, unknown> });
+      try {
+        reading: for await (const page of scan) {
+          for (const record of page) {
+            const open = roll.trip.trip;
+            if (record.timestamp > end + STEP_GAP_MS && (open === null || open.announced || open.startedAt >= end)) break reading;
+            feedRollup(roll, record, timeline.at(record.timestamp), QUARTER_MS, tallies);
+          }
+        }
+      } finally {
+        await scan.return(undefined);
+      }
+      for (const t of tallies.values()) {
+        const at = t.bucket * QUARTER_MS;
+        if (at < start || at >= end) continue;
+        if (request.groupBy === 'driver' && t.driver === '') continue;
+        const key = request.groupBy === 'vehicle' ? vehicleId : request.groupBy === 'driver' ? t.driver : String(dateIndex(range.starts, at)).padStart(6, '0');
+        let sum = byKey.get(key);
+        if (sum === undefined) byKey.set(key, (sum = emptyTally()));
+        addTally(sum, t);
+      }
+    }
+    const member = request.groupBy === 'vehicle' ? 'vehicleId' : request.groupBy === 'driver' ? 'driverId' : 'date';
+    return [...byKey].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+      .map(([key, t]) => rowOf(member, request.groupBy === 'day' ? range.dates[Number(key)]! : key, t));
+  }
+
+  /** Brings the organization's stale rollups up to date (late records, changed assignments). */
+  async function repair(organizationId: string): Promise<void> {
+    for (let round = 0; round < REPAIR_ROUNDS; round++) if ((await deps.rollups.repair(organizationId)) === 0) return;
+  }
+
+  const reader: SummaryReader & {
+    /** The same rows from history, whatever the zone: what the rollups must agree with (and the benchmark's baseline). */
+    fromHistory(who: Principal, request: SummaryRequest): Promise<{ rows: SummaryRow[] }>;
+  } = {
+    async summary(who, request) {
+      const range = rangeOf(request);
+      const vehicles = await vehiclesOf(who, request);
+      if (vehicles !== null && vehicles.length === 0) return { rows: [] };
+      if (!onTheHour(range)) return { rows: await fromHistory(who.organizationId, request, range, vehicles) };
+      await repair(who.organizationId);
+      return { rows: await fromRollups(who.organizationId, request, range, vehicles) };
+    },
+    async fromHistory(who, request) {
+      const range = rangeOf(request);
+      const vehicles = await vehiclesOf(who, request);
+      if (vehicles !== null && vehicles.length === 0) return { rows: [] };
+      return { rows: await fromHistory(who.organizationId, request, range, vehicles) };
+    },
+  };
+  return reader;
+}

@@ -1,0 +1,54 @@
+-- Summary report rollups (docs/API.md "Summary reports"). Each vehicle's steps, summed per hour
+-- (UTC) and per day (UTC) and per driver ('' for none), kept as records are committed; a late
+-- record or a changed assignment marks the vehicle stale from a time on, and a replay of its
+-- history from the day mark before that time puts the sums right.
+CREATE TABLE rollup_hours (
+  organization_id text COLLATE "C" NOT NULL,
+  vehicle_id      text COLLATE "C" NOT NULL,
+  hour            integer NOT NULL,
+  driver_id       text COLLATE "C" NOT NULL,
+  distance_m      double precision NOT NULL,
+  driving_s       double precision NOT NULL,
+  idle_s          double precision NOT NULL,
+  engine_s        double precision NOT NULL,
+  trips           integer NOT NULL,
+  max_speed       double precision,
+  PRIMARY KEY (organization_id, vehicle_id, hour, driver_id),
+  FOREIGN KEY (organization_id, vehicle_id) REFERENCES vehicles (organization_id, id) ON DELETE CASCADE
+);
+
+CREATE TABLE rollup_days (
+  organization_id text COLLATE "C" NOT NULL,
+  vehicle_id      text COLLATE "C" NOT NULL,
+  day             integer NOT NULL,
+  driver_id       text COLLATE "C" NOT NULL,
+  distance_m      double precision NOT NULL,
+  driving_s       double precision NOT NULL,
+  idle_s          double precision NOT NULL,
+  engine_s        double precision NOT NULL,
+  trips           integer NOT NULL,
+  max_speed       double precision,
+  PRIMARY KEY (organization_id, vehicle_id, day, driver_id),
+  FOREIGN KEY (organization_id, vehicle_id) REFERENCES vehicles (organization_id, id) ON DELETE CASCADE
+);
+
+-- The rollup machine's state before the first record of each day a vehicle reported on.
+CREATE TABLE rollup_marks (
+  organization_id text COLLATE "C" NOT NULL,
+  vehicle_id      text COLLATE "C" NOT NULL,
+  day             integer NOT NULL,
+  state           json NOT NULL,
+  PRIMARY KEY (organization_id, vehicle_id, day),
+  FOREIGN KEY (organization_id, vehicle_id) REFERENCES vehicles (organization_id, id) ON DELETE CASCADE
+);
+
+-- Vehicles whose rollups are stale from `from_ts` on.
+CREATE TABLE rollup_stale (
+  organization_id text COLLATE "C" NOT NULL,
+  vehicle_id      text COLLATE "C" NOT NULL,
+  from_ts         bigint NOT NULL,
+  PRIMARY KEY (organization_id, vehicle_id),
+  FOREIGN KEY (organization_id, vehicle_id) REFERENCES vehicles (organization_id, id) ON DELETE CASCADE
+);
+
+ALTER TABLE vehicle_rule_state ADD COLUMN rollup json;

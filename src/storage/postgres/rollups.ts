@@ -1,0 +1,182 @@
+// Summary report rollups on PostgreSQL (reports/rollup.ts, docs/API.md "Summary reports"): the
+// telemetry commit adds its vehicles' tallies (one statement per table for the whole commit),
+// holding each vehicle's lock (rules.ts `judgeInCommit`); a replay takes the same lock, so it and a
+// commit of that vehicle never interleave, and two nodes never replay one vehicle at once.
+import type { Judged } from '../../rules/store.ts';
+import { DAY_MS, HOUR_MS, type RollupState, type Tallies, type Tally, addTally, emptyTally, feedRollup, initialRollup, replayable } from '../../reports/rollup.ts';
+import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
+import { assignmentTimeline, rollupReadSql, staleBatch } from '../rollup-rows.ts';
+import type { Database, Queryable } from './database.ts';
+
+type Keyed = Tally & { o: string; v: string; b: number; d: string };
+
+const rulesLock = (organizationId: string, vehicleId: string) => `fleet:rules:${organizationId}\n${vehicleId}`;
+/** Records a replay reads at once. */
+const REPLAY_PAGE = 5000;
+
+function upsertSql(table: 'rollup_hours' | 'rollup_days', key: 'hour' | 'day'): string {
+  return `INSERT INTO ${table} (organization_id, vehicle_id, ${key}, driver_id, distance_m, driving_s, idle_s, engine_s, trips, max_speed)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::float8[], $6::float8[], $7::float8[], $8::float8[], $9::int[], $10::float8[])
+    ON CONFLICT (organization_id, vehicle_id, ${key}, driver_id) DO UPDATE SET distance_m = ${table}.distance_m + excluded.distance_m,
+      driving_s = ${table}.driving_s + excluded.driving_s, idle_s = ${table}.idle_s + excluded.idle_s, engine_s = ${table}.engine_s + excluded.engine_s,
+      trips = ${table}.trips + excluded.trips, max_speed = greatest(${table}.max_speed, excluded.max_speed)`;
+}
+const UPSERT_HOURS = upsertSql('rollup_hours', 'hour');
+const UPSERT_DAYS = upsertSql('rollup_days', 'day');
+
+function columns(rows: readonly Keyed[]): unknown[] {
+  return [
+    rows.map((r) => r.o), rows.map((r) => r.v), rows.map((r) => r.b), rows.map((r) => r.d), rows.map((r) => r.distanceM), rows.map((r) => r.drivingS),
+    rows.map((r) => r.idleS), rows.map((r) => r.engineS), rows.map((r) => r.trips), rows.map((r) => r.maxSpeed),
+  ];
+}
+
+function gather(into: Map<string, Keyed>, o: string, v: string, b: number, d: string, tally: Tally): void {
+  const key = `${o}\n${v}\n${b}\n${d}`;
+  let row = into.get(key);
+  if (row === undefined) into.set(key, (row = { ...emptyTally(), o, v, b, d }));
+  addTally(row, tally);
+}
+
+/** Adds tallies to their hours and days: one statement each (a key once per statement, as ON CONFLICT needs). */
+async function addTallies(client: Queryable, tallies: readonly { organizationId: string; vehicleId: string; tallies: Tallies }[]): Promise<void> {
+  const hours = new Map<string, Keyed>();
+  const days = new Map<string, Keyed>();
+  for (const { organizationId, vehicleId, tallies: each } of tallies) {
+    for (const t of each.values()) {
+      gather(hours, organizationId, vehicleId, t.bucket, t.driver, t);
+      gather(days, organizationId, vehicleId, Math.floor(t.bucket / 24), t.driver, t);
+    }
+  }
+  if (hours.size === 0) return;
+  await client.query({ name: 'rollups.hours', text: UPSERT_HOURS, values: columns([...hours.values()]) });
+  await client.query({ name: 'rollups.days', text: UPSERT_DAYS, values: columns([...days.values()]) });
+}
+
+async function markStale(client: Queryable, organizationIds: readonly string[], vehicleIds: readonly string[], from: readonly number[]): Promise<void> {
+  await client.query({
+    name: 'rollups.stale',
+    text: `INSERT INTO rollup_stale (organization_id, vehicle_id, from_ts) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[])
+           ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET from_ts = least(rollup_stale.from_ts, excluded.from_ts)`,
+    values: [organizationIds, vehicleIds, from],
+  });
+}
+
+/** The vehicle's rollups are stale from `from` on: inside the caller's transaction (an assignment's). */
+export const markStaleIn = (client: Queryable, organizationId: string, vehicleId: string, from: number) => markStale(client, [organizationId], [vehicleId], [from]);
+
+/** What a commit's judging added, inside its transaction, each vehicle's lock held. */
+export async function writeRollups(client: Queryable, judged: readonly Judged[]): Promise<void> {
+  await addTallies(client, judged);
+  const marks = new Map<string, [string, string, number, string]>();
+  for (const j of judged) for (const m of j.marks) marks.set(`${j.organizationId}\n${j.vehicleId}\n${m.day}`, [j.organizationId, j.vehicleId, m.day, m.state]);
+  if (marks.size > 0) {
+    const list = [...marks.values()];
+    await client.query({
+      name: 'rollups.marks',
+      text: `INSERT INTO rollup_marks (organization_id, vehicle_id, day, state) SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::json[])
+             ON CONFLICT (organization_id, vehicle_id, day) DO UPDATE SET state = excluded.state`,
+      values: [list.map((m) => m[0]), list.map((m) => m[1]), list.map((m) => m[2]), list.map((m) => m[3])],
+    });
+  }
+  const late = new Map<string, Judged>();
+  for (const j of judged) {
+    if (j.late === null) continue;
+    const key = `${j.organizationId}\n${j.vehicleId}`;
+    const known = late.get(key);
+    if (known === undefined || j.late < known.late!) late.set(key, j);
+  }
+  if (late.size > 0) {
+    const list = [...late.values()];
+    await markStale(client, list.map((j) => j.organizationId), list.map((j) => j.vehicleId), list.map((j) => j.late!));
+  }
+}
+
+/** Replays one vehicle's history from the last day mark before `from` on (its lock held). */
+async function replay(client: Queryable, organizationId: string, vehicleId: string, from: number): Promise<void> {
+  const markBefore = async (day: number) => (await client.query<{ day: number; state: RollupState }>({
+    name: 'rollups.mark-before',
+    text: 'SELECT day, state FROM rollup_marks WHERE organization_id = $1 AND vehicle_id = $2 AND day < $3 ORDER BY day DESC LIMIT 1',
+    values: [organizationId, vehicleId, day],
+  })).rows[0];
+  let mark = await markBefore(Math.floor(from / DAY_MS));
+  // A trip in progress at the mark and not yet counted would be counted twice: start before it began.
+  while (mark !== undefined && !replayable(mark.state)) mark = await markBefore(Math.floor(mark.state.trip.trip!.startedAt / DAY_MS) + 1);
+  const day = mark?.day ?? -1e6;
+  const roll = mark?.state ?? initialRollup();
+  const values = [organizationId, vehicleId, day];
+  await client.query({ name: 'rollups.drop-hours', text: 'DELETE FROM rollup_hours WHERE organization_id = $1 AND vehicle_id = $2 AND hour >= $3', values: [organizationId, vehicleId, day * 24] });
+  await client.query({ name: 'rollups.drop-days', text: 'DELETE FROM rollup_days WHERE organization_id = $1 AND vehicle_id = $2 AND day >= $3', values });
+  await client.query({ name: 'rollups.drop-marks', text: 'DELETE FROM rollup_marks WHERE organization_id = $1 AND vehicle_id = $2 AND day > $3', values });
+  const { rows: assigned } = await client.query<{ driver_id: string; started_at: string; ended_at: string | null }>({
+    name: 'rollups.assignments',
+    text: 'SELECT driver_id, started_at, ended_at FROM driver_assignments WHERE organization_id = $1 AND vehicle_id = $2 ORDER BY started_at, id',
+    values: [organizationId, vehicleId],
+  });
+  const timeline = assignmentTimeline(assigned);
+  const tallies: Tallies = new Map();
+  const marks: [number, string][] = [];
+  for (;;) {
+    const { rows } = await client.query<{ ts: string; data: string }>({
+      name: 'rollups.records',
+      text: 'SELECT ts, data::text AS data FROM telemetry WHERE organization_id = $1 AND vehicle_id = $2 AND ts > $3 ORDER BY ts LIMIT $4',
+      values: [organizationId, vehicleId, roll.t ?? -1, REPLAY_PAGE],
+    });
+    for (const row of rows) {
+      const t = Number(row.ts);
+      if (roll.t !== null && Math.floor(t / DAY_MS) > Math.floor(roll.t / DAY_MS)) marks.push([Math.floor(t / DAY_MS), JSON.stringify(roll)]);
+      feedRollup(roll, { timestamp: t, data: JSON.parse(row.data) as Record<string, unknown> }, timeline.at(t), HOUR_MS, tallies);
+    }
+    if (rows.length < REPLAY_PAGE) break;
+  }
+  // The step into the mark's day, and what came before it, were counted already and have not changed.
+  for (const [key, t] of tallies) if (t.bucket < day * 24) tallies.delete(key);
+  await addTallies(client, [{ organizationId, vehicleId, tallies }]);
+  if (marks.length > 0) {
+    await client.query({
+      name: 'rollups.replay-marks',
+      text: `INSERT INTO rollup_marks (organization_id, vehicle_id, day, state) SELECT $1, $2, d, s FROM unnest($3::int[], $4::json[]) AS m (d, s)
+             ON CONFLICT (organization_id, vehicle_id, day) DO UPDATE SET state = excluded.state`,
+      values: [organizationId, vehicleId, marks.map((m) => m[0]), marks.map((m) => m[1])],
+    });
+  }
+  roll.cur = timeline.ongoing();
+  await client.query({
+    name: 'rollups.set-state', text: 'UPDATE vehicle_rule_state SET rollup = $3::json WHERE organization_id = $1 AND vehicle_id = $2',
+    values: [organizationId, vehicleId, JSON.stringify(roll)],
+  });
+}
+
+export function createPostgresRollupStore(db: Database): RollupStore {
+  const reads = rollupReadSql('postgres');
+  return {
+    async repair(organizationId, limit = staleBatch) {
+      const { rows } = await db.query<{ organization_id: string; vehicle_id: string }>(
+        'SELECT organization_id, vehicle_id FROM rollup_stale WHERE ($1::text IS NULL OR organization_id = $1) LIMIT $2', [organizationId ?? null, limit]);
+      for (const r of rows) {
+        await db.transaction(async (client) => {
+          await client.query({ name: 'rollups.lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', values: [rulesLock(r.organization_id, r.vehicle_id)] });
+          const { rows: stale } = await client.query<{ from_ts: string }>({
+            name: 'rollups.stale-of', text: 'SELECT from_ts FROM rollup_stale WHERE organization_id = $1 AND vehicle_id = $2 FOR UPDATE', values: [r.organization_id, r.vehicle_id],
+          });
+          // Another node replayed it meanwhile.
+          if (stale[0] === undefined) return;
+          await replay(client, r.organization_id, r.vehicle_id, Number(stale[0].from_ts));
+          await client.query({ name: 'rollups.fresh', text: 'DELETE FROM rollup_stale WHERE organization_id = $1 AND vehicle_id = $2', values: [r.organization_id, r.vehicle_id] });
+        });
+      }
+      return rows.length;
+    },
+    async markStale(organizationId, vehicleId, from) {
+      await markStaleIn(db, organizationId, vehicleId, from);
+    },
+    async sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]> {
+      const { sql, params } = reads(organizationId, query);
+      const { rows } = await db.query(sql, params);
+      return rows.map((r) => ({
+        key: r.key as string | number, distance_m: Number(r.distance_m), driving_s: Number(r.driving_s), idle_s: Number(r.idle_s), engine_s: Number(r.engine_s),
+        trips: Number(r.trips), max_speed: r.max_speed === null ? null : Number(r.max_speed),
+      }));
+    },
+  };
+}

@@ -1,0 +1,140 @@
+// Summary report rollups in the embedded store (reports/rollup.ts, docs/API.md "Summary reports"):
+// the telemetry commit adds each vehicle's tallies, inside its transaction; a late record or a
+// changed assignment marks the vehicle stale, and `repair` replays its history from the day mark
+// before that, inside a transaction of its own (one process owns the file: no commit runs meanwhile).
+import type { DatabaseSync } from 'node:sqlite';
+import type { Judged } from '../../rules/store.ts';
+import { DAY_MS, HOUR_MS, type RollupState, type Tallies, type Tally, addTally, emptyTally, feedRollup, initialRollup, replayable } from '../../reports/rollup.ts';
+import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
+import { type AssignmentTimeline, assignmentTimeline, rollupReadSql, staleBatch } from '../rollup-rows.ts';
+import type { WalSync } from './wal-sync.ts';
+
+const TALLY_COLUMNS = 'distance_m, driving_s, idle_s, engine_s, trips, max_speed';
+
+/** What a replay needs of the rule state: the vehicle's rollup state, read and written (its cache with it). */
+export interface RollStates {
+  rollOf(organizationId: string, vehicleId: string): RollupState | null;
+  setRoll(organizationId: string, vehicleId: string, roll: RollupState): void;
+}
+
+export function createSqliteRollupWrites(db: DatabaseSync) {
+  const add = (table: 'rollup_hours' | 'rollup_days', key: 'hour' | 'day') => db.prepare(
+    `INSERT INTO ${table} (organization_id, vehicle_id, ${key}, driver_id, ${TALLY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (organization_id, vehicle_id, ${key}, driver_id) DO UPDATE SET distance_m = distance_m + excluded.distance_m,
+       driving_s = driving_s + excluded.driving_s, idle_s = idle_s + excluded.idle_s, engine_s = engine_s + excluded.engine_s,
+       trips = trips + excluded.trips, max_speed = CASE WHEN max_speed IS NULL OR excluded.max_speed > max_speed THEN excluded.max_speed ELSE max_speed END`,
+  );
+  const addHour = add('rollup_hours', 'hour');
+  const addDay = add('rollup_days', 'day');
+  const putMark = db.prepare('INSERT OR REPLACE INTO rollup_marks (organization_id, vehicle_id, day, state) VALUES (?, ?, ?, ?)');
+  const stale = db.prepare(
+    `INSERT INTO rollup_stale (organization_id, vehicle_id, from_ts) VALUES (?, ?, ?)
+     ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET from_ts = min(from_ts, excluded.from_ts)`,
+  );
+
+  /** Adds tallies to their hours and days. */
+  function addTallies(organizationId: string, vehicleId: string, tallies: Tallies): void {
+    const days = new Map<string, Tally & { day: number; driver: string }>();
+    for (const t of tallies.values()) {
+      addHour.run(organizationId, vehicleId, t.bucket, t.driver, t.distanceM, t.drivingS, t.idleS, t.engineS, t.trips, t.maxSpeed);
+      const day = Math.floor(t.bucket / 24);
+      const key = `${day}\n${t.driver}`;
+      let d = days.get(key);
+      if (d === undefined) days.set(key, (d = { ...emptyTally(), day, driver: t.driver }));
+      addTally(d, t);
+    }
+    for (const d of days.values()) addDay.run(organizationId, vehicleId, d.day, d.driver, d.distanceM, d.drivingS, d.idleS, d.engineS, d.trips, d.maxSpeed);
+  }
+
+  return {
+    addTallies,
+    /** What a commit's judging added: inside the commit's transaction. */
+    write(judged: Judged): void {
+      const { organizationId, vehicleId } = judged;
+      if (judged.tallies.size > 0) addTallies(organizationId, vehicleId, judged.tallies);
+      for (const m of judged.marks) putMark.run(organizationId, vehicleId, m.day, m.state);
+      if (judged.late !== null) stale.run(organizationId, vehicleId, judged.late);
+    },
+    /** The vehicle's rollups are stale from `from` (ms) on (a late record, a changed assignment). */
+    markStale(organizationId: string, vehicleId: string, from: number): void {
+      stale.run(organizationId, vehicleId, from);
+    },
+  };
+}
+
+export type SqliteRollupWrites = ReturnType<typeof createSqliteRollupWrites>;
+
+export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, wal: WalSync, writes: SqliteRollupWrites, states: RollStates): RollupStore {
+  const staleOf = db.prepare('SELECT organization_id, vehicle_id, from_ts FROM rollup_stale WHERE (? IS NULL OR organization_id = ?) LIMIT ?');
+  const staleOne = db.prepare('SELECT from_ts FROM rollup_stale WHERE organization_id = ? AND vehicle_id = ?');
+  const fresh = db.prepare('DELETE FROM rollup_stale WHERE organization_id = ? AND vehicle_id = ?');
+  const markBefore = db.prepare('SELECT day, state FROM rollup_marks WHERE organization_id = ? AND vehicle_id = ? AND day < ? ORDER BY day DESC LIMIT 1');
+  const dropHours = db.prepare('DELETE FROM rollup_hours WHERE organization_id = ? AND vehicle_id = ? AND hour >= ?');
+  const dropDays = db.prepare('DELETE FROM rollup_days WHERE organization_id = ? AND vehicle_id = ? AND day >= ?');
+  const dropMarks = db.prepare('DELETE FROM rollup_marks WHERE organization_id = ? AND vehicle_id = ? AND day > ?');
+  const putMark = db.prepare('INSERT OR REPLACE INTO rollup_marks (organization_id, vehicle_id, day, state) VALUES (?, ?, ?, ?)');
+  const records = db.prepare(
+    `SELECT ts, data FROM telemetry WHERE organization_id = ? AND vehicle_id = ? AND ts > ?
+     UNION ALL SELECT ts, data FROM telemetry_recent WHERE organization_id = ? AND vehicle_id = ? AND ts > ? ORDER BY ts`,
+  );
+  const assignments = db.prepare(
+    'SELECT driver_id, started_at, ended_at FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? ORDER BY started_at, id',
+  );
+
+  /** Replays one vehicle's history from the last day mark before `from` on (inside the caller's transaction). */
+  function replay(organizationId: string, vehicleId: string, from: number): void {
+    let mark = markBefore.get(organizationId, vehicleId, Math.floor(from / DAY_MS)) as { day: number; state: string } | undefined;
+    let state: RollupState | undefined = mark === undefined ? undefined : JSON.parse(mark.state) as RollupState;
+    // A trip in progress at the mark and not yet counted would be counted twice: start before it began.
+    while (mark !== undefined && !replayable(state!)) {
+      mark = markBefore.get(organizationId, vehicleId, Math.floor(state!.trip.trip!.startedAt / DAY_MS) + 1) as typeof mark;
+      state = mark === undefined ? undefined : JSON.parse(mark.state) as RollupState;
+    }
+    const day = mark?.day ?? -1e6;
+    const roll = state ?? initialRollup();
+    dropHours.run(organizationId, vehicleId, day * 24);
+    dropDays.run(organizationId, vehicleId, day);
+    dropMarks.run(organizationId, vehicleId, day);
+    const timeline: AssignmentTimeline = assignmentTimeline(assignments.all(organizationId, vehicleId) as { driver_id: string; started_at: number; ended_at: number | null }[]);
+    const tallies: Tallies = new Map();
+    const after = roll.t ?? -1;
+    for (const row of records.iterate(organizationId, vehicleId, after, organizationId, vehicleId, after) as Iterable<{ ts: number; data: string }>) {
+      const t = row.ts;
+      if (roll.t !== null && Math.floor(t / DAY_MS) > Math.floor(roll.t / DAY_MS)) putMark.run(organizationId, vehicleId, Math.floor(t / DAY_MS), JSON.stringify(roll));
+      feedRollup(roll, { timestamp: t, data: JSON.parse(row.data) as Record<string, unknown> }, timeline.at(t), HOUR_MS, tallies);
+    }
+    // The step into the mark's day, and what came before it, were counted already and have not changed.
+    for (const [key, t] of tallies) if (t.bucket < day * 24) tallies.delete(key);
+    writes.addTallies(organizationId, vehicleId, tallies);
+    roll.cur = timeline.ongoing();
+    states.setRoll(organizationId, vehicleId, roll);
+  }
+
+  function repairAll(organizationId: string | null, limit: number): number {
+    const rows = staleOf.all(organizationId, organizationId, limit) as { organization_id: string; vehicle_id: string; from_ts: number }[];
+    for (const r of rows) {
+      // Each in a transaction of its own, so that commits go on between them.
+      wal.unsynced(() => {
+        const current = staleOne.get(r.organization_id, r.vehicle_id) as { from_ts: number } | undefined;
+        if (current === undefined) return;
+        replay(r.organization_id, r.vehicle_id, current.from_ts);
+        fresh.run(r.organization_id, r.vehicle_id);
+      });
+    }
+    return rows.length;
+  }
+
+  const reads = rollupReadSql('sqlite');
+  return {
+    async repair(organizationId, limit = staleBatch) {
+      return repairAll(organizationId ?? null, limit);
+    },
+    async markStale(organizationId, vehicleId, from) {
+      await wal.transaction(() => writes.markStale(organizationId, vehicleId, from));
+    },
+    async sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]> {
+      const { sql, params } = reads(organizationId, query);
+      return (reader.prepare(sql).all(...(params as (string | number | null)[])) as unknown as SumsRow[]);
+    },
+  };
+}
