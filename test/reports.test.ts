@@ -193,7 +193,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         const fromHistory = oracle(ctx);
         for (const timezone of ['UTC', 'America/New_York', 'Europe/Berlin']) {
           for (const groupBy of ['vehicle', 'driver', 'day'] as const) {
-            for (const [from, to] of [['2026-10-29', '2026-11-05'], ['2026-10-31', '2026-11-02']]) {
+            for (const [from, to] of [['2026-10-29', '2026-11-05'], ['2026-10-31', '2026-11-02'], ['2026-10-01', '2026-12-01'], ['2026-11-01', '2026-12-01']]) {
               const query = { from: from!, to: to!, timezone, groupBy };
               const rows = await summary(ctx, new URLSearchParams(query).toString());
               assertSameRows(rows, await fromHistory(query), `${timezone} ${groupBy} ${from}..${to}`);

@@ -110,5 +110,14 @@ export function feedRollup(
   state.cur = driverId;
 }
 
+/** The UTC month (months since January 1970) of a UTC day (days since 1970-01-01). */
+export function monthOfDay(day: number): number {
+  const d = new Date(day * DAY_MS);
+  return (d.getUTCFullYear() - 1970) * 12 + d.getUTCMonth();
+}
+
+/** The first UTC day of a month. */
+export const firstDayOfMonth = (month: number): number => Date.UTC(1970 + Math.floor(month / 12), month % 12, 1) / DAY_MS;
+
 /** Whether a state is the one a replay may start from: no trip in progress that is not yet counted. */
 export const replayable = (s: RollupState): boolean => s.trip.trip === null || s.trip.trip.announced;

@@ -1,16 +1,19 @@
 // What summary reports ask of a store (reports/rollup.ts keeps what they read).
 
+export type Span = readonly [number, number];
+
 /** Sums of the rollups over a range, by one key. */
 export interface SumsQuery {
   /** Only these vehicles; null: every vehicle of the organization. */
   vehicles: readonly string[] | null;
   /**
-   * `vehicle`, `driver` (steps with no driver left out): the UTC days `days` (from, to) and the hour
-   * ranges `hours` together. `day`: the UTC days `days` only, by day; `hour`: the `hours` only, by hour.
+   * `vehicle`, `driver` (steps with no driver left out): the UTC months, days and hours of the
+   * ranges (from, to) together. `day`: the `days` only, by day; `hour`: the `hours` only, by hour.
    */
   by: 'vehicle' | 'driver' | 'day' | 'hour';
-  days: readonly [number, number] | null;
-  hours: readonly (readonly [number, number])[];
+  months: readonly Span[];
+  days: readonly Span[];
+  hours: readonly Span[];
 }
 
 /** A key's sums: metres and seconds, unrounded. */

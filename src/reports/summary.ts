@@ -1,7 +1,7 @@
 // Summary reports (docs/API.md "Summary reports"): per vehicle, per driver or per day in a time
 // zone, answered from the rollups the telemetry commit keeps (reports/rollup.ts). A zone whose
-// days start on the hour (nearly all of them) reads whole UTC days and the hours at the range's
-// two ends; by day, a zone whose days are not UTC's reads hours. A zone whose days start at a
+// days start on the hour (nearly all of them) reads whole UTC months, the days and then the hours
+// at the range's two ends; by day, a zone whose days are not UTC's reads hours. A zone whose days start at a
 // half or quarter hour (India, Nepal, parts of Australia) is answered from history, with the same
 // machine: slower, and the same numbers.
 import type { Principal } from '../auth/scopes.ts';
@@ -13,8 +13,8 @@ import { SCANS } from '../history/service.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import type { SummaryReader, SummaryRequest, SummaryRow } from './model.ts';
-import { DAY_MS, HOUR_MS, STEP_GAP_MS, type Tallies, type Tally, addTally, emptyTally, feedRollup, initialRollup } from './rollup.ts';
-import type { RollupStore, SumsRow } from './store.ts';
+import { DAY_MS, HOUR_MS, STEP_GAP_MS, type Tallies, type Tally, addTally, emptyTally, feedRollup, firstDayOfMonth, initialRollup, monthOfDay } from './rollup.ts';
+import type { RollupStore, Span, SumsRow } from './store.ts';
 import { assignmentTimeline } from '../storage/rollup-rows.ts';
 import { addDays, daysBetween, isTimeZone, parseDate, startOfDate } from './zone.ts';
 
@@ -67,6 +67,22 @@ function dateIndex(starts: readonly number[], t: number): number {
   return lo;
 }
 
+/**
+ * The hours `start` to `end` (hour numbers) as whole UTC months, whole days at their two ends, and
+ * hours at the ends of those: the fewest rows that cover them.
+ */
+export function spansOf(start: number, end: number): { months: Span[]; days: Span[]; hours: Span[] } {
+  const firstDay = Math.ceil(start / 24);
+  const lastDay = Math.floor(end / 24);
+  if (firstDay >= lastDay) return { months: [], days: [], hours: [[start, end]] };
+  const hours: Span[] = [[start, firstDay * 24], [lastDay * 24, end]];
+  let firstMonth = monthOfDay(firstDay);
+  if (firstDayOfMonth(firstMonth) < firstDay) firstMonth++;
+  const lastMonth = monthOfDay(lastDay);
+  if (firstMonth >= lastMonth) return { months: [], days: [[firstDay, lastDay]], hours };
+  return { months: [[firstMonth, lastMonth]], days: [[firstDay, firstDayOfMonth(firstMonth)], [firstDayOfMonth(lastMonth), lastDay]], hours };
+}
+
 export function createSummaryService(deps: {
   rollups: RollupStore; telemetry: TelemetryStore; vehicles: Pick<VehicleStore, 'list'>; drivers: Pick<DriverStore, 'assignments'>;
   groups: Pick<GroupStore, 'get' | 'membersOf'>; assertSees: (who: Principal, vehicleIds: readonly string[]) => Promise<void>;
@@ -109,10 +125,10 @@ export function createSummaryService(deps: {
     const end = range.starts.at(-1)! / HOUR_MS;
     if (request.groupBy === 'day') {
       if (range.starts.every((t) => t % DAY_MS === 0)) {
-        const rows = await deps.rollups.sums(organizationId, { vehicles, by: 'day', days: [start / 24, end / 24], hours: [] });
+        const rows = await deps.rollups.sums(organizationId, { vehicles, by: 'day', months: [], days: [[start / 24, end / 24]], hours: [] });
         return rows.map((r) => rowOf('date', range.dates[dateIndex(range.starts, Number(r.key) * DAY_MS)]!, tallyOfRow(r)));
       }
-      const rows = await deps.rollups.sums(organizationId, { vehicles, by: 'hour', days: null, hours: [[start, end]] });
+      const rows = await deps.rollups.sums(organizationId, { vehicles, by: 'hour', months: [], days: [], hours: [[start, end]] });
       const byDate = new Map<number, Tally>();
       for (const r of rows) {
         const i = dateIndex(range.starts, Number(r.key) * HOUR_MS);
@@ -122,12 +138,7 @@ export function createSummaryService(deps: {
       }
       return [...byDate].sort((a, b) => a[0] - b[0]).map(([i, t]) => rowOf('date', range.dates[i]!, t));
     }
-    const firstDay = Math.ceil(start / 24);
-    const lastDay = Math.floor(end / 24);
-    const query = firstDay < lastDay
-      ? { days: [firstDay, lastDay] as const, hours: [[start, firstDay * 24], [lastDay * 24, end]] as const }
-      : { days: null, hours: [[start, end]] as const };
-    const rows = await deps.rollups.sums(organizationId, { vehicles, by: request.groupBy, ...query });
+    const rows = await deps.rollups.sums(organizationId, { vehicles, by: request.groupBy, ...spansOf(start, end) });
     return rows.map((r) => rowOf(request.groupBy === 'vehicle' ? 'vehicleId' : 'driverId', String(r.key), tallyOfRow(r)));
   }
 

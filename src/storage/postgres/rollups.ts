@@ -3,9 +3,9 @@
 // holding each vehicle's lock (rules.ts `judgeInCommit`); a replay takes the same lock, so it and a
 // commit of that vehicle never interleave, and two nodes never replay one vehicle at once.
 import type { Judged } from '../../rules/store.ts';
-import { DAY_MS, HOUR_MS, type RollupState, type Tallies, type Tally, addTally, emptyTally, feedRollup, initialRollup, replayable } from '../../reports/rollup.ts';
+import { DAY_MS, HOUR_MS, type RollupState, type Tallies, type Tally, addTally, emptyTally, feedRollup, firstDayOfMonth, initialRollup, monthOfDay, replayable } from '../../reports/rollup.ts';
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
-import { assignmentTimeline, rollupReadSql, staleBatch } from '../rollup-rows.ts';
+import { assignmentTimeline, mergeSums, rollupReadSql, staleBatch } from '../rollup-rows.ts';
 import type { Database, Queryable } from './database.ts';
 
 type Keyed = Tally & { o: string; v: string; b: number; d: string };
@@ -14,43 +14,40 @@ const rulesLock = (organizationId: string, vehicleId: string) => `fleet:rules:${
 /** Records a replay reads at once. */
 const REPLAY_PAGE = 5000;
 
-function upsertSql(table: 'rollup_hours' | 'rollup_days', key: 'hour' | 'day'): string {
-  return `INSERT INTO ${table} (organization_id, vehicle_id, ${key}, driver_id, distance_m, driving_s, idle_s, engine_s, trips, max_speed)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::float8[], $6::float8[], $7::float8[], $8::float8[], $9::int[], $10::float8[])
-    ON CONFLICT (organization_id, vehicle_id, ${key}, driver_id) DO UPDATE SET distance_m = ${table}.distance_m + excluded.distance_m,
-      driving_s = ${table}.driving_s + excluded.driving_s, idle_s = ${table}.idle_s + excluded.idle_s, engine_s = ${table}.engine_s + excluded.engine_s,
-      trips = ${table}.trips + excluded.trips, max_speed = greatest(${table}.max_speed, excluded.max_speed)`;
-}
-const UPSERT_HOURS = upsertSql('rollup_hours', 'hour');
-const UPSERT_DAYS = upsertSql('rollup_days', 'day');
+const SUMMED = 'sum(dist), sum(drv), sum(idle), sum(eng), sum(trips), max(mx)';
+const adding = (table: string, key: string) => `ON CONFLICT (organization_id, vehicle_id, ${key}, driver_id) DO UPDATE SET
+  distance_m = ${table}.distance_m + excluded.distance_m, driving_s = ${table}.driving_s + excluded.driving_s, idle_s = ${table}.idle_s + excluded.idle_s,
+  engine_s = ${table}.engine_s + excluded.engine_s, trips = ${table}.trips + excluded.trips, max_speed = greatest(${table}.max_speed, excluded.max_speed)`;
+const COLUMNS = 'organization_id, vehicle_id, %, driver_id, distance_m, driving_s, idle_s, engine_s, trips, max_speed';
+/** Hours, with their days and months summed from them, in one statement (one round trip). */
+const ADD_TALLIES = `WITH t (o, v, h, dy, mo, d, dist, drv, idle, eng, trips, mx) AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::int[], $6::text[], $7::float8[], $8::float8[], $9::float8[], $10::float8[], $11::int[], $12::float8[])),
+  hours AS (INSERT INTO rollup_hours (${COLUMNS.replace('%', 'hour')}) SELECT o, v, h, d, dist, drv, idle, eng, trips, mx FROM t ${adding('rollup_hours', 'hour')}),
+  days AS (INSERT INTO rollup_days (${COLUMNS.replace('%', 'day')}) SELECT o, v, dy, d, ${SUMMED} FROM t GROUP BY o, v, dy, d ${adding('rollup_days', 'day')})
+  INSERT INTO rollup_months (${COLUMNS.replace('%', 'month')}) SELECT o, v, mo, d, ${SUMMED} FROM t GROUP BY o, v, mo, d ${adding('rollup_months', 'month')}`;
 
-function columns(rows: readonly Keyed[]): unknown[] {
-  return [
-    rows.map((r) => r.o), rows.map((r) => r.v), rows.map((r) => r.b), rows.map((r) => r.d), rows.map((r) => r.distanceM), rows.map((r) => r.drivingS),
-    rows.map((r) => r.idleS), rows.map((r) => r.engineS), rows.map((r) => r.trips), rows.map((r) => r.maxSpeed),
-  ];
-}
-
-function gather(into: Map<string, Keyed>, o: string, v: string, b: number, d: string, tally: Tally): void {
-  const key = `${o}\n${v}\n${b}\n${d}`;
-  let row = into.get(key);
-  if (row === undefined) into.set(key, (row = { ...emptyTally(), o, v, b, d }));
-  addTally(row, tally);
-}
-
-/** Adds tallies to their hours and days: one statement each (a key once per statement, as ON CONFLICT needs). */
+/** Adds tallies to their hours, days and months (a key once per statement, as ON CONFLICT needs). */
 async function addTallies(client: Queryable, tallies: readonly { organizationId: string; vehicleId: string; tallies: Tallies }[]): Promise<void> {
   const hours = new Map<string, Keyed>();
-  const days = new Map<string, Keyed>();
   for (const { organizationId, vehicleId, tallies: each } of tallies) {
     for (const t of each.values()) {
-      gather(hours, organizationId, vehicleId, t.bucket, t.driver, t);
-      gather(days, organizationId, vehicleId, Math.floor(t.bucket / 24), t.driver, t);
+      const key = `${organizationId}\n${vehicleId}\n${t.bucket}\n${t.driver}`;
+      let row = hours.get(key);
+      if (row === undefined) hours.set(key, (row = { ...emptyTally(), o: organizationId, v: vehicleId, b: t.bucket, d: t.driver }));
+      addTally(row, t);
     }
   }
   if (hours.size === 0) return;
-  await client.query({ name: 'rollups.hours', text: UPSERT_HOURS, values: columns([...hours.values()]) });
-  await client.query({ name: 'rollups.days', text: UPSERT_DAYS, values: columns([...days.values()]) });
+  const rows = [...hours.values()];
+  await client.query({
+    name: 'rollups.add',
+    text: ADD_TALLIES,
+    values: [
+      rows.map((r) => r.o), rows.map((r) => r.v), rows.map((r) => r.b), rows.map((r) => Math.floor(r.b / 24)), rows.map((r) => monthOfDay(Math.floor(r.b / 24))),
+      rows.map((r) => r.d), rows.map((r) => r.distanceM), rows.map((r) => r.drivingS), rows.map((r) => r.idleS), rows.map((r) => r.engineS),
+      rows.map((r) => r.trips), rows.map((r) => r.maxSpeed),
+    ],
+  });
 }
 
 async function markStale(client: Queryable, organizationIds: readonly string[], vehicleIds: readonly string[], from: readonly number[]): Promise<void> {
@@ -107,6 +104,16 @@ async function replay(client: Queryable, organizationId: string, vehicleId: stri
   const values = [organizationId, vehicleId, day];
   await client.query({ name: 'rollups.drop-hours', text: 'DELETE FROM rollup_hours WHERE organization_id = $1 AND vehicle_id = $2 AND hour >= $3', values: [organizationId, vehicleId, day * 24] });
   await client.query({ name: 'rollups.drop-days', text: 'DELETE FROM rollup_days WHERE organization_id = $1 AND vehicle_id = $2 AND day >= $3', values });
+  const month = monthOfDay(Math.max(day, 0));
+  await client.query({ name: 'rollups.drop-months', text: 'DELETE FROM rollup_months WHERE organization_id = $1 AND vehicle_id = $2 AND month >= $3', values: [organizationId, vehicleId, month] });
+  // The month of the mark's day again from its days (the days before the mark are not replayed).
+  await client.query({
+    name: 'rollups.month-from-days',
+    text: `INSERT INTO rollup_months (${COLUMNS.replace('%', 'month')})
+           SELECT organization_id, vehicle_id, $3, driver_id, sum(distance_m), sum(driving_s), sum(idle_s), sum(engine_s), sum(trips), max(max_speed)
+           FROM rollup_days WHERE organization_id = $1 AND vehicle_id = $2 AND day >= $4 AND day < $5 GROUP BY organization_id, vehicle_id, driver_id`,
+    values: [organizationId, vehicleId, month, firstDayOfMonth(month), day],
+  });
   await client.query({ name: 'rollups.drop-marks', text: 'DELETE FROM rollup_marks WHERE organization_id = $1 AND vehicle_id = $2 AND day > $3', values });
   const { rows: assigned } = await client.query<{ driver_id: string; started_at: string; ended_at: string | null }>({
     name: 'rollups.assignments',
@@ -171,12 +178,11 @@ export function createPostgresRollupStore(db: Database): RollupStore {
       await markStaleIn(db, organizationId, vehicleId, from);
     },
     async sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]> {
-      const { sql, params } = reads(organizationId, query);
-      const { rows } = await db.query(sql, params);
-      return rows.map((r) => ({
+      const parts = await Promise.all(reads(organizationId, query).map(async ({ sql, params }) => (await db.query(sql, params)).rows.map((r): SumsRow => ({
         key: r.key as string | number, distance_m: Number(r.distance_m), driving_s: Number(r.driving_s), idle_s: Number(r.idle_s), engine_s: Number(r.engine_s),
         trips: Number(r.trips), max_speed: r.max_speed === null ? null : Number(r.max_speed),
-      }));
+      }))));
+      return mergeSums(parts);
     },
   };
 }

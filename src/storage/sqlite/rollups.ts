@@ -4,9 +4,9 @@
 // before that, inside a transaction of its own (one process owns the file: no commit runs meanwhile).
 import type { DatabaseSync } from 'node:sqlite';
 import type { Judged } from '../../rules/store.ts';
-import { DAY_MS, HOUR_MS, type RollupState, type Tallies, type Tally, addTally, emptyTally, feedRollup, initialRollup, replayable } from '../../reports/rollup.ts';
+import { DAY_MS, HOUR_MS, type RollupState, type Tallies, type Tally, feedRollup, firstDayOfMonth, initialRollup, monthOfDay, replayable } from '../../reports/rollup.ts';
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
-import { type AssignmentTimeline, assignmentTimeline, rollupReadSql, staleBatch } from '../rollup-rows.ts';
+import { type AssignmentTimeline, assignmentTimeline, mergeSums, rollupReadSql, staleBatch, sumInto } from '../rollup-rows.ts';
 import type { WalSync } from './wal-sync.ts';
 
 const TALLY_COLUMNS = 'distance_m, driving_s, idle_s, engine_s, trips, max_speed';
@@ -18,7 +18,7 @@ export interface RollStates {
 }
 
 export function createSqliteRollupWrites(db: DatabaseSync) {
-  const add = (table: 'rollup_hours' | 'rollup_days', key: 'hour' | 'day') => db.prepare(
+  const add = (table: 'rollup_hours' | 'rollup_days' | 'rollup_months', key: 'hour' | 'day' | 'month') => db.prepare(
     `INSERT INTO ${table} (organization_id, vehicle_id, ${key}, driver_id, ${TALLY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (organization_id, vehicle_id, ${key}, driver_id) DO UPDATE SET distance_m = distance_m + excluded.distance_m,
        driving_s = driving_s + excluded.driving_s, idle_s = idle_s + excluded.idle_s, engine_s = engine_s + excluded.engine_s,
@@ -26,24 +26,30 @@ export function createSqliteRollupWrites(db: DatabaseSync) {
   );
   const addHour = add('rollup_hours', 'hour');
   const addDay = add('rollup_days', 'day');
+  const addMonth = add('rollup_months', 'month');
   const putMark = db.prepare('INSERT OR REPLACE INTO rollup_marks (organization_id, vehicle_id, day, state) VALUES (?, ?, ?, ?)');
   const stale = db.prepare(
     `INSERT INTO rollup_stale (organization_id, vehicle_id, from_ts) VALUES (?, ?, ?)
      ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET from_ts = min(from_ts, excluded.from_ts)`,
   );
 
-  /** Adds tallies to their hours and days. */
+  /** Adds tallies to their hours, days and months. */
   function addTallies(organizationId: string, vehicleId: string, tallies: Tallies): void {
-    const days = new Map<string, Tally & { day: number; driver: string }>();
+    const days = new Map<number, Map<string, Tally>>();
     for (const t of tallies.values()) {
       addHour.run(organizationId, vehicleId, t.bucket, t.driver, t.distanceM, t.drivingS, t.idleS, t.engineS, t.trips, t.maxSpeed);
-      const day = Math.floor(t.bucket / 24);
-      const key = `${day}\n${t.driver}`;
-      let d = days.get(key);
-      if (d === undefined) days.set(key, (d = { ...emptyTally(), day, driver: t.driver }));
-      addTally(d, t);
+      sumInto(days, Math.floor(t.bucket / 24), t.driver, t);
     }
-    for (const d of days.values()) addDay.run(organizationId, vehicleId, d.day, d.driver, d.distanceM, d.drivingS, d.idleS, d.engineS, d.trips, d.maxSpeed);
+    const months = new Map<number, Map<string, Tally>>();
+    for (const [day, drivers] of days) {
+      for (const [driver, d] of drivers) {
+        addDay.run(organizationId, vehicleId, day, driver, d.distanceM, d.drivingS, d.idleS, d.engineS, d.trips, d.maxSpeed);
+        sumInto(months, monthOfDay(day), driver, d);
+      }
+    }
+    for (const [month, drivers] of months) {
+      for (const [driver, m] of drivers) addMonth.run(organizationId, vehicleId, month, driver, m.distanceM, m.drivingS, m.idleS, m.engineS, m.trips, m.maxSpeed);
+    }
   }
 
   return {
@@ -71,6 +77,13 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
   const markBefore = db.prepare('SELECT day, state FROM rollup_marks WHERE organization_id = ? AND vehicle_id = ? AND day < ? ORDER BY day DESC LIMIT 1');
   const dropHours = db.prepare('DELETE FROM rollup_hours WHERE organization_id = ? AND vehicle_id = ? AND hour >= ?');
   const dropDays = db.prepare('DELETE FROM rollup_days WHERE organization_id = ? AND vehicle_id = ? AND day >= ?');
+  const dropMonths = db.prepare('DELETE FROM rollup_months WHERE organization_id = ? AND vehicle_id = ? AND month >= ?');
+  // The month of the mark's day again from its days (the days before the mark are not replayed).
+  const monthFromDays = db.prepare(
+    `INSERT INTO rollup_months (organization_id, vehicle_id, month, driver_id, ${TALLY_COLUMNS})
+     SELECT organization_id, vehicle_id, ?, driver_id, sum(distance_m), sum(driving_s), sum(idle_s), sum(engine_s), sum(trips), max(max_speed)
+     FROM rollup_days WHERE organization_id = ? AND vehicle_id = ? AND day >= ? AND day < ? GROUP BY driver_id`,
+  );
   const dropMarks = db.prepare('DELETE FROM rollup_marks WHERE organization_id = ? AND vehicle_id = ? AND day > ?');
   const putMark = db.prepare('INSERT OR REPLACE INTO rollup_marks (organization_id, vehicle_id, day, state) VALUES (?, ?, ?, ?)');
   const records = db.prepare(
@@ -94,6 +107,9 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
     const roll = state ?? initialRollup();
     dropHours.run(organizationId, vehicleId, day * 24);
     dropDays.run(organizationId, vehicleId, day);
+    const month = monthOfDay(Math.max(day, 0));
+    dropMonths.run(organizationId, vehicleId, month);
+    monthFromDays.run(month, organizationId, vehicleId, firstDayOfMonth(month), day);
     dropMarks.run(organizationId, vehicleId, day);
     const timeline: AssignmentTimeline = assignmentTimeline(assignments.all(organizationId, vehicleId) as { driver_id: string; started_at: number; ended_at: number | null }[]);
     const tallies: Tallies = new Map();
@@ -133,8 +149,7 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
       await wal.transaction(() => writes.markStale(organizationId, vehicleId, from));
     },
     async sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]> {
-      const { sql, params } = reads(organizationId, query);
-      return (reader.prepare(sql).all(...(params as (string | number | null)[])) as unknown as SumsRow[]);
+      return mergeSums(reads(organizationId, query).map(({ sql, params }) => reader.prepare(sql).all(...(params as (string | number | null)[])) as unknown as SumsRow[]));
     },
   };
 }

@@ -1,5 +1,5 @@
--- Summary report rollups (docs/API.md "Summary reports"). Each vehicle's steps, summed per hour
--- (UTC) and per day (UTC) and per driver ('' for none), kept as records are committed; a late
+-- Summary report rollups (docs/API.md "Summary reports"). Each vehicle's steps, summed per hour,
+-- day and month (UTC) and per driver ('' for none), kept as records are committed; a late
 -- record or a changed assignment marks the vehicle stale from a time on, and a replay of its
 -- history from the day mark before that time puts the sums right.
 CREATE TABLE rollup_hours (
@@ -13,7 +13,7 @@ CREATE TABLE rollup_hours (
   engine_s        double precision NOT NULL,
   trips           integer NOT NULL,
   max_speed       double precision,
-  PRIMARY KEY (organization_id, vehicle_id, hour, driver_id),
+  PRIMARY KEY (organization_id, hour, vehicle_id, driver_id),
   FOREIGN KEY (organization_id, vehicle_id) REFERENCES vehicles (organization_id, id) ON DELETE CASCADE
 );
 
@@ -28,9 +28,30 @@ CREATE TABLE rollup_days (
   engine_s        double precision NOT NULL,
   trips           integer NOT NULL,
   max_speed       double precision,
-  PRIMARY KEY (organization_id, vehicle_id, day, driver_id),
+  PRIMARY KEY (organization_id, day, vehicle_id, driver_id),
   FOREIGN KEY (organization_id, vehicle_id) REFERENCES vehicles (organization_id, id) ON DELETE CASCADE
 );
+
+CREATE TABLE rollup_months (
+  organization_id text COLLATE "C" NOT NULL,
+  vehicle_id      text COLLATE "C" NOT NULL,
+  month           integer NOT NULL,
+  driver_id       text COLLATE "C" NOT NULL,
+  distance_m      double precision NOT NULL,
+  driving_s       double precision NOT NULL,
+  idle_s          double precision NOT NULL,
+  engine_s        double precision NOT NULL,
+  trips           integer NOT NULL,
+  max_speed       double precision,
+  PRIMARY KEY (organization_id, month, vehicle_id, driver_id),
+  FOREIGN KEY (organization_id, vehicle_id) REFERENCES vehicles (organization_id, id) ON DELETE CASCADE
+);
+
+-- Keyed by time first: a summary reads a range of hours, days or months of the whole
+-- organization. A replay drops a vehicle's from a time on.
+CREATE INDEX rollup_hours_by_vehicle ON rollup_hours (organization_id, vehicle_id, hour);
+CREATE INDEX rollup_days_by_vehicle ON rollup_days (organization_id, vehicle_id, day);
+CREATE INDEX rollup_months_by_vehicle ON rollup_months (organization_id, vehicle_id, month);
 
 -- The rollup machine's state before the first record of each day a vehicle reported on.
 CREATE TABLE rollup_marks (

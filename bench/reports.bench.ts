@@ -1,9 +1,12 @@
-// Telemetry ingest with the vehicles' meters and driver identification (each record advancing the
-// odometer and engine hours in the commit, and naming its driver by iButton for half the
-// vehicles) against the same ingest without them, measured in the same run. Both sides detect
-// trips live (the default), so their rule state is read and written either way: the difference is
-// what the meters and the identification add to it. Maintenance adds nothing here: its check runs
-// beside the commits, once a minute (maintenance/check.ts).
+// Summary reports, in two parts.
+//
+// Ingest: telemetry with the summary rollups, the vehicles' meters and driver identification (each
+// record adding its step to its hour's and day's rollups, advancing the odometer and engine hours
+// in the commit, and naming its driver by iButton for half the vehicles) against the same ingest
+// without them, measured in the same run. Both sides detect trips live (the default), so their
+// rule state is read and written either way: the difference is what the rollups, the meters and
+// the identification add to it. Maintenance adds nothing here: its check runs beside the commits,
+// once a minute (maintenance/check.ts).
 //
 // The store's commits are called directly (no HTTP, no load generator, so less at the mercy of a
 // busy machine): each commit holds 100 requests of one vehicle each, of 1 record (as single-record
@@ -11,6 +14,12 @@
 // in it). PostgreSQL (FLEET_BENCH_DATABASE_URL, else FLEET_TEST_DATABASE_URL, else the local
 // server): the wall time per record, the database being another process. The two sides take
 // turns for BENCH_ROUNDS rounds (default 5) of 50 commits after a warm-up round; medians.
+//
+// Summaries (embedded store): a year of rollups for 10,000 vehicles (written straight into the
+// tables: a year of their records cannot be made here), summed by vehicle in UTC and in
+// Europe/Berlin (whole days plus the hours at both ends); and, on a fleet whose records went through
+// the commit (20 vehicles, 14 days, a record a minute), the same rows from the rollups and computed
+// from history (reports/summary.ts `fromHistory`), in the same run: the ratio.
 import { cpus, release } from 'node:os';
 import { createRuleEngine } from '../src/rules/engine.ts';
 import { createPostgresStores } from '../src/storage/postgres/index.ts';
@@ -20,6 +29,7 @@ import { mergeLatest } from '../src/telemetry/latest.ts';
 import type { CommitBatch } from '../src/telemetry/store.ts';
 import { BENCH_DATABASE_URL, connectAdmin, median, startBenchFleet, tempDatabases } from './lib.ts';
 import { trackDataText } from './rows.ts';
+import { summaryBench } from './summary-sample.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const COMMITS = 50;
@@ -89,7 +99,7 @@ async function compare(label: string, off: Side, on: Side, per: number, measure:
   const what = measure === 'cpu' ? 'CPU' : 'wall time';
   print(`| ${label} | ${VEHICLES.length} × ${per} | ${median(off.cost).toFixed(1)} | ${median(on.cost).toFixed(1)} | ` +
     `**${speed.toFixed(2)} ×** (${Math.min(...ratios).toFixed(2)} to ${Math.max(...ratios).toFixed(2)}) |`);
-  lines.push(`${label} commits of ${VEHICLES.length} × ${per} record${per === 1 ? '' : 's'}: ingest with meters and driver identification at ` +
+  lines.push(`${label} commits of ${VEHICLES.length} × ${per} record${per === 1 ? '' : 's'}: ingest with rollups, meters and driver identification at ` +
     `**${speed.toFixed(2)} ×** the rate without (${what} per record ${median(off.cost).toFixed(1)} → ${median(on.cost).toFixed(1)} µs).`);
   off.cost = [];
   on.cost = [];
@@ -139,3 +149,5 @@ if (admin !== undefined) {
 
 print();
 for (const line of lines) print(line);
+print();
+await summaryBench(print);
