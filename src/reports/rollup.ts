@@ -24,9 +24,17 @@ export interface RollupState {
   cur: string | null;
   /** The driver when the trip in progress started. */
   tdrv: string | null;
+  /**
+   * Tallies not written to the rollups yet: those of the last record's hour (and of earlier hours
+   * that a trip counted since), written when a later hour's record comes. A commit then writes
+   * rollups once an hour per vehicle, not once a record; a summary adds these (the state is read).
+   */
+  pend: TallyRow[];
 }
 
-export const initialRollup = (): RollupState => ({ trip: initialTripState(), t: null, ign: false, loc: null, drv: null, cur: null, tdrv: null });
+export type TallyRow = Tally & { bucket: number; driver: string };
+
+export const initialRollup = (): RollupState => ({ trip: initialTripState(), t: null, ign: false, loc: null, drv: null, cur: null, tdrv: null, pend: [] });
 
 /** The sums of one bucket and driver. Seconds and metres, unrounded. */
 export interface Tally {
@@ -40,7 +48,10 @@ export interface Tally {
 }
 
 /** Tallies by bucket (its index: the bucket's start over its length) and driver ('' for none). */
-export type Tallies = Map<string, Tally & { bucket: number; driver: string }>;
+export type Tallies = Map<string, TallyRow>;
+
+/** Tallies by their key, from a list. */
+export const talliesOf = (rows: readonly TallyRow[]): Tallies => new Map(rows.map((t) => [`${t.bucket}\n${t.driver}`, { ...t }]));
 
 export const emptyTally = (): Tally => ({ distanceM: 0, drivingS: 0, idleS: 0, engineS: 0, trips: 0, maxSpeed: null });
 
@@ -62,7 +73,7 @@ export function addTally(a: Tally, b: Tally): void {
   if (b.maxSpeed !== null && (a.maxSpeed === null || b.maxSpeed > a.maxSpeed)) a.maxSpeed = b.maxSpeed;
 }
 
-/** A copy of a state that `feedRollup` may change without touching the original. */
+/** A copy of a state that `feedRollup` may change without touching the original (`pend` is replaced, not changed). */
 export function copyRollup(s: RollupState): RollupState {
   return { ...s, trip: { ...s.trip, trip: s.trip.trip && { ...s.trip.trip }, still: s.trip.still && { ...s.trip.still } } };
 }

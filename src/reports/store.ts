@@ -1,5 +1,7 @@
 // What summary reports ask of a store (reports/rollup.ts keeps what they read).
 
+import type { TallyRow } from './rollup.ts';
+
 export type Span = readonly [number, number];
 
 /** Sums of the rollups over a range, by one key. */
@@ -37,4 +39,6 @@ export interface RollupStore {
   /** The vehicle's rollups are stale from `from` (ms) on. */
   markStale(organizationId: string, vehicleId: string, from: number): Promise<void>;
   sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]>;
+  /** The tallies not written to the rollups yet (the last hour of each vehicle: reports/rollup.ts `pend`), of these vehicles or all. */
+  pending(organizationId: string, vehicles: readonly string[] | null): Promise<{ vehicleId: string; tallies: TallyRow[] }[]>;
 }

@@ -123,23 +123,32 @@ export function createSummaryService(deps: {
   async function fromRollups(organizationId: string, request: SummaryRequest, range: Range, vehicles: readonly string[] | null): Promise<SummaryRow[]> {
     const start = range.starts[0]! / HOUR_MS;
     const end = range.starts.at(-1)! / HOUR_MS;
-    if (request.groupBy === 'day') {
-      if (range.starts.every((t) => t % DAY_MS === 0)) {
-        const rows = await deps.rollups.sums(organizationId, { vehicles, by: 'day', months: [], days: [[start / 24, end / 24]], hours: [] });
-        return rows.map((r) => rowOf('date', range.dates[dateIndex(range.starts, Number(r.key) * DAY_MS)]!, tallyOfRow(r)));
+    const { groupBy } = request;
+    /** Sums by key: a vehicle's or driver's id, or the date's index. */
+    const sums = new Map<string | number, Tally>();
+    const add = (key: string | number, t: Tally) => {
+      const known = sums.get(key);
+      if (known === undefined) sums.set(key, { ...emptyTally(), ...t });
+      else addTally(known, t);
+    };
+    const [rows, pending] = await Promise.all([
+      groupBy !== 'day' ? deps.rollups.sums(organizationId, { vehicles, by: groupBy, ...spansOf(start, end) })
+      : range.starts.every((t) => t % DAY_MS === 0) ? deps.rollups.sums(organizationId, { vehicles, by: 'day', months: [], days: [[start / 24, end / 24]], hours: [] })
+      : deps.rollups.sums(organizationId, { vehicles, by: 'hour', months: [], days: [], hours: [[start, end]] }),
+      deps.rollups.pending(organizationId, vehicles),
+    ]);
+    const unit = groupBy !== 'day' ? 0 : range.starts.every((t) => t % DAY_MS === 0) ? DAY_MS : HOUR_MS;
+    for (const r of rows) add(unit === 0 ? String(r.key) : dateIndex(range.starts, Number(r.key) * unit), tallyOfRow(r));
+    // The last hour of each vehicle, not written to the rollups yet.
+    for (const { vehicleId, tallies } of pending) {
+      for (const t of tallies) {
+        if (t.bucket < start || t.bucket >= end || (groupBy === 'driver' && t.driver === '')) continue;
+        add(groupBy === 'vehicle' ? vehicleId : groupBy === 'driver' ? t.driver : dateIndex(range.starts, t.bucket * HOUR_MS), t);
       }
-      const rows = await deps.rollups.sums(organizationId, { vehicles, by: 'hour', months: [], days: [], hours: [[start, end]] });
-      const byDate = new Map<number, Tally>();
-      for (const r of rows) {
-        const i = dateIndex(range.starts, Number(r.key) * HOUR_MS);
-        let t = byDate.get(i);
-        if (t === undefined) byDate.set(i, (t = emptyTally()));
-        addTally(t, tallyOfRow(r));
-      }
-      return [...byDate].sort((a, b) => a[0] - b[0]).map(([i, t]) => rowOf('date', range.dates[i]!, t));
     }
-    const rows = await deps.rollups.sums(organizationId, { vehicles, by: request.groupBy, ...spansOf(start, end) });
-    return rows.map((r) => rowOf(request.groupBy === 'vehicle' ? 'vehicleId' : 'driverId', String(r.key), tallyOfRow(r)));
+    const member = groupBy === 'vehicle' ? 'vehicleId' : groupBy === 'driver' ? 'driverId' : 'date';
+    return [...sums].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+      .map(([key, t]) => rowOf(member, groupBy === 'day' ? range.dates[key as number]! : key as string, t));
   }
 
   /** Every vehicle of the organization (a history summary of the whole fleet). */

@@ -16,7 +16,7 @@ import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
 import { type CompactGeometry, compactGeometry } from '../geofences/compact.ts';
 import { type AlertChanges, type CommitRules, type DriverContext, type Judged, type RulesStore, identifierForms } from './store.ts';
 import { advanceMeters, initialMeters } from '../meters/state.ts';
-import { DAY_MS, HOUR_MS, copyRollup, feedRollup, initialRollup } from '../reports/rollup.ts';
+import { DAY_MS, HOUR_MS, copyRollup, feedRollup, initialRollup, talliesOf } from '../reports/rollup.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** What judging needs of a geofence besides its shape (which only the index keeps). */
@@ -315,6 +315,7 @@ function judgeRecords(
   // The rollups' own state: the driver as last known (a record's identifier, or the assignment the store read).
   const roll = meters === undefined ? undefined : (state.roll = state.roll === null ? { ...initialRollup(), cur: drivers?.current ?? null } : copyRollup(state.roll));
   const judged: Judged = { organizationId, vehicleId, state, opened: [], changed: [], events: [], assignments: [], tallies: new Map(), marks: [], late: null };
+  const pending = roll === undefined ? undefined : talliesOf(roll.pend ?? []);
   const open = new Map(unresolved.map((a) => [a.ruleId, a]));
   const rules = d.rules.length === 0 ? d.rules : d.rules.filter((r) => appliesTo(r.vehicleIds, vehicleId));
   const sorted = records.length > 1 ? [...records].sort((a, b) => a.timestamp - b.timestamp) : records;
@@ -339,7 +340,7 @@ function judgeRecords(
       if (roll.t !== null && Math.floor(record.timestamp / DAY_MS) > Math.floor(roll.t / DAY_MS)) {
         judged.marks.push({ day: Math.floor(record.timestamp / DAY_MS), state: JSON.stringify(roll) });
       }
-      feedRollup(roll, record, driving === undefined ? roll.cur : driving.current, HOUR_MS, judged.tallies);
+      feedRollup(roll, record, driving === undefined ? roll.cur : driving.current, HOUR_MS, pending!);
     }
     state.ts = record.timestamp;
     changed = true;
@@ -373,6 +374,15 @@ function judgeRecords(
     for (const rule of rules) judgeRule(rule, rule.condition, record, location, state, open, judged, vehicleId);
     // A batch alternating in and out of many geofences stops here, before making all its events.
     if (judged.events.length > MAX_EVENTS_PER_BATCH) limitBatchEvents(sorted.length, judged.events.length);
+  }
+  if (roll !== undefined && roll.t !== null) {
+    // Hours before the last record's are complete: written now; the last record's waits in the state.
+    const current = Math.floor(roll.t / HOUR_MS);
+    roll.pend = [];
+    for (const [key, t] of pending!) {
+      if (t.bucket < current) judged.tallies.set(key, t);
+      else roll.pend.push(t);
+    }
   }
   return changed || judged.late !== null ? judged : undefined;
 }

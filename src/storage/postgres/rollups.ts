@@ -3,7 +3,7 @@
 // holding each vehicle's lock (rules.ts `judgeInCommit`); a replay takes the same lock, so it and a
 // commit of that vehicle never interleave, and two nodes never replay one vehicle at once.
 import type { Judged } from '../../rules/store.ts';
-import { DAY_MS, HOUR_MS, type RollupState, type Tallies, type Tally, addTally, emptyTally, feedRollup, firstDayOfMonth, initialRollup, monthOfDay, replayable } from '../../reports/rollup.ts';
+import { DAY_MS, HOUR_MS, type RollupState, type Tallies, type Tally, type TallyRow, addTally, emptyTally, feedRollup, firstDayOfMonth, initialRollup, monthOfDay, replayable } from '../../reports/rollup.ts';
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
 import { assignmentTimeline, mergeSums, rollupReadSql, staleBatch } from '../rollup-rows.ts';
 import type { Database, Queryable } from './database.ts';
@@ -101,6 +101,8 @@ async function replay(client: Queryable, organizationId: string, vehicleId: stri
   while (mark !== undefined && !replayable(mark.state)) mark = await markBefore(Math.floor(mark.state.trip.trip!.startedAt / DAY_MS) + 1);
   const day = mark?.day ?? -1e6;
   const roll = mark?.state ?? initialRollup();
+  // What the mark held back is of the day before, written since.
+  roll.pend = [];
   const values = [organizationId, vehicleId, day];
   await client.query({ name: 'rollups.drop-hours', text: 'DELETE FROM rollup_hours WHERE organization_id = $1 AND vehicle_id = $2 AND hour >= $3', values: [organizationId, vehicleId, day * 24] });
   await client.query({ name: 'rollups.drop-days', text: 'DELETE FROM rollup_days WHERE organization_id = $1 AND vehicle_id = $2 AND day >= $3', values });
@@ -148,6 +150,8 @@ async function replay(client: Queryable, organizationId: string, vehicleId: stri
     });
   }
   roll.cur = timeline.ongoing();
+  // Every tally was written, the last hour's too.
+  roll.pend = [];
   await client.query({
     name: 'rollups.set-state', text: 'UPDATE vehicle_rule_state SET rollup = $3::json WHERE organization_id = $1 AND vehicle_id = $2',
     values: [organizationId, vehicleId, JSON.stringify(roll)],
@@ -176,6 +180,15 @@ export function createPostgresRollupStore(db: Database): RollupStore {
     },
     async markStale(organizationId, vehicleId, from) {
       await markStaleIn(db, organizationId, vehicleId, from);
+    },
+    async pending(organizationId, vehicles) {
+      const { rows } = await db.query<{ vehicle_id: string; pend: TallyRow[] }>({
+        name: 'rollups.pending',
+        text: `SELECT vehicle_id, rollup->'pend' AS pend FROM vehicle_rule_state
+               WHERE organization_id = $1 AND ($2::text[] IS NULL OR vehicle_id = ANY($2::text[])) AND json_array_length(rollup->'pend') > 0`,
+        values: [organizationId, vehicles],
+      });
+      return rows.map((r) => ({ vehicleId: r.vehicle_id, tallies: r.pend }));
     },
     async sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]> {
       const parts = await Promise.all(reads(organizationId, query).map(async ({ sql, params }) => (await db.query(sql, params)).rows.map((r): SumsRow => ({

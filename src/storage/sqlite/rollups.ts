@@ -4,7 +4,7 @@
 // before that, inside a transaction of its own (one process owns the file: no commit runs meanwhile).
 import type { DatabaseSync } from 'node:sqlite';
 import type { Judged } from '../../rules/store.ts';
-import { DAY_MS, HOUR_MS, type RollupState, type Tallies, type Tally, feedRollup, firstDayOfMonth, initialRollup, monthOfDay, replayable } from '../../reports/rollup.ts';
+import { DAY_MS, HOUR_MS, type RollupState, type Tallies, type Tally, type TallyRow, feedRollup, firstDayOfMonth, initialRollup, monthOfDay, replayable } from '../../reports/rollup.ts';
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
 import { type AssignmentTimeline, assignmentTimeline, mergeSums, rollupReadSql, staleBatch, sumInto } from '../rollup-rows.ts';
 import type { WalSync } from './wal-sync.ts';
@@ -105,6 +105,8 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
     }
     const day = mark?.day ?? -1e6;
     const roll = state ?? initialRollup();
+    // What the mark held back is of the day before, written since.
+    roll.pend = [];
     dropHours.run(organizationId, vehicleId, day * 24);
     dropDays.run(organizationId, vehicleId, day);
     const month = monthOfDay(Math.max(day, 0));
@@ -123,6 +125,8 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
     for (const [key, t] of tallies) if (t.bucket < day * 24) tallies.delete(key);
     writes.addTallies(organizationId, vehicleId, tallies);
     roll.cur = timeline.ongoing();
+    // Every tally was written, the last hour's too.
+    roll.pend = [];
     states.setRoll(organizationId, vehicleId, roll);
   }
 
@@ -141,12 +145,22 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
   }
 
   const reads = rollupReadSql('sqlite');
+  const pending = reader.prepare(
+    `SELECT vehicle_id, json_extract(rollup, '$.pend') AS pend FROM vehicle_rule_state
+     WHERE organization_id = ? AND rollup IS NOT NULL AND json_array_length(rollup, '$.pend') > 0`,
+  );
   return {
     async repair(organizationId, limit = staleBatch) {
       return repairAll(organizationId ?? null, limit);
     },
     async markStale(organizationId, vehicleId, from) {
       await wal.transaction(() => writes.markStale(organizationId, vehicleId, from));
+    },
+    async pending(organizationId, vehicles) {
+      const wanted = vehicles === null ? undefined : new Set(vehicles);
+      return (pending.all(organizationId) as { vehicle_id: string; pend: string }[])
+        .filter((r) => wanted === undefined || wanted.has(r.vehicle_id))
+        .map((r) => ({ vehicleId: r.vehicle_id, tallies: JSON.parse(r.pend) as TallyRow[] }));
     },
     async sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]> {
       return mergeSums(reads(organizationId, query).map(({ sql, params }) => reader.prepare(sql).all(...(params as (string | number | null)[])) as unknown as SumsRow[]));
