@@ -2,9 +2,11 @@
 // one vehicle's records in time order adds each step (two consecutive records at most an hour
 // apart) to the tally of its first record's bucket and driver. The same machine keeps the
 // rollups as records are committed (hourly buckets, rules/engine.ts), replays a vehicle's history
-// when a late record or a changed assignment made them stale (reports/repair), and computes a
-// summary straight from history (reports/summary.ts: the check of the rollups, and zones whose
-// days do not start on the hour). Its state is plain JSON, so it is stored as it is.
+// when a late record or a changed assignment made them stale (storage/*/rollups.ts), and computes
+// a summary straight from history (reports/summary.ts: the check of the rollups, and zones whose
+// days do not start on the hour). It reads section 16's trip machine (history/trips.ts) fed the
+// same records: in the commit, the live trip detection's own state (one machine, one state);
+// elsewhere, one `feedRollup` advances. Its state is plain JSON, so it is stored as it is.
 import { DEFAULT_TRIP_SETTINGS, type Point, type TripEvent, type TripState, advanceInPlace, haversineMeters, initialTripState } from '../history/trips.ts';
 
 /** A step counts when its two records are at most this far apart (ms). */
@@ -13,8 +15,6 @@ export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
 
 export interface RollupState {
-  /** Section 16's trip machine, fed the same records: its `moving` tests each record, its trips are counted. */
-  trip: TripState;
   /** The last record's time (ms), `ignition`, own location and driver; null before any record. */
   t: number | null;
   ign: boolean;
@@ -34,7 +34,7 @@ export interface RollupState {
 
 export type TallyRow = Tally & { bucket: number; driver: string };
 
-export const initialRollup = (): RollupState => ({ trip: initialTripState(), t: null, ign: false, loc: null, drv: null, cur: null, tdrv: null, pend: [] });
+export const initialRollup = (): RollupState => ({ t: null, ign: false, loc: null, drv: null, cur: null, tdrv: null, pend: [] });
 
 /** The sums of one bucket and driver. Seconds and metres, unrounded. */
 export interface Tally {
@@ -73,26 +73,41 @@ export function addTally(a: Tally, b: Tally): void {
   if (b.maxSpeed !== null && (a.maxSpeed === null || b.maxSpeed > a.maxSpeed)) a.maxSpeed = b.maxSpeed;
 }
 
-/** A copy of a state that `feedRollup` may change without touching the original (`pend` is replaced, not changed). */
-export function copyRollup(s: RollupState): RollupState {
-  return { ...s, trip: { ...s.trip, trip: s.trip.trip && { ...s.trip.trip }, still: s.trip.still && { ...s.trip.still } } };
+/** Where a replay starts: the rollup machine's state and the trip machine's, before a day's first record. */
+export interface Mark {
+  roll: RollupState;
+  trip: TripState;
 }
+
+export const initialMark = (): Mark => ({ roll: initialRollup(), trip: initialTripState() });
 
 const reported: TripEvent[] = [];
 
 /**
  * Feeds one record, newer than the last fed, driven by `driverId` (null: none assigned), into
- * `into`, with buckets `bucketMs` long. Changes `state` in place.
+ * `into`, with buckets `bucketMs` long: advances the trip machine, then counts. Changes both
+ * states in place.
  */
 export function feedRollup(
-  state: RollupState, record: { timestamp: number; data: Record<string, unknown> }, driverId: string | null, bucketMs: number, into: Tallies,
+  state: Mark, record: { timestamp: number; data: Record<string, unknown> }, driverId: string | null, bucketMs: number, into: Tallies,
+): void {
+  advanceInPlace(state.trip, record, DEFAULT_TRIP_SETTINGS, reported);
+  countRecord(state.roll, state.trip, reported, record, driverId, bucketMs, into);
+  reported.length = 0;
+}
+
+/**
+ * Counts one record once `trip`, the trip machine, has been advanced by it (`events`: what that
+ * reported). Changes `state` in place.
+ */
+export function countRecord(
+  state: RollupState, trip: TripState, events: readonly TripEvent[], record: { timestamp: number; data: Record<string, unknown> },
+  driverId: string | null, bucketMs: number, into: Tallies,
 ): void {
   const t = record.timestamp;
   const { data } = record;
   const location = data.location as Point | undefined;
   const speed = typeof data.speed === 'number' ? data.speed : undefined;
-  const trip = state.trip;
-  advanceInPlace(trip, record, DEFAULT_TRIP_SETTINGS, reported);
   // A trip opened at this record: its driver is this record's.
   if (trip.trip !== null && trip.trip.startedAt === t) state.tdrv = driverId;
   if (speed !== undefined) {
@@ -110,10 +125,9 @@ export function feedRollup(
     }
     if (state.ign) step.engineS += seconds;
   }
-  for (const e of reported) {
+  for (const e of events) {
     if (e.type === 'trip.started') tallyOf(into, Math.floor(e.trip.startedAt / bucketMs), state.tdrv).trips++;
   }
-  reported.length = 0;
   state.t = t;
   state.ign = data.ignition === true;
   state.loc = location ?? null;
@@ -130,5 +144,5 @@ export function monthOfDay(day: number): number {
 /** The first UTC day of a month. */
 export const firstDayOfMonth = (month: number): number => Date.UTC(1970 + Math.floor(month / 12), month % 12, 1) / DAY_MS;
 
-/** Whether a state is the one a replay may start from: no trip in progress that is not yet counted. */
-export const replayable = (s: RollupState): boolean => s.trip.trip === null || s.trip.trip.announced;
+/** Whether a mark is one a replay may start from: no trip in progress that is not yet counted. */
+export const replayable = (m: Mark): boolean => m.trip.trip === null || m.trip.trip.announced;

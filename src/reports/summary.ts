@@ -13,7 +13,7 @@ import { SCANS } from '../history/service.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import type { SummaryReader, SummaryRequest, SummaryRow } from './model.ts';
-import { DAY_MS, HOUR_MS, STEP_GAP_MS, type Tallies, type Tally, addTally, emptyTally, feedRollup, firstDayOfMonth, initialRollup, monthOfDay } from './rollup.ts';
+import { DAY_MS, HOUR_MS, STEP_GAP_MS, type Tallies, type Tally, addTally, emptyTally, feedRollup, firstDayOfMonth, initialMark, monthOfDay } from './rollup.ts';
 import type { RollupStore, Span, SumsRow } from './store.ts';
 import { assignmentTimeline } from '../storage/rollup-rows.ts';
 import { addDays, daysBetween, isTimeZone, parseDate, startOfDate } from './zone.ts';
@@ -169,16 +169,16 @@ export function createSummaryService(deps: {
     for (const vehicleId of vehicles ?? (await allVehicles(organizationId))) {
       const assigned: AssignmentRecord[] = await deps.drivers.assignments(organizationId, { vehicleId, limit: 1_000_000 });
       const timeline = assignmentTimeline(assigned.reverse().map((a) => ({ driver_id: a.driverId, started_at: a.startedAt, ended_at: a.endedAt })));
-      const roll = initialRollup();
+      const machine = initialMark();
       const tallies: Tallies = new Map();
       // Past the end, until the last step that starts before it is complete and no trip begun before it waits to be counted.
       const scan = deps.telemetry.scan(organizationId, vehicleId, { from: 0, to: Number.MAX_SAFE_INTEGER }, { ...SCANS.report, decode: (text) => JSON.parse(text) as Record<string, unknown> });
       try {
         reading: for await (const page of scan) {
           for (const record of page) {
-            const open = roll.trip.trip;
+            const open = machine.trip.trip;
             if (record.timestamp > end + STEP_GAP_MS && (open === null || open.announced || open.startedAt >= end)) break reading;
-            feedRollup(roll, record, timeline.at(record.timestamp), QUARTER_MS, tallies);
+            feedRollup(machine, record, timeline.at(record.timestamp), QUARTER_MS, tallies);
           }
         }
       } finally {

@@ -16,7 +16,7 @@ import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
 import { type CompactGeometry, compactGeometry } from '../geofences/compact.ts';
 import { type AlertChanges, type CommitRules, type DriverContext, type Judged, type RulesStore, identifierForms } from './store.ts';
 import { advanceMeters, initialMeters } from '../meters/state.ts';
-import { DAY_MS, HOUR_MS, copyRollup, feedRollup, initialRollup, talliesOf } from '../reports/rollup.ts';
+import { DAY_MS, HOUR_MS, countRecord, initialRollup, talliesOf } from '../reports/rollup.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** What judging needs of a geofence besides its shape (which only the index keeps). */
@@ -309,11 +309,12 @@ function judgeRecords(
   const state: RuleState = previous === undefined
     ? emptyRuleState()
     : { ts: previous.ts, inside: [...previous.inside], held: { ...previous.held }, trip: previous.trip, meters: previous.meters, roll: previous.roll };
-  if (trips) state.trip = state.trip === null ? initialTripState() : copyTripState(state.trip);
+  // The trip machine runs for the trip events and for the rollups, which count its trips and ask it what moves.
+  if (trips || every.meters) state.trip = state.trip === null ? initialTripState() : copyTripState(state.trip);
   const meters = every.meters ? (state.meters = state.meters === null ? initialMeters() : { ...state.meters }) : undefined;
   const driving = drivers === undefined || meters === undefined ? undefined : { ...drivers };
   // The rollups' own state: the driver as last known (a record's identifier, or the assignment the store read).
-  const roll = meters === undefined ? undefined : (state.roll = state.roll === null ? { ...initialRollup(), cur: drivers?.current ?? null } : copyRollup(state.roll));
+  const roll = meters === undefined ? undefined : (state.roll = state.roll === null ? { ...initialRollup(), cur: drivers?.current ?? null } : { ...state.roll });
   const judged: Judged = { organizationId, vehicleId, state, opened: [], changed: [], events: [], assignments: [], tallies: new Map(), marks: [], late: null };
   const pending = roll === undefined ? undefined : talliesOf(roll.pend ?? []);
   const open = new Map(unresolved.map((a) => [a.ruleId, a]));
@@ -335,18 +336,19 @@ function judgeRecords(
       advanceMeters(meters, state.ts, record);
       if (driving !== undefined) identify(record, driving, meters, judged);
     }
-    if (roll !== undefined) {
-      // The first record of a day marks the state before it: where a replay may start.
-      if (roll.t !== null && Math.floor(record.timestamp / DAY_MS) > Math.floor(roll.t / DAY_MS)) {
-        judged.marks.push({ day: Math.floor(record.timestamp / DAY_MS), state: JSON.stringify(roll) });
-      }
-      feedRollup(roll, record, driving === undefined ? roll.cur : driving.current, HOUR_MS, pending!);
-    }
     state.ts = record.timestamp;
     changed = true;
-    if (trips) {
-      advanceInPlace(state.trip!, record, DEFAULT_TRIP_SETTINGS, reported);
-      if (reported.length > 0) tripEvents(organizationId, vehicleId, reported, judged.events);
+    // The first record of a day marks the state before it: where a replay may start.
+    if (roll !== undefined && roll.t !== null && Math.floor(record.timestamp / DAY_MS) > Math.floor(roll.t / DAY_MS)) {
+      judged.marks.push({ day: Math.floor(record.timestamp / DAY_MS), state: JSON.stringify({ roll, trip: state.trip }) });
+    }
+    if (state.trip !== null) advanceInPlace(state.trip, record, DEFAULT_TRIP_SETTINGS, reported);
+    if (roll !== undefined) {
+      countRecord(roll, state.trip!, reported, record, driving === undefined ? roll.cur : driving.current, HOUR_MS, pending!);
+    }
+    if (reported.length > 0) {
+      if (trips) tripEvents(organizationId, vehicleId, reported, judged.events);
+      else reported.length = 0;
     }
     if (d.geofences.size === 0 && rules.length === 0) continue;
     tally.records++;

@@ -3,7 +3,7 @@
 // holding each vehicle's lock (rules.ts `judgeInCommit`); a replay takes the same lock, so it and a
 // commit of that vehicle never interleave, and two nodes never replay one vehicle at once.
 import type { Judged } from '../../rules/store.ts';
-import { DAY_MS, HOUR_MS, type RollupState, type Tallies, type Tally, type TallyRow, addTally, emptyTally, feedRollup, firstDayOfMonth, initialRollup, monthOfDay, replayable } from '../../reports/rollup.ts';
+import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type TallyRow, addTally, emptyTally, feedRollup, firstDayOfMonth, initialMark, monthOfDay, replayable } from '../../reports/rollup.ts';
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
 import { assignmentTimeline, mergeSums, rollupReadSql, staleBatch } from '../rollup-rows.ts';
 import type { Database, Queryable } from './database.ts';
@@ -91,7 +91,7 @@ export async function writeRollups(client: Queryable, judged: readonly Judged[])
 
 /** Replays one vehicle's history from the last day mark before `from` on (its lock held). */
 async function replay(client: Queryable, organizationId: string, vehicleId: string, from: number): Promise<void> {
-  const markBefore = async (day: number) => (await client.query<{ day: number; state: RollupState }>({
+  const markBefore = async (day: number) => (await client.query<{ day: number; state: Mark }>({
     name: 'rollups.mark-before',
     text: 'SELECT day, state FROM rollup_marks WHERE organization_id = $1 AND vehicle_id = $2 AND day < $3 ORDER BY day DESC LIMIT 1',
     values: [organizationId, vehicleId, day],
@@ -100,7 +100,8 @@ async function replay(client: Queryable, organizationId: string, vehicleId: stri
   // A trip in progress at the mark and not yet counted would be counted twice: start before it began.
   while (mark !== undefined && !replayable(mark.state)) mark = await markBefore(Math.floor(mark.state.trip.trip!.startedAt / DAY_MS) + 1);
   const day = mark?.day ?? -1e6;
-  const roll = mark?.state ?? initialRollup();
+  const machine = mark?.state ?? initialMark();
+  const roll = machine.roll;
   // What the mark held back is of the day before, written since.
   roll.pend = [];
   const values = [organizationId, vehicleId, day];
@@ -133,8 +134,8 @@ async function replay(client: Queryable, organizationId: string, vehicleId: stri
     });
     for (const row of rows) {
       const t = Number(row.ts);
-      if (roll.t !== null && Math.floor(t / DAY_MS) > Math.floor(roll.t / DAY_MS)) marks.push([Math.floor(t / DAY_MS), JSON.stringify(roll)]);
-      feedRollup(roll, { timestamp: t, data: JSON.parse(row.data) as Record<string, unknown> }, timeline.at(t), HOUR_MS, tallies);
+      if (roll.t !== null && Math.floor(t / DAY_MS) > Math.floor(roll.t / DAY_MS)) marks.push([Math.floor(t / DAY_MS), JSON.stringify(machine)]);
+      feedRollup(machine, { timestamp: t, data: JSON.parse(row.data) as Record<string, unknown> }, timeline.at(t), HOUR_MS, tallies);
     }
     if (rows.length < REPLAY_PAGE) break;
   }
@@ -153,8 +154,8 @@ async function replay(client: Queryable, organizationId: string, vehicleId: stri
   // Every tally was written, the last hour's too.
   roll.pend = [];
   await client.query({
-    name: 'rollups.set-state', text: 'UPDATE vehicle_rule_state SET rollup = $3::json WHERE organization_id = $1 AND vehicle_id = $2',
-    values: [organizationId, vehicleId, JSON.stringify(roll)],
+    name: 'rollups.set-state', text: 'UPDATE vehicle_rule_state SET rollup = $3::json, trip = $4::json WHERE organization_id = $1 AND vehicle_id = $2',
+    values: [organizationId, vehicleId, JSON.stringify(roll), JSON.stringify(machine.trip)],
   });
 }
 

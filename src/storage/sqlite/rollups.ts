@@ -4,17 +4,17 @@
 // before that, inside a transaction of its own (one process owns the file: no commit runs meanwhile).
 import type { DatabaseSync } from 'node:sqlite';
 import type { Judged } from '../../rules/store.ts';
-import { DAY_MS, HOUR_MS, type RollupState, type Tallies, type Tally, type TallyRow, feedRollup, firstDayOfMonth, initialRollup, monthOfDay, replayable } from '../../reports/rollup.ts';
+import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type TallyRow, feedRollup, firstDayOfMonth, initialMark, monthOfDay, replayable } from '../../reports/rollup.ts';
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
 import { type AssignmentTimeline, assignmentTimeline, mergeSums, rollupReadSql, staleBatch, sumInto } from '../rollup-rows.ts';
 import type { WalSync } from './wal-sync.ts';
 
 const TALLY_COLUMNS = 'distance_m, driving_s, idle_s, engine_s, trips, max_speed';
 
-/** What a replay needs of the rule state: the vehicle's rollup state, read and written (its cache with it). */
+/** What a replay needs of the rule state: to write the vehicle's machines' states (its cache with them). */
 export interface RollStates {
-  rollOf(organizationId: string, vehicleId: string): RollupState | null;
-  setRoll(organizationId: string, vehicleId: string, roll: RollupState): void;
+  /** Sets the rollup machine's state and the trip machine's (what a replay leaves). */
+  setRoll(organizationId: string, vehicleId: string, state: Mark): void;
 }
 
 export function createSqliteRollupWrites(db: DatabaseSync) {
@@ -96,15 +96,16 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
 
   /** Replays one vehicle's history from the last day mark before `from` on (inside the caller's transaction). */
   function replay(organizationId: string, vehicleId: string, from: number): void {
-    let mark = markBefore.get(organizationId, vehicleId, Math.floor(from / DAY_MS)) as { day: number; state: string } | undefined;
-    let state: RollupState | undefined = mark === undefined ? undefined : JSON.parse(mark.state) as RollupState;
+    const markOf = (before: number) => {
+      const row = markBefore.get(organizationId, vehicleId, before) as { day: number; state: string } | undefined;
+      return row === undefined ? undefined : { day: row.day, state: JSON.parse(row.state) as Mark };
+    };
+    let mark = markOf(Math.floor(from / DAY_MS));
     // A trip in progress at the mark and not yet counted would be counted twice: start before it began.
-    while (mark !== undefined && !replayable(state!)) {
-      mark = markBefore.get(organizationId, vehicleId, Math.floor(state!.trip.trip!.startedAt / DAY_MS) + 1) as typeof mark;
-      state = mark === undefined ? undefined : JSON.parse(mark.state) as RollupState;
-    }
+    while (mark !== undefined && !replayable(mark.state)) mark = markOf(Math.floor(mark.state.trip.trip!.startedAt / DAY_MS) + 1);
     const day = mark?.day ?? -1e6;
-    const roll = state ?? initialRollup();
+    const machine = mark?.state ?? initialMark();
+    const roll = machine.roll;
     // What the mark held back is of the day before, written since.
     roll.pend = [];
     dropHours.run(organizationId, vehicleId, day * 24);
@@ -118,8 +119,8 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
     const after = roll.t ?? -1;
     for (const row of records.iterate(organizationId, vehicleId, after, organizationId, vehicleId, after) as Iterable<{ ts: number; data: string }>) {
       const t = row.ts;
-      if (roll.t !== null && Math.floor(t / DAY_MS) > Math.floor(roll.t / DAY_MS)) putMark.run(organizationId, vehicleId, Math.floor(t / DAY_MS), JSON.stringify(roll));
-      feedRollup(roll, { timestamp: t, data: JSON.parse(row.data) as Record<string, unknown> }, timeline.at(t), HOUR_MS, tallies);
+      if (roll.t !== null && Math.floor(t / DAY_MS) > Math.floor(roll.t / DAY_MS)) putMark.run(organizationId, vehicleId, Math.floor(t / DAY_MS), JSON.stringify(machine));
+      feedRollup(machine, { timestamp: t, data: JSON.parse(row.data) as Record<string, unknown> }, timeline.at(t), HOUR_MS, tallies);
     }
     // The step into the mark's day, and what came before it, were counted already and have not changed.
     for (const [key, t] of tallies) if (t.bucket < day * 24) tallies.delete(key);
@@ -127,7 +128,7 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
     roll.cur = timeline.ongoing();
     // Every tally was written, the last hour's too.
     roll.pend = [];
-    states.setRoll(organizationId, vehicleId, roll);
+    states.setRoll(organizationId, vehicleId, machine);
   }
 
   function repairAll(organizationId: string | null, limit: number): number {

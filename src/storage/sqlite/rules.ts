@@ -16,7 +16,7 @@ import { transaction, write } from './database.ts';
 import type { WalSync } from './wal-sync.ts';
 import type { AppendEvents } from './events.ts';
 import type { SqliteRollupWrites } from './rollups.ts';
-import type { RollupState } from '../../reports/rollup.ts';
+import type { Mark } from '../../reports/rollup.ts';
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value));
 const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
@@ -43,8 +43,7 @@ export interface SqliteRuleWrites {
 
 export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEvents, assignments: SqliteAssignments, rollups: SqliteRollupWrites):
   SqliteRuleWrites & {
-    rollOf(organizationId: string, vehicleId: string): RollupState | null;
-    setRoll(organizationId: string, vehicleId: string, roll: RollupState): void;
+    setRoll(organizationId: string, vehicleId: string, state: Mark): void;
     apply(changes: AlertChanges, at: number): Applied;
     stateOf(organizationId: string, vehicleId: string): RuleState | undefined;
     setMeters(organizationId: string, vehicleId: string, change: MeterChange): MeterState;
@@ -142,11 +141,10 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
       return [...assigned, ...apply(judged, at).events];
     },
     stateOf,
-    rollOf(organizationId, vehicleId) {
-      return stateOf(organizationId, vehicleId)?.roll ?? null;
-    },
-    setRoll(organizationId, vehicleId, roll) {
-      put(organizationId, vehicleId, { ...(stateOf(organizationId, vehicleId) ?? emptyRuleState()), roll });
+    setRoll(organizationId, vehicleId, { roll, trip }) {
+      const known = stateOf(organizationId, vehicleId);
+      // A vehicle without records has nothing to keep.
+      if (known !== undefined) put(organizationId, vehicleId, { ...known, roll, trip });
     },
     setMeters(organizationId, vehicleId, change) {
       const known = stateOf(organizationId, vehicleId);
