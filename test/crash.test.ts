@@ -1,7 +1,7 @@
 // Crash safety (docs/API.md "Telemetry": 202 only after a durable commit). Several HTTP clients ingest
 // concurrently into a real Fleet process, the process is SIGKILLed mid-stream, and a new process on
-// the same data must hold every record that was acknowledged, and a latest state equal to the
-// newest stored record of each vehicle. Processes are killed in t.after; every wait is bounded.
+// the same data must hold every record that was acknowledged, a latest state equal to the
+// newest stored record of each vehicle, and summary rollups that agree with that history. Processes are killed in t.after; every wait is bounded.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -9,6 +9,8 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generateApiKey } from '../src/auth/keys.ts';
 import { historyOf as history, request, startFleet, tempDir, withTimeout } from './helpers/process.ts';
+import { createSqliteStores } from '../src/storage/sqlite/index.ts';
+import { createSummaryService } from '../src/reports/summary.ts';
 
 const VEHICLES = Array.from({ length: 8 }, (_, i) => `crash-${i + 1}`);
 /** Clients and what each sends per request. */
@@ -20,7 +22,7 @@ const CLIENTS = [
 
 type Data = Record<string, unknown>;
 
-test('every acknowledged record survives SIGKILL; the latest state is the newest record', { timeout: 90_000 }, async (t) => {
+test('every acknowledged record survives SIGKILL; the latest state is the newest record; the rollups agree with the history', { timeout: 90_000 }, async (t) => {
   const key = generateApiKey();
   const cwd = tempDir(t, 'fleet-crash-');
   const env = { FLEET_ADMIN_KEY: key, FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0' };
@@ -146,5 +148,28 @@ test('every acknowledged record survives SIGKILL; the latest state is the newest
     assert.deepEqual(db.prepare('PRAGMA integrity_check').all().map((row) => row.integrity_check), ['ok']);
   } finally {
     db.close();
+  }
+
+  // The summary rollups, written in the same commits, agree with the history that survived.
+  const stores = createSqliteStores(path.join(cwd, 'data', 'fleet.db'));
+  try {
+    const organizationId = (stores.db.prepare('SELECT organization_id FROM vehicles LIMIT 1').get() as { organization_id: string }).organization_id;
+    const service = createSummaryService({
+      rollups: stores.rollups, telemetry: stores.telemetry, vehicles: stores.vehicles, drivers: stores.drivers, groups: stores.groups, assertSees: async () => {},
+    });
+    const who = { organizationId, credentialId: 'test', scopes: new Set<never>(), platform: false };
+    const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+    const request = { from: day(T0), to: day(Date.now() + 86_400_000), timezone: 'UTC', groupBy: 'vehicle' as const };
+    const fromRollups = (await service.summary(who, request)).rows;
+    const fromHistory = (await service.fromHistory(who, request)).rows;
+    assert.equal(fromRollups.length, VEHICLES.length);
+    for (const [i, row] of fromHistory.entries()) {
+      const kept = fromRollups[i]!;
+      assert.equal(kept.vehicleId, row.vehicleId);
+      assert.ok(Math.abs(kept.distanceKm - row.distanceKm) <= 0.002 && Math.abs(kept.drivingSeconds - row.drivingSeconds) <= 0.002, `${JSON.stringify(kept)} vs ${JSON.stringify(row)}`);
+      assert.deepEqual([kept.trips, kept.maxSpeed], [row.trips, row.maxSpeed], row.vehicleId);
+    }
+  } finally {
+    await stores.close();
   }
 });

@@ -50,13 +50,21 @@ export interface Tally {
 /** Tallies by bucket (its index: the bucket's start over its length) and driver ('' for none). */
 export type Tallies = Map<string, TallyRow>;
 
-/** Tallies by their key, from a list. */
-export const talliesOf = (rows: readonly TallyRow[]): Tallies => new Map(rows.map((t) => [`${t.bucket}\n${t.driver}`, { ...t }]));
+/**
+ * Where a record's counts go: tallies by key, or a short list (a commit's few hours of a vehicle:
+ * searched, no key made per record).
+ */
+export type TallySink = Tallies | TallyRow[];
 
 export const emptyTally = (): Tally => ({ distanceM: 0, drivingS: 0, idleS: 0, engineS: 0, trips: 0, maxSpeed: null });
 
-function tallyOf(into: Tallies, bucket: number, driver: string | null): Tally {
+function tallyOf(into: TallySink, bucket: number, driver: string | null): Tally {
   const d = driver ?? '';
+  if (Array.isArray(into)) {
+    let found = into.find((t) => t.bucket === bucket && t.driver === d);
+    if (found === undefined) into.push((found = { ...emptyTally(), bucket, driver: d }));
+    return found;
+  }
   const key = `${bucket}\n${d}`;
   let tally = into.get(key);
   if (tally === undefined) into.set(key, (tally = { ...emptyTally(), bucket, driver: d }));
@@ -102,7 +110,7 @@ export function feedRollup(
  */
 export function countRecord(
   state: RollupState, trip: TripState, events: readonly TripEvent[], record: { timestamp: number; data: Record<string, unknown> },
-  driverId: string | null, bucketMs: number, into: Tallies,
+  driverId: string | null, bucketMs: number, into: TallySink,
 ): void {
   const t = record.timestamp;
   const { data } = record;

@@ -1,7 +1,7 @@
 import type { EventRecord } from '../events/types.ts';
 import type { GeofenceStore, Page } from '../geofences/store.ts';
 import type { AlertRecord, AlertRuleRecord, AlertStatus, RuleState } from './model.ts';
-import type { Tallies } from '../reports/rollup.ts';
+import type { TallyRow } from '../reports/rollup.ts';
 
 /** A change to alerts, with its events, written in one transaction. */
 export interface AlertChanges {
@@ -20,7 +20,7 @@ export interface Judged extends AlertChanges {
   /** Drivers whose identifier a record carried while another drove (or none): each starts an assignment (`source: device`) at `at`. */
   assignments: { driverId: string; at: number }[];
   /** What the records add to the summary rollups: hourly tallies, and day marks (reports/rollup.ts); empty when meters are off. */
-  tallies: Tallies;
+  tallies: TallyRow[];
   marks: { day: number; state: string }[];
   /** The earliest record older than the newest judged before (it changes the rollups from its day on, by a replay); null when none. */
   late: number | null;

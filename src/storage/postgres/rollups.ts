@@ -27,10 +27,10 @@ const ADD_TALLIES = `WITH t (o, v, h, dy, mo, d, dist, drv, idle, eng, trips, mx
   INSERT INTO rollup_months (${COLUMNS.replace('%', 'month')}) SELECT o, v, mo, d, ${SUMMED} FROM t GROUP BY o, v, mo, d ${adding('rollup_months', 'month')}`;
 
 /** Adds tallies to their hours, days and months (a key once per statement, as ON CONFLICT needs). */
-async function addTallies(client: Queryable, tallies: readonly { organizationId: string; vehicleId: string; tallies: Tallies }[]): Promise<void> {
+async function addTallies(client: Queryable, tallies: readonly { organizationId: string; vehicleId: string; tallies: Iterable<TallyRow> }[]): Promise<void> {
   const hours = new Map<string, Keyed>();
   for (const { organizationId, vehicleId, tallies: each } of tallies) {
-    for (const t of each.values()) {
+    for (const t of each) {
       const key = `${organizationId}\n${vehicleId}\n${t.bucket}\n${t.driver}`;
       let row = hours.get(key);
       if (row === undefined) hours.set(key, (row = { ...emptyTally(), o: organizationId, v: vehicleId, b: t.bucket, d: t.driver }));
@@ -141,7 +141,7 @@ async function replay(client: Queryable, organizationId: string, vehicleId: stri
   }
   // The step into the mark's day, and what came before it, were counted already and have not changed.
   for (const [key, t] of tallies) if (t.bucket < day * 24) tallies.delete(key);
-  await addTallies(client, [{ organizationId, vehicleId, tallies }]);
+  await addTallies(client, [{ organizationId, vehicleId, tallies: tallies.values() }]);
   if (marks.length > 0) {
     await client.query({
       name: 'rollups.replay-marks',

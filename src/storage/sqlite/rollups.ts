@@ -34,9 +34,9 @@ export function createSqliteRollupWrites(db: DatabaseSync) {
   );
 
   /** Adds tallies to their hours, days and months. */
-  function addTallies(organizationId: string, vehicleId: string, tallies: Tallies): void {
+  function addTallies(organizationId: string, vehicleId: string, tallies: Iterable<TallyRow>): void {
     const days = new Map<number, Map<string, Tally>>();
-    for (const t of tallies.values()) {
+    for (const t of tallies) {
       addHour.run(organizationId, vehicleId, t.bucket, t.driver, t.distanceM, t.drivingS, t.idleS, t.engineS, t.trips, t.maxSpeed);
       sumInto(days, Math.floor(t.bucket / 24), t.driver, t);
     }
@@ -57,7 +57,7 @@ export function createSqliteRollupWrites(db: DatabaseSync) {
     /** What a commit's judging added: inside the commit's transaction. */
     write(judged: Judged): void {
       const { organizationId, vehicleId } = judged;
-      if (judged.tallies.size > 0) addTallies(organizationId, vehicleId, judged.tallies);
+      if (judged.tallies.length > 0) addTallies(organizationId, vehicleId, judged.tallies);
       for (const m of judged.marks) putMark.run(organizationId, vehicleId, m.day, m.state);
       if (judged.late !== null) stale.run(organizationId, vehicleId, judged.late);
     },
@@ -124,7 +124,7 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
     }
     // The step into the mark's day, and what came before it, were counted already and have not changed.
     for (const [key, t] of tallies) if (t.bucket < day * 24) tallies.delete(key);
-    writes.addTallies(organizationId, vehicleId, tallies);
+    writes.addTallies(organizationId, vehicleId, tallies.values());
     roll.cur = timeline.ongoing();
     // Every tally was written, the last hour's too.
     roll.pend = [];
