@@ -61,6 +61,33 @@ function assertSameRows(actual: SummaryRow[], expected: SummaryRow[], what: stri
   }
 }
 
+describe('summary rollups in cluster mode', { skip: skipPostgres }, () => {
+  test('two nodes replaying the same stale vehicles at once count each step once', async () => {
+    const start = Date.parse('2026-11-01T00:00:00.000Z');
+    const a = await createTestApp({ backend: 'postgres', clock: manualClock(start + 3 * 86_400_000) });
+    const b = await createTestApp({ join: { stores: a.stores, adminKey: a.adminKey, organizationId: a.organizationId }, clock: manualClock(start + 3 * 86_400_000) });
+    try {
+      const vehicles = Array.from({ length: 6 }, (_, i) => `c-${i}`);
+      for (const v of vehicles) {
+        await a.registerVehicle(v);
+        const records: Rec[] = Array.from({ length: 300 }, (_, i) => ({
+          timestamp: new Date(start + i * 300_000).toISOString(),
+          data: { location: { lat: 52.5 + (i % 7) * 0.002, lng: 13.4 }, speed: i % 5 === 0 ? 0 : 30, ignition: true },
+        }));
+        await post(a, v, records.filter((_, i) => i % 3 !== 1));
+        // The rest late, through the other node: every vehicle stale.
+        await post(b, v, records.filter((_, i) => i % 3 === 1));
+      }
+      await Promise.all([a.stores.rollups.repair(), b.stores.rollups.repair(), a.stores.rollups.repair()]);
+      const query = { from: '2026-11-01', to: '2026-11-03', timezone: 'UTC', groupBy: 'vehicle' as const };
+      assertSameRows(await summary(a, new URLSearchParams(query).toString()), await oracle(a)(query), 'after concurrent replays');
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+});
+
 for (const backend of ['sqlite', 'postgres'] as const) {
   describe(`summary reports on ${backend}`, { skip: backend === 'postgres' && skipPostgres }, () => {
     test('rows worked out by hand: by vehicle, driver and day, in UTC and Europe/Berlin, JSON and CSV', async () => {
@@ -202,6 +229,31 @@ for (const backend of ['sqlite', 'postgres'] as const) {
             }
           }
         }
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    test('groups: a scoped key counts its groups\' vehicles; groupId and vehicleIds limit the rows', async () => {
+      const ctx = await createTestApp({ backend, clock: manualClock(T0 + 86_400_000) });
+      try {
+        const north = (await ctx.request('POST', '/v2/groups', { body: { name: 'north' } })).json<{ id: string }>().id;
+        const south = (await ctx.request('POST', '/v2/groups', { body: { name: 'south' } })).json<{ id: string }>().id;
+        await ctx.registerVehicle('n-1', { groupIds: [north] });
+        await ctx.registerVehicle('s-1', { groupIds: [south] });
+        for (const v of ['n-1', 's-1']) {
+          await post(ctx, v, [{ timestamp: at(0), data: { location: { lat: 52.5, lng: 13.4 }, speed: 20 } }, { timestamp: at(60), data: { location: { lat: 52.505, lng: 13.4 }, speed: 20 } }]);
+        }
+        const ids = (rows: SummaryRow[]) => rows.map((r) => r.vehicleId);
+        assert.deepEqual(ids(await summary(ctx, 'from=2026-11-02&to=2026-11-03')), ['n-1', 's-1']);
+        assert.deepEqual(ids(await summary(ctx, `from=2026-11-02&to=2026-11-03&groupId=${south}`)), ['s-1']);
+        assert.deepEqual(ids(await summary(ctx, 'from=2026-11-02&to=2026-11-03&vehicleIds=n-1,nobody')), ['n-1']);
+        const scoped = (await ctx.request('POST', '/v2/api-keys', { body: { name: 'north only', scopes: ['telemetry:read'], groupIds: [north] } })).json<{ key: string }>().key;
+        const mine = await ctx.request('GET', '/v2/reports/summary?from=2026-11-02&to=2026-11-03', { key: scoped });
+        assert.deepEqual(ids(mine.json<{ rows: SummaryRow[] }>().rows), ['n-1']);
+        const theirs = await ctx.request('GET', `/v2/reports/summary?from=2026-11-02&to=2026-11-03&groupId=${south}`, { key: scoped });
+        assert.deepEqual(theirs.json<{ rows: SummaryRow[] }>().rows, []);
+        problem(await ctx.request('GET', '/v2/reports/summary?from=2026-11-02&to=2026-11-03&vehicleIds=s-1', { key: scoped }), 404, 'vehicle-not-found');
       } finally {
         await ctx.close();
       }
