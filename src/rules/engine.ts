@@ -76,8 +76,8 @@ const NONE: Definitions = { geofences: new Map(), index: createGeofenceIndex(), 
 /**
  * `trips` (default true): every vehicle's records also feed the live trip detection, which emits
  * `trip.started` and `trip.ended` (docs/API.md "Trip events"). `meters` (default true): they keep
- * the vehicle's meters and tell who drives from the identifiers they carry; only a benchmark
- * turns it off, to measure what they cost.
+ * the vehicle's meters and its summary rollups (reports/rollup.ts) and tell who drives from the
+ * identifiers they carry; only a benchmark turns it off, to measure what they cost.
  */
 export function createRuleEngine(deps: { store: RulesStore; now?: () => number; trips?: boolean; meters?: boolean }) {
   const now = deps.now ?? Date.now;
