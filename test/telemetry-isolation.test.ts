@@ -15,6 +15,7 @@ function failingFor(poisoned: string): CommitRules {
   return {
     judges: (organizationId) => organizationId === poisoned,
     alerts: () => false,
+    rollups: false,
     judge() {
       throw new Error('judging failed');
     },

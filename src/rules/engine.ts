@@ -181,6 +181,7 @@ export function createRuleEngine(deps: { store: RulesStore; now?: () => number; 
   }
 
   const commitRules: CommitRules = {
+    rollups: meters,
     judges(organizationId) {
       if (trips || meters) return true;
       const d = cache.get(organizationId);

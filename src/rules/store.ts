@@ -106,6 +106,8 @@ export interface CommitRules {
   judges(organizationId: string): boolean;
   /** Whether the organization has alert rules: only then does the commit read unresolved alerts. */
   alerts(organizationId: string): boolean;
+  /** Whether judging keeps the summary rollups: a vehicle's first records then need its driver (DriverContext). */
+  readonly rollups: boolean;
   /**
    * Judges a vehicle's newly stored records (time order) from its state and unresolved alerts;
    * undefined when nothing changed.

@@ -141,7 +141,7 @@ export async function judgeInCommit(
   const states = new Map<string, RuleState>(stateRows.rows.map((row) => [keyOf(row.organization_id as string, row.vehicle_id as string), rows.state(row)]));
   // Records naming drivers, and a vehicle's first records for the rollups, need who drives it.
   const identifying = wanted.map((f) => ({ ...f, identifiers: identifiersOf(f.records) }))
-    .filter((f) => f.identifiers.length > 0 || (states.get(keyOf(f.organizationId, f.vehicleId))?.roll ?? null) === null);
+    .filter((f) => f.identifiers.length > 0 || (rules.rollups && (states.get(keyOf(f.organizationId, f.vehicleId))?.roll ?? null) === null));
   const drivers = identifying.length === 0 ? new Map<string, DriverContext>() : await driverContexts(client, identifying);
   const unresolved = Map.groupBy(alertRows.rows.map(rows.alert), (a: AlertRecord) => keyOf(a.organizationId, a.vehicleId));
   const changedStates = new Map<string, Judged>();

@@ -27,7 +27,7 @@ export interface SqliteRuleWrites {
    * The vehicle's state, its unresolved alerts when `alerts` (else none are read), and what its
    * records' driver `identifiers` name (none read when there are none).
    */
-  load(organizationId: string, vehicleId: string, alerts: boolean, identifiers: readonly string[]): {
+  load(organizationId: string, vehicleId: string, alerts: boolean, identifiers: readonly string[], rollups: boolean): {
     state: RuleState | undefined; unresolved: AlertRecord[]; drivers: DriverContext | undefined;
   };
   /**
@@ -117,13 +117,13 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
   }
 
   return {
-    load(organizationId, vehicleId, alerts, identifiers) {
+    load(organizationId, vehicleId, alerts, identifiers, rollups) {
       const state = stateOf(organizationId, vehicleId);
       return {
         state,
         unresolved: alerts ? unresolved.all(organizationId, vehicleId).map(rows.alert) : [],
         // The rollups' first record needs the driver assigned then, identifier or not.
-        drivers: identifiers.length === 0 && (state?.roll ?? null) !== null ? undefined : {
+        drivers: identifiers.length === 0 && (!rollups || (state?.roll ?? null) !== null) ? undefined : {
           current: assignments.ongoing('vehicle_id', organizationId, vehicleId)?.driverId ?? null,
           byIdentifier: identifiers.length === 0 ? new Map() : assignments.driversOf(organizationId, identifiers),
         },

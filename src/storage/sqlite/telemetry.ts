@@ -277,7 +277,7 @@ export function createSqliteTelemetryStore(
     }
     let judgedEvents = 0;
     for (const [vehicleId, fresh] of freshOf) {
-      const { state, unresolved, drivers } = ruleWrites.load(org, vehicleId, rules!.alerts(org), identifiersOf(fresh));
+      const { state, unresolved, drivers } = ruleWrites.load(org, vehicleId, rules!.alerts(org), identifiersOf(fresh), rules!.rollups);
       const judged = rules!.judge(org, vehicleId, fresh, state, unresolved, batch.at, drivers);
       if (judged === undefined) continue;
       judgedEvents += judged.events.length;
