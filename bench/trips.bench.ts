@@ -3,7 +3,7 @@
 // FLEET_TRIP_EVENTS=false, measured in the same run: on the embedded store, and on PostgreSQL when
 // it can be reached (FLEET_BENCH_DATABASE_URL, else FLEET_TEST_DATABASE_URL, else the local
 // server). Neither Fleet has geofences or alert rules; both keep their vehicles' meters in the rule
-// state row (bench/meters.bench.ts measures those), so the difference is the trip machine's. The load is bench/rules.bench.ts's
+// state row (bench/reports.bench.ts measures those), so the difference is the trip machine's. The load is bench/rules.bench.ts's
 // along tracks: single-record requests over 100 connections, and requests of 1000 records over 8.
 //
 // The two Fleets of a backend take turns for BENCH_ROUNDS rounds (default 5) of BENCH_SECONDS
