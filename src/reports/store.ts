@@ -1,6 +1,6 @@
 // What summary reports ask of a store (reports/rollup.ts keeps what they read).
 
-import type { TallyRow } from './rollup.ts';
+import type { Tally, TallyRow } from './rollup.ts';
 
 export type Span = readonly [number, number];
 
@@ -19,15 +19,7 @@ export interface SumsQuery {
 }
 
 /** A key's sums: metres and seconds, unrounded. */
-export interface SumsRow {
-  key: string | number;
-  distance_m: number;
-  driving_s: number;
-  idle_s: number;
-  engine_s: number;
-  trips: number;
-  max_speed: number | null;
-}
+export type SumsRow = Tally & { key: string | number };
 
 export interface RollupStore {
   /**

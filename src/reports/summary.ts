@@ -14,7 +14,7 @@ import type { TelemetryStore } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import type { SummaryReader, SummaryRequest, SummaryRow } from './model.ts';
 import { DAY_MS, HOUR_MS, STEP_GAP_MS, type Tallies, type Tally, addTally, emptyTally, feedRollup, firstDayOfMonth, initialMark, monthOfDay } from './rollup.ts';
-import type { RollupStore, Span, SumsRow } from './store.ts';
+import type { RollupStore, Span } from './store.ts';
 import { assignmentTimeline } from '../storage/rollup-rows.ts';
 import { addDays, daysBetween, isTimeZone, parseDate, startOfDate } from './zone.ts';
 
@@ -42,10 +42,6 @@ function rowOf(member: 'vehicleId' | 'driverId' | 'date', key: string, t: Tally)
     engineHours: round3(t.engineS / 3600), trips: t.trips, maxSpeed: t.maxSpeed,
   };
 }
-
-const tallyOfRow = (r: SumsRow): Tally => ({
-  distanceM: r.distance_m, drivingS: r.driving_s, idleS: r.idle_s, engineS: r.engine_s, trips: r.trips, maxSpeed: r.max_speed,
-});
 
 /** The range checked: its days' first instants (the last one `to`'s), in the zone. */
 interface Range {
@@ -138,7 +134,7 @@ export function createSummaryService(deps: {
       deps.rollups.pending(organizationId, vehicles),
     ]);
     const unit = groupBy !== 'day' ? 0 : range.starts.every((t) => t % DAY_MS === 0) ? DAY_MS : HOUR_MS;
-    for (const r of rows) add(unit === 0 ? String(r.key) : dateIndex(range.starts, Number(r.key) * unit), tallyOfRow(r));
+    for (const r of rows) add(unit === 0 ? String(r.key) : dateIndex(range.starts, Number(r.key) * unit), r);
     // The last hour of each vehicle, not written to the rollups yet.
     for (const { vehicleId, tallies } of pending) {
       for (const t of tallies) {

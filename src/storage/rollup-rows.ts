@@ -38,7 +38,7 @@ export function assignmentTimeline(rows: readonly { driver_id: string; started_a
   };
 }
 
-const SUMS = 'sum(distance_m) AS distance_m, sum(driving_s) AS driving_s, sum(idle_s) AS idle_s, sum(engine_s) AS engine_s, sum(trips) AS trips, max(max_speed) AS max_speed';
+const SUMS = 'sum(distance_m) AS "distanceM", sum(driving_s) AS "drivingS", sum(idle_s) AS "idleS", sum(engine_s) AS "engineS", sum(trips) AS trips, max(max_speed) AS "maxSpeed"';
 
 /**
  * The statements that sum the rollups, one per table and span, each grouped by the key, in the
@@ -76,16 +76,8 @@ export function mergeSums(parts: readonly (readonly SumsRow[])[]): SumsRow[] {
   for (const rows of parts) {
     for (const r of rows) {
       const known = merged.get(r.key);
-      if (known === undefined) {
-        merged.set(r.key, { ...r });
-        continue;
-      }
-      known.distance_m += r.distance_m;
-      known.driving_s += r.driving_s;
-      known.idle_s += r.idle_s;
-      known.engine_s += r.engine_s;
-      known.trips += r.trips;
-      if (r.max_speed !== null && (known.max_speed === null || r.max_speed > known.max_speed)) known.max_speed = r.max_speed;
+      if (known === undefined) merged.set(r.key, { ...r });
+      else addTally(known, r);
     }
   }
   return [...merged.values()].sort(byKey);

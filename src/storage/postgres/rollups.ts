@@ -193,8 +193,8 @@ export function createPostgresRollupStore(db: Database): RollupStore {
     },
     async sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]> {
       const parts = await Promise.all(reads(organizationId, query).map(async ({ sql, params }) => (await db.query(sql, params)).rows.map((r): SumsRow => ({
-        key: r.key as string | number, distance_m: Number(r.distance_m), driving_s: Number(r.driving_s), idle_s: Number(r.idle_s), engine_s: Number(r.engine_s),
-        trips: Number(r.trips), max_speed: r.max_speed === null ? null : Number(r.max_speed),
+        key: r.key as string | number, distanceM: Number(r.distanceM), drivingS: Number(r.drivingS), idleS: Number(r.idleS), engineS: Number(r.engineS),
+        trips: Number(r.trips), maxSpeed: r.maxSpeed === null ? null : Number(r.maxSpeed),
       }))));
       return mergeSums(parts);
     },
