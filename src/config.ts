@@ -140,6 +140,8 @@ export interface Config {
   rules: { offlineCheckSeconds: number; tripEvents: boolean };
   /** How often the maintenance check runs, seconds (one node at a time). */
   maintenance: { checkSeconds: number };
+  /** How often the report check runs, seconds (one node at a time). */
+  reports: { checkSeconds: number };
   webhooks: { allowPrivate: boolean; endpointConcurrency: number };
   /** People's sessions: how long one may go without a request, minutes. */
   sessions: { idleMinutes: number };
@@ -226,6 +228,10 @@ export const VARIABLES = {
   FLEET_MAINTENANCE_CHECK_SECONDS: {
     default: '60',
     doc: 'How often the maintenance check runs, seconds (1 to 3600): a service item that crossed into due soon or overdue is announced at most this long after; in cluster mode one node at a time runs it.',
+  },
+  FLEET_REPORT_CHECK_SECONDS: {
+    default: '60',
+    doc: 'How often the report check runs, seconds (1 to 3600): a report schedule\'s report of a period is made at most this long after the period ended and its hour for late records passed, and reports older than 90 days are deleted; in cluster mode one node at a time runs it.',
   },
   FLEET_TRIP_EVENTS: {
     default: 'true',
@@ -403,6 +409,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const commandTimeoutSeconds = int('FLEET_COMMAND_TIMEOUT_SECONDS', 1, 3600);
   const offlineCheckSeconds = int('FLEET_OFFLINE_CHECK_SECONDS', 1, 3600);
   const maintenanceCheckSeconds = int('FLEET_MAINTENANCE_CHECK_SECONDS', 1, 3600);
+  const reportCheckSeconds = int('FLEET_REPORT_CHECK_SECONDS', 1, 3600);
   const idleMinutes = int('FLEET_SESSION_IDLE_MINUTES', 5, 10_080);
   const tripEvents = read('FLEET_TRIP_EVENTS');
   if (tripEvents !== 'true' && tripEvents !== 'false') errors.push(`FLEET_TRIP_EVENTS: "${tripEvents}" is neither true nor false`);
@@ -447,6 +454,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       commands: { timeoutSeconds: commandTimeoutSeconds },
       rules: { offlineCheckSeconds, tripEvents: tripEvents === 'true' },
       maintenance: { checkSeconds: maintenanceCheckSeconds },
+      reports: { checkSeconds: reportCheckSeconds },
       webhooks: { allowPrivate: allowPrivate === 'true', endpointConcurrency },
       sessions: { idleMinutes },
       sso: { allowPrivate: ssoAllowPrivate === 'true' },

@@ -30,6 +30,8 @@ export const ERRORS = {
   'driver-not-found': { status: 404, title: 'Driver not found' },
   'assignment-not-found': { status: 404, title: 'Driver assignment not found' },
   'schedule-not-found': { status: 404, title: 'Maintenance schedule not found' },
+  'report-schedule-not-found': { status: 404, title: 'Report schedule not found' },
+  'report-not-found': { status: 404, title: 'Report not found' },
   'alert-rule-not-found': { status: 404, title: 'Alert rule not found' },
   'alert-not-found': { status: 404, title: 'Alert not found' },
   'device-not-found': { status: 404, title: 'Device not found' },

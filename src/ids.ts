@@ -30,6 +30,8 @@ const RANDOM = {
   asg: { alphabet: 'base62', length: 20 },
   mnt: { alphabet: 'base62', length: 20 },
   svc: { alphabet: 'base62', length: 20 },
+  rps: { alphabet: 'base62', length: 20 },
+  rpt: { alphabet: 'base62', length: 20 },
 } as const satisfies Record<string, { alphabet: 'base62' | 'base64url'; length: number }>;
 
 /** Time-ordered ids: the base62 characters after the prefix, the first TIME_LENGTH of them the time. */

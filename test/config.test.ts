@@ -56,6 +56,7 @@ describe('defaults', () => {
       commands: { timeoutSeconds: 60 },
       rules: { offlineCheckSeconds: 15, tripEvents: true },
       maintenance: { checkSeconds: 60 },
+      reports: { checkSeconds: 60 },
       webhooks: { allowPrivate: false, endpointConcurrency: 32 },
       sessions: { idleMinutes: 720 },
       sso: { allowPrivate: false },
@@ -103,6 +104,15 @@ describe('defaults', () => {
     assert.equal(ok({ FLEET_MAINTENANCE_CHECK_SECONDS: '3600' }).maintenance.checkSeconds, 3600);
     for (const bad of ['0', '3601', '1.5']) {
       assert.match(rejectsOnly({ FLEET_MAINTENANCE_CHECK_SECONDS: bad }, 'FLEET_MAINTENANCE_CHECK_SECONDS'), /whole number from 1 to 3600/);
+    }
+  });
+
+  test('the report check interval: whole seconds from 1 to 3600, 60 by default', () => {
+    assert.equal(ok({}).reports.checkSeconds, 60);
+    assert.equal(ok({ FLEET_REPORT_CHECK_SECONDS: '1' }).reports.checkSeconds, 1);
+    assert.equal(ok({ FLEET_REPORT_CHECK_SECONDS: '3600' }).reports.checkSeconds, 3600);
+    for (const bad of ['0', '3601', '1.5', 'soon']) {
+      assert.match(rejectsOnly({ FLEET_REPORT_CHECK_SECONDS: bad }, 'FLEET_REPORT_CHECK_SECONDS'), /whole number from 1 to 3600/);
     }
   });
 

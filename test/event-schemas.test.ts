@@ -49,6 +49,8 @@ test('every event recorded in a vehicle\'s life matches its type\'s schema in th
   await ok('POST', '/v2/telemetry/van-1', { timestamp: at(1980), data: { speed: 0, driverIdentifier: 'NOBODY42' } });
   await ok('POST', '/v2/maintenance-schedules', { name: 'Oil', every: { km: 10000 } });
   await ok('POST', '/v2/fleet/vehicles/van-1/service-records', { performedAt: at(1990), notes: 'Wipers' });
+  const reportSchedule = await ok('POST', '/v2/report-schedules', { name: 'Daily', groupBy: 'vehicle', period: 'day', timezone: 'Europe/Berlin', format: 'csv' });
+  await ok('POST', `/v2/report-schedules/${String(reportSchedule.id)}/run`);
   await ok('PUT', '/v2/fleet/vehicles/van-1/status', { status: 'maintenance', reason: 'Brakes' });
   await ok('DELETE', '/v2/fleet/vehicles/van-1');
 

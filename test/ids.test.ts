@@ -20,6 +20,7 @@ import { AuditQuery } from '../src/audit/schema.ts';
 import { GroupIdParams } from '../src/groups/schema.ts';
 import { AssignmentIdParams, DriverIdParams } from '../src/drivers/schema.ts';
 import { ScheduleIdParams } from '../src/maintenance/schema.ts';
+import { ReportIdParams, ReportScheduleIdParams } from '../src/reports/schedules/schema.ts';
 
 const BASE64URL_16 = /^[A-Za-z0-9_-]{16}$/;
 const base62 = (length: number) => new RegExp(`^[0-9A-Za-z]{${length}}$`);
@@ -40,6 +41,8 @@ const FORMS: Record<IdPrefix, { rest: RegExp; param?: TSchema }> = {
   asg: { rest: base62(20), param: AssignmentIdParams.properties.id },
   mnt: { rest: base62(20), param: ScheduleIdParams.properties.id },
   svc: { rest: base62(20) },
+  rps: { rest: base62(20), param: ReportScheduleIdParams.properties.id },
+  rpt: { rest: base62(20), param: ReportIdParams.properties.id },
 };
 const TIME_ORDERED_FORMS: Record<TimeOrderedIdPrefix, { rest: RegExp; param?: TSchema }> = {
   evt: { rest: base62(24) },
@@ -54,7 +57,7 @@ test('every kind of id has its public form, one its routes accept, and 10,000 of
     ...Object.entries(FORMS).map(([prefix, form]) => [prefix, () => newId(prefix as IdPrefix), form] as [string, () => string, typeof form]),
     ...Object.entries(TIME_ORDERED_FORMS).map(([prefix, form]) => [prefix, () => newTimeOrderedId(prefix as TimeOrderedIdPrefix), form] as [string, () => string, typeof form]),
   ];
-  assert.equal(kinds.length, 19);
+  assert.equal(kinds.length, 21);
   for (const [prefix, make, { rest, param }] of kinds) {
     const ids = Array.from({ length: 10_000 }, make);
     for (const id of ids) {

@@ -119,6 +119,9 @@ const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/maintenance-schedules': () => ({ name: unique('schedule'), every: { km: 10000 } }),
   '/v2/maintenance-schedules/:id': () => ({ name: unique('schedule'), every: { km: 10000 } }),
   '/v2/fleet/vehicles/:id/service-records': () => ({ performedAt: '2026-11-01T08:00:00Z' }),
+  '/v2/report-schedules': () => ({ name: unique('report'), groupBy: 'vehicle', period: 'day', timezone: 'Europe/Berlin', format: 'csv' }),
+  '/v2/report-schedules/:id': () => ({ name: unique('report'), groupBy: 'day', period: 'week', timezone: 'UTC', format: 'json' }),
+  '/v2/report-schedules/:id/run': () => undefined,
   // Refused at the issuer (a loopback address) before any request leaves: the route is reached all the same.
   '/v2/sso': () => ({ issuer: 'https://127.0.0.1/', clientId: 'fleet', clientSecret: 'matrix-secret', roleMap: { matrix: 'viewer' } }),
 };
@@ -225,6 +228,9 @@ const KNOWN_ROUTES: Record<string, number> = {
   'GET /v2/fleet/vehicles/:id/maintenance': 200,
   'GET /v2/maintenance': 200,
   'GET /v2/reports/summary': 200,
+  'GET /v2/report-schedules': 200,
+  'POST /v2/report-schedules': 201,
+  'GET /v2/reports': 200,
 };
 
 function expectedSuccess(route: RouteEntry): number | undefined {

@@ -73,6 +73,8 @@ export function summarize(event: EventEnvelope): string {
       return `${text(event.data.name)}: ${text(event.data.state).replace('_', ' ')}`;
     case 'maintenance.completed':
       return `service done${event.data.name === null ? '' : `: ${event.data.name}`}`;
+    case 'report.ready':
+      return `report ${event.data.period.from} to ${event.data.period.to} (${event.data.format})`;
     case 'webhook.test':
       return 'test';
     default:

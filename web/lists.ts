@@ -26,7 +26,7 @@ export const EVENT_TYPES = [
   'alert.opened', 'alert.acknowledged', 'alert.resolved', 'trip.started', 'trip.ended',
   'command.queued', 'command.sent', 'command.succeeded', 'command.failed', 'command.timed_out', 'command.expired', 'command.cancelled', 'command.delivered',
   'driver.assigned', 'driver.unassigned', 'driver.unknown',
-  'maintenance.due_soon', 'maintenance.overdue', 'maintenance.completed',
+  'maintenance.due_soon', 'maintenance.overdue', 'maintenance.completed', 'report.ready',
 ] as const;
 
 /** The numeric fields a threshold rule can watch (besides `diagnostics.<key>`). */
@@ -50,7 +50,7 @@ export const AUDIT_ACTIONS = [
   'geofence.created', 'geofence.deleted', 'geofence.replaced',
   'maintenance_schedule.created', 'maintenance_schedule.deleted', 'maintenance_schedule.replaced',
   'group.created', 'group.deleted', 'group.updated', 'group.vehicle_removed', 'group.vehicles_added', 'oauth.signing_key_rotated', 'oauth_client.created', 'oauth_client.deleted',
-  'organization.created', 'request.failed', 'request.not_found',
+  'organization.created', 'report_schedule.created', 'report_schedule.deleted', 'report_schedule.replaced', 'report_schedule.run', 'request.failed', 'request.not_found',
   'session.login', 'session.login_failed', 'session.logout', 'session.sso_login', 'session.sso_login_failed',
   'service_record.created', 'sso.configured', 'sso.removed', 'stream.created', 'stream.deleted', 'stream.ticket_issued',
   'user.deleted', 'user.invitation_accepted', 'user.invitation_accepted_failed', 'user.invited', 'user.password_changed', 'user.reinvited',
@@ -61,6 +61,6 @@ export const AUDIT_ACTIONS = [
 
 /** The kinds of resource an audit entry names. */
 export const AUDIT_RESOURCE_TYPES = [
-  'alert', 'alertRule', 'apiKey', 'command', 'device', 'driver', 'driverAssignment', 'geofence', 'group', 'maintenanceSchedule', 'oauthClient', 'oauthSigningKey', 'organization', 'serviceRecord', 'session', 'sso', 'stream',
+  'alert', 'alertRule', 'apiKey', 'command', 'device', 'driver', 'driverAssignment', 'geofence', 'group', 'maintenanceSchedule', 'oauthClient', 'oauthSigningKey', 'organization', 'reportSchedule', 'serviceRecord', 'session', 'sso', 'stream',
   'user', 'vehicle', 'webhook',
 ] as const;

@@ -1609,6 +1609,152 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/report-schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List report schedules
+         * @description Needs scope `telemetry:read`.
+         */
+        get: operations["listReportSchedules"];
+        put?: never;
+        /**
+         * Create a report schedule
+         * @description When a period ends in the schedule's time zone, and an hour more has passed for the records that arrive late, the check (every `FLEET_REPORT_CHECK_SECONDS`) makes its summary report once (in cluster mode exactly once), keeps it 90 days at `GET /v2/reports/{id}` and emits `report.ready` with it. Only periods that ended after the schedule was created are made, and after an outage only the latest. A `timezone` Intl does not know answers 400; a `groupId` that does not exist, 404 `group-not-found`; past 100 schedules, 403 `quota-exceeded`.
+         *
+         *     Needs scope `rules`.
+         */
+        post: operations["createReportSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/report-schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a report schedule
+         * @description Needs scope `telemetry:read`.
+         */
+        get: operations["getReportSchedule"];
+        /**
+         * Replace a report schedule
+         * @description Periods already reported are not made again; its creation time, from which periods are made, stays.
+         *
+         *     Needs scope `rules`.
+         */
+        put: operations["replaceReportSchedule"];
+        post?: never;
+        /**
+         * Delete a report schedule
+         * @description No report is made for it any more; the reports it made are kept until they are 90 days old.
+         *
+         *     Needs scope `rules`.
+         */
+        delete: operations["deleteReportSchedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/report-schedules/{id}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make the report of the last complete period now
+         * @description The last period whose end (local midnight in the schedule's time zone) has passed, made now: a new report each time, beside the one the schedule makes itself. It emits `report.ready` too.
+         *
+         *     Needs scope `rules`.
+         */
+        post: operations["runReportSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List kept reports
+         * @description Newest first; `scheduleId` keeps one schedule's (those of a deleted schedule included). A credential limited to groups does not read kept reports (403 `outside-groups`): they are made for the whole organization.
+         *
+         *     Needs scope `telemetry:read`.
+         */
+        get: operations["listReports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/reports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a kept report
+         * @description Its content is at `url`. A credential limited to groups does not read kept reports (403 `outside-groups`): they are made for the whole organization.
+         *
+         *     Needs scope `telemetry:read`.
+         */
+        get: operations["getReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/reports/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A kept report's content, as a file
+         * @description The summary's rows as the report was made: `{"rows": [...]}` (format `json`) or CSV (format `csv`), sent as an attachment `report_<id>.<format>`. A credential limited to groups does not read kept reports (403 `outside-groups`): they are made for the whole organization.
+         *
+         *     Needs scope `telemetry:read`.
+         */
+        get: operations["getReportContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/reports/summary": {
         parameters: {
             query?: never;
@@ -3329,7 +3475,7 @@ export interface components {
          *       }
          *     }
          */
-        Event: components["schemas"]["VehicleRegisteredEvent"] | components["schemas"]["VehicleUpdatedEvent"] | components["schemas"]["VehicleStatusChangedEvent"] | components["schemas"]["VehicleDeletedEvent"] | components["schemas"]["GeofenceEnteredEvent"] | components["schemas"]["GeofenceExitedEvent"] | components["schemas"]["AlertOpenedEvent"] | components["schemas"]["AlertAcknowledgedEvent"] | components["schemas"]["AlertResolvedEvent"] | components["schemas"]["TripStartedEvent"] | components["schemas"]["TripEndedEvent"] | components["schemas"]["CommandQueuedEvent"] | components["schemas"]["CommandSentEvent"] | components["schemas"]["CommandSucceededEvent"] | components["schemas"]["CommandFailedEvent"] | components["schemas"]["CommandTimedOutEvent"] | components["schemas"]["CommandExpiredEvent"] | components["schemas"]["CommandCancelledEvent"] | components["schemas"]["CommandDeliveredEvent"] | components["schemas"]["DriverAssignedEvent"] | components["schemas"]["DriverUnassignedEvent"] | components["schemas"]["DriverUnknownEvent"] | components["schemas"]["MaintenanceDueSoonEvent"] | components["schemas"]["MaintenanceOverdueEvent"] | components["schemas"]["MaintenanceCompletedEvent"] | components["schemas"]["WebhookTestEvent"];
+        Event: components["schemas"]["VehicleRegisteredEvent"] | components["schemas"]["VehicleUpdatedEvent"] | components["schemas"]["VehicleStatusChangedEvent"] | components["schemas"]["VehicleDeletedEvent"] | components["schemas"]["GeofenceEnteredEvent"] | components["schemas"]["GeofenceExitedEvent"] | components["schemas"]["AlertOpenedEvent"] | components["schemas"]["AlertAcknowledgedEvent"] | components["schemas"]["AlertResolvedEvent"] | components["schemas"]["TripStartedEvent"] | components["schemas"]["TripEndedEvent"] | components["schemas"]["CommandQueuedEvent"] | components["schemas"]["CommandSentEvent"] | components["schemas"]["CommandSucceededEvent"] | components["schemas"]["CommandFailedEvent"] | components["schemas"]["CommandTimedOutEvent"] | components["schemas"]["CommandExpiredEvent"] | components["schemas"]["CommandCancelledEvent"] | components["schemas"]["CommandDeliveredEvent"] | components["schemas"]["DriverAssignedEvent"] | components["schemas"]["DriverUnassignedEvent"] | components["schemas"]["DriverUnknownEvent"] | components["schemas"]["MaintenanceDueSoonEvent"] | components["schemas"]["MaintenanceOverdueEvent"] | components["schemas"]["MaintenanceCompletedEvent"] | components["schemas"]["ReportReadyEvent"] | components["schemas"]["WebhookTestEvent"];
         /** @description A page of the event feed. */
         EventPage: {
             /** @description Oldest first, in the order the service recorded them. */
@@ -3341,7 +3487,7 @@ export interface components {
          * @description Event type. Receivers must ignore types they do not know.
          * @enum {unknown}
          */
-        EventType: "vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "maintenance.due_soon" | "maintenance.overdue" | "maintenance.completed" | "webhook.test";
+        EventType: "vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "maintenance.due_soon" | "maintenance.overdue" | "maintenance.completed" | "report.ready" | "webhook.test";
         /** @description What is wrong with one value of the request. */
         FieldError: {
             /**
@@ -3950,7 +4096,7 @@ export interface components {
              * @description Stable machine-readable code.
              * @enum {unknown}
              */
-            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "outside-groups" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "group-not-found" | "driver-not-found" | "assignment-not-found" | "schedule-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "command-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "group-in-use" | "identifier-taken" | "assignment-conflict" | "schedule-not-applicable" | "device-offline" | "command-queue-full" | "command-not-queued" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
+            code: "validation-failed" | "malformed-json" | "bad-request" | "unauthorized" | "invalid-token" | "invalid-credentials" | "totp-required" | "insufficient-scope" | "quota-exceeded" | "origin-not-allowed" | "forbidden" | "csrf-failed" | "outside-groups" | "route-not-found" | "vehicle-not-found" | "no-telemetry" | "api-key-not-found" | "organization-not-found" | "oauth-client-not-found" | "stream-not-found" | "webhook-not-found" | "delivery-not-found" | "geofence-not-found" | "group-not-found" | "driver-not-found" | "assignment-not-found" | "schedule-not-found" | "report-schedule-not-found" | "report-not-found" | "alert-rule-not-found" | "alert-not-found" | "device-not-found" | "user-not-found" | "command-not-found" | "method-not-allowed" | "request-timeout" | "vehicle-exists" | "invalid-status-transition" | "vehicle-retired" | "stream-closed" | "status-not-patchable" | "alert-resolved" | "geofence-in-use" | "email-taken" | "last-admin" | "group-in-use" | "identifier-taken" | "assignment-conflict" | "schedule-not-applicable" | "device-offline" | "command-queue-full" | "command-not-queued" | "own-account" | "totp-enabled" | "totp-not-pending" | "invitation-invalid" | "sso-failed" | "sso-not-configured" | "sso-no-role" | "cursor-expired" | "precondition-failed" | "device-exists" | "payload-too-large" | "uri-too-long" | "unsupported-media-type" | "range-not-satisfiable" | "rate-limited" | "login-locked" | "headers-too-large" | "internal-error" | "service-unavailable";
             detail?: string;
             /** @description Each invalid value, on a `validation-failed` problem. */
             errors?: components["schemas"]["FieldError"][];
@@ -3995,6 +4141,148 @@ export interface components {
         RecoveryCodes: {
             /** @description Ten single-use codes, each working once in place of a TOTP code. Shown this once. */
             recoveryCodes: string[];
+        };
+        /** @description A kept report: the summary of one period of a schedule, kept 90 days. */
+        Report: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * @description The content's format: `json` (`{rows}`) or `csv` (RFC 4180, header row, CRLF).
+             * @enum {unknown}
+             */
+            format: "json" | "csv";
+            /** @example rpt_8Kd3Vx1QmZ7bTc4Np2Ls */
+            id: string;
+            period: {
+                /**
+                 * @description The first date reported on (inclusive), in the schedule's time zone.
+                 * @example 2026-11-01
+                 */
+                from: string;
+                /**
+                 * @description The date the period ends before (exclusive).
+                 * @example 2026-11-01
+                 */
+                to: string;
+            };
+            /** @example rps_5Hn2Wq8ZkT3mXc1Lp9Rs */
+            scheduleId: string;
+            /**
+             * @description Where its content is: `/v2/reports/{id}/content`.
+             * @example /v2/reports/rpt_8Kd3Vx1QmZ7bTc4Np2Ls/content
+             */
+            url: string;
+        };
+        /** @description A page of kept reports. */
+        ReportList: {
+            limit: number;
+            offset: number;
+            /** @description Newest first. */
+            reports: components["schemas"]["Report"][];
+            total: number;
+        };
+        /** @description An event of type `report.ready`. */
+        ReportReadyEvent: {
+            data: components["schemas"]["Report"];
+            /** @description Unique and stable: the same in the feed, every webhook attempt and streams. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "report.ready";
+        };
+        /** @description A report schedule. */
+        ReportSchedule: {
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * @description The content's format: `json` (`{rows}`) or `csv` (RFC 4180, header row, CRLF).
+             * @enum {unknown}
+             */
+            format: "json" | "csv";
+            /**
+             * @description One row per vehicle, per driver (steps with no driver assigned left out) or per date, as the summary report has them.
+             * @enum {unknown}
+             */
+            groupBy: "vehicle" | "driver" | "day";
+            groupId: string | null;
+            /** @example rps_5Hn2Wq8ZkT3mXc1Lp9Rs */
+            id: string;
+            name: string;
+            /**
+             * @description What each report covers, in `timezone`: a `day`, an ISO `week` (Monday to Monday) or a calendar `month` (the 1st to the 1st).
+             * @enum {unknown}
+             */
+            period: "day" | "week" | "month";
+            timezone: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC with milliseconds.
+             * @example 2026-11-22T08:30:00.000Z
+             */
+            updatedAt: string;
+            vehicleIds: string[] | null;
+        };
+        /**
+         * @description A report schedule: the summary report of each period, made once the period has ended; `vehicleIds` or `groupId` (not both), without either every vehicle.
+         * @example {
+         *       "name": "Weekly distance",
+         *       "groupBy": "vehicle",
+         *       "period": "week",
+         *       "timezone": "Europe/Berlin",
+         *       "format": "csv"
+         *     }
+         */
+        ReportScheduleInput: {
+            /**
+             * @description The content's format: `json` (`{rows}`) or `csv` (RFC 4180, header row, CRLF).
+             * @enum {unknown}
+             */
+            format: "json" | "csv";
+            /**
+             * @description One row per vehicle, per driver (steps with no driver assigned left out) or per date, as the summary report has them.
+             * @enum {unknown}
+             */
+            groupBy: "vehicle" | "driver" | "day";
+            /** @example grp_7Qm2Lw9ZbT4kX1cNp8Rs */
+            groupId?: string;
+            /** @description e.g. "Weekly distance". */
+            name: string;
+            /**
+             * @description What each report covers, in `timezone`: a `day`, an ISO `week` (Monday to Monday) or a calendar `month` (the 1st to the 1st).
+             * @enum {unknown}
+             */
+            period: "day" | "week" | "month";
+            /**
+             * @description The IANA time zone whose dates the periods are (`Europe/Berlin`, `UTC`).
+             * @example Europe/Berlin
+             */
+            timezone: string;
+            /** @description The vehicles it applies to; absent or null: every vehicle of the organization. */
+            vehicleIds?: string[] | null;
+        };
+        /** @description A page of report schedules. */
+        ReportScheduleList: {
+            limit: number;
+            offset: number;
+            /** @description Oldest first. */
+            schedules: components["schemas"]["ReportSchedule"][];
+            total: number;
         };
         /**
          * @description What a user may do: `admin` every scope; `manager`, `operator` and `viewer` fewer (docs/API.md "Users and sessions").
@@ -5095,7 +5383,7 @@ export interface components {
              *       "geofence.entered"
              *     ]
              */
-            eventTypes: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "maintenance.due_soon" | "maintenance.overdue" | "maintenance.completed" | "*")[];
+            eventTypes: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "maintenance.due_soon" | "maintenance.overdue" | "maintenance.completed" | "report.ready" | "*")[];
             /**
              * @description An `https://` or `http://` URL. Loopback, private, link-local and multicast targets are refused (at creation and at each delivery).
              * @example https://hooks.example.com/fleet
@@ -5152,7 +5440,7 @@ export interface components {
              *       "geofence.entered"
              *     ]
              */
-            eventTypes?: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "maintenance.due_soon" | "maintenance.overdue" | "maintenance.completed" | "*")[];
+            eventTypes?: ("vehicle.registered" | "vehicle.updated" | "vehicle.status_changed" | "vehicle.deleted" | "geofence.entered" | "geofence.exited" | "alert.opened" | "alert.acknowledged" | "alert.resolved" | "trip.started" | "trip.ended" | "command.queued" | "command.sent" | "command.succeeded" | "command.failed" | "command.timed_out" | "command.expired" | "command.cancelled" | "command.delivered" | "driver.assigned" | "driver.unassigned" | "driver.unknown" | "maintenance.due_soon" | "maintenance.overdue" | "maintenance.completed" | "report.ready" | "*")[];
             /**
              * @description An `https://` or `http://` URL. Loopback, private, link-local and multicast targets are refused (at creation and at each delivery).
              * @example https://hooks.example.com/fleet
@@ -9376,6 +9664,308 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Organization"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listReportSchedules: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: number;
+                /** @description Items to skip. */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of report schedules. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportScheduleList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createReportSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportScheduleInput"];
+            };
+        };
+        responses: {
+            /** @description A report schedule. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getReportSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example rps_5Hn2Wq8ZkT3mXc1Lp9Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A report schedule. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    replaceReportSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example rps_5Hn2Wq8ZkT3mXc1Lp9Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportScheduleInput"];
+            };
+        };
+        responses: {
+            /** @description A report schedule. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteReportSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example rps_5Hn2Wq8ZkT3mXc1Lp9Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    runReportSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example rps_5Hn2Wq8ZkT3mXc1Lp9Rs */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A kept report: the summary of one period of a schedule, kept 90 days. */
+            202: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Report"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listReports: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: number;
+                /** @description Items to skip. */
+                offset?: number;
+                /** @description Only this schedule's reports. */
+                scheduleId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of kept reports. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example rpt_8Kd3Vx1QmZ7bTc4Np2Ls */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A kept report: the summary of one period of a schedule, kept 90 days. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Report"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getReportContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example rpt_8Kd3Vx1QmZ7bTc4Np2Ls */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The content. */
+            200: {
+                headers: {
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SummaryReport"];
+                    "text/csv": string;
                 };
             };
             400: components["responses"]["BadRequest"];

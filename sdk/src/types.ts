@@ -40,7 +40,7 @@ export type IngestResult = ResponseBody<'/v2/telemetry/{vehicleId}', 'post', 202
 // Events and webhooks
 /**
  * An event: one type per `type`, so `if (event.type === 'alert.opened')` narrows `event.data` to the
- * alert. Only `webhook.test` has no `vehicleId`; it reads as `undefined` there, so code reading
+ * alert. `report.ready` and `webhook.test` have no `vehicleId`; it reads as `undefined` there, so code reading
  * `event.vehicleId` on any event compiles. Receivers must ignore types they do not know.
  */
 export type FleetEvent = WithVehicleId<ResponseBody<'/v2/events', 'get', 200>['events'][number]>;

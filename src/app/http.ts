@@ -13,6 +13,7 @@ import { driverRoutes } from '../drivers/routes.ts';
 import { meterRoutes } from '../meters/routes.ts';
 import { maintenanceRoutes } from '../maintenance/routes.ts';
 import { summaryRoutes } from '../reports/routes.ts';
+import { reportScheduleRoutes } from '../reports/schedules/routes.ts';
 import { apiKeyRoutes } from '../auth/keys-routes.ts';
 import { oauthRoutes } from '../auth/oauth/routes.ts';
 import type { Clock } from '../clock.ts';
@@ -206,6 +207,7 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
   await app.register(meterRoutes, { service: parts.meters });
   await app.register(maintenanceRoutes, { service: parts.maintenance });
   await app.register(summaryRoutes, { service: parts.summaries });
+  await app.register(reportScheduleRoutes, { service: parts.reportSchedules });
   await app.register(deviceRoutes, { service: parts.devices });
   await app.register(deviceEndpointRoutes, { publicUrl: config.publicUrl, mqtt: config.mqtt, listeners: { mqtt, ...listeners } });
   await app.register(commandRoutes, { service: parts.commands });

@@ -10,6 +10,7 @@ export function addLifecycle(app: FastifyInstance, parts: Services): void {
     parts.commands.start();
     void offline.runOnce();
     void parts.maintenanceChecks.runOnce();
+    void parts.reportChecks.runOnce();
   });
   // preClose: MQTT and the device listeners stop taking messages and answer those in hand while
   // the store is still open.
@@ -26,6 +27,7 @@ export function addLifecycle(app: FastifyInstance, parts: Services): void {
     parts.rollupRepairs.stop();
     offline.stop();
     await parts.maintenanceChecks.stop();
+    await parts.reportChecks.stop();
     parts.commands.stop();
     await deliveries.stop();
     parts.pacing?.close();

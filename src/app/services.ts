@@ -25,6 +25,8 @@ import { createMaintenanceService } from '../maintenance/service.ts';
 import { startMaintenanceChecks } from '../maintenance/check.ts';
 import { createSummaryService } from '../reports/summary.ts';
 import { startRollupRepairs } from '../reports/repair.ts';
+import { createReportScheduleService } from '../reports/schedules/service.ts';
+import { startReportChecks } from '../reports/schedules/check.ts';
 import { createVehicleScope } from '../groups/scope.ts';
 import { DEFAULT_PEOPLE_SETTINGS, createPeopleService } from '../people/service.ts';
 import { osmandChannel } from '../protocols/osmand/commands.ts';
@@ -110,6 +112,10 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     rollups: stores.rollups, telemetry: stores.telemetry, vehicles: stores.vehicles, drivers: stores.drivers, groups: stores.groups, assertSees: vehicleScope.assertSees,
   });
   const rollupRepairs = startRollupRepairs({ store: stores.rollups, log });
+  const reportSchedules = createReportScheduleService({ store: stores.reportSchedules, groups: stores.groups, summaries, clock, events });
+  const reportChecks = startReportChecks({
+    store: stores.reportSchedules, service: reportSchedules, clock, log, intervalMs: config.reports.checkSeconds * 1000,
+  });
   const vehicles = createVehicleService({
     store: stores.vehicles, clock, maxVehicles: config.quotas.vehicles, latest: latestOf, events,
   });
@@ -202,6 +208,6 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     feed: createFeedService({ store: stores.events }),
     history: createHistoryService({ telemetry: stores.telemetry, vehicles: stores.vehicles, drivers: stores.drivers }),
     mqtt, devices, protocolIngest, deviceGuard, listeners, commands, retention, eventRetention, peopleCleanup, auditRetention, groups, drivers, meters, maintenance, maintenanceChecks, vehicleScope,
-    summaries, rollupRepairs,
+    summaries, rollupRepairs, reportSchedules, reportChecks,
   };
 }

@@ -74,6 +74,10 @@ const table = {
   replaceMaintenanceSchedule: { action: 'maintenance_schedule.replaced', resource: 'maintenanceSchedule', id: 'param:id' },
   deleteMaintenanceSchedule: { action: 'maintenance_schedule.deleted', resource: 'maintenanceSchedule', id: 'param:id' },
   createServiceRecord: { action: 'service_record.created', resource: 'serviceRecord', id: 'new:svc' },
+  createReportSchedule: { action: 'report_schedule.created', resource: 'reportSchedule', id: 'new:rps' },
+  replaceReportSchedule: { action: 'report_schedule.replaced', resource: 'reportSchedule', id: 'param:id' },
+  deleteReportSchedule: { action: 'report_schedule.deleted', resource: 'reportSchedule', id: 'param:id' },
+  runReportSchedule: { action: 'report_schedule.run', resource: 'reportSchedule', id: 'param:id' },
   createStreamTicket: { action: 'stream.ticket_issued', resource: 'stream', id: 'param:streamId' },
 } as const satisfies Record<string, AuditAction>;
 

@@ -27,7 +27,7 @@ export const SCOPE_DESCRIPTIONS: Record<Scope, string> = {
   streams: 'Create, read, attach to and end live streams (each event type also needs its own read scope).',
   admin: 'Manage the organization\'s API keys and OAuth clients; for the platform organization also organizations and signing keys. Includes `metrics:read`.',
   'events:read': 'Read the event feed and alerts.',
-  rules: 'Create, change and delete geofences and alert rules; acknowledge and resolve alerts.',
+  rules: 'Create, change and delete geofences, alert rules and report schedules; acknowledge and resolve alerts; run report schedules.',
   webhooks: 'Manage webhook endpoints and their deliveries.',
   'metrics:read': 'Read the Prometheus metrics (platform organization only).',
   users: 'Manage the organization\'s users: invite, change roles, disable, delete.',

@@ -4,11 +4,12 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { Command } from '../commands/schema.ts';
 import { Assignment } from '../drivers/schema.ts';
 import { MaintenanceEventData } from '../maintenance/schema.ts';
+import { ReportView } from '../reports/schedules/schema.ts';
 import { Trip } from '../history/schema.ts';
 import { AlertEventData } from '../rules/schema.ts';
 import { IsoTimestamp, commaListPattern } from '../schema/common.ts';
 import { Location, Status, VehicleDetails, VehicleId } from '../vehicles/schema.ts';
-import { EVENT_TYPES, type EventType } from './types.ts';
+import { EVENT_TYPES, type EventType, VEHICLE_LESS } from './types.ts';
 import { named } from '../schema/named.ts';
 
 export const FEED_LIMIT_DEFAULT = 100;
@@ -67,6 +68,7 @@ export const EVENT_DATA = {
   'maintenance.due_soon': MaintenanceEventData,
   'maintenance.overdue': MaintenanceEventData,
   'maintenance.completed': MaintenanceEventData,
+  'report.ready': ReportView,
   'webhook.test': NoData,
 } satisfies Record<EventType, TSchema>;
 
@@ -81,13 +83,13 @@ const EXAMPLE = {
   data: { from: 'active', to: 'maintenance', reason: 'Brake inspection', by: 'key_8Hq2' },
 };
 
-/** One schema per event type: its `type`, and its `data`. Only `webhook.test` has no vehicle. */
+/** One schema per event type: its `type`, and its `data`. `report.ready` and `webhook.test` have no vehicle. */
 const variants = EVENT_TYPES.map((type) => named(variantName(type), Type.Object(
   {
     id: Type.String({ description: 'Unique and stable: the same in the feed, every webhook attempt and streams.' }),
     type: Type.Literal(type),
     occurredAt: IsoTimestamp,
-    ...(type === 'webhook.test' ? {} : { vehicleId: VehicleId }),
+    ...(VEHICLE_LESS.includes(type) ? {} : { vehicleId: VehicleId }),
     data: EVENT_DATA[type],
   },
   { additionalProperties: false },

@@ -31,17 +31,21 @@ export const EVENT_TYPES = [
   'maintenance.due_soon',
   'maintenance.overdue',
   'maintenance.completed',
+  'report.ready',
   'webhook.test',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
+
+/** The types whose events name no vehicle: their envelope has no `vehicleId`. */
+export const VEHICLE_LESS: readonly EventType[] = ['report.ready', 'webhook.test'];
 
 /** An event as recorded. Times are ms since the epoch; `toEnvelope` gives the public form. */
 export interface EventRecord {
   id: string;
   organizationId: string;
   type: EventType;
-  /** Null only for `webhook.test`, which is never recorded in the log. */
+  /** Null for the types of no vehicle (VEHICLE_LESS: `report.ready`, and `webhook.test`, which is never recorded in the log). */
   vehicleId: string | null;
   /** The time of the record or change that caused it. */
   occurredAt: number;

@@ -12,6 +12,7 @@ import type { EventStore } from '../events/store.ts';
 import type { PeopleStore } from '../people/store.ts';
 import type { MeterStore } from '../meters/store.ts';
 import type { MaintenanceStore } from '../maintenance/store.ts';
+import type { ReportScheduleStore } from '../reports/schedules/store.ts';
 import type { RulesStore } from '../rules/store.ts';
 import type { SsoStore } from '../sso/store.ts';
 import type { DeviceStore } from '../devices/store.ts';
@@ -39,6 +40,7 @@ export interface Stores {
   meters: MeterStore;
   rollups: RollupStore;
   maintenance: MaintenanceStore;
+  reportSchedules: ReportScheduleStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -4,6 +4,7 @@ import { createPostgresAuthStore } from './auth.ts';
 import { createPostgresEventStore } from './events.ts';
 import { createPostgresMeterStore, createPostgresRulesStore } from './rules.ts';
 import { createPostgresMaintenanceStore } from './maintenance.ts';
+import { createPostgresReportScheduleStore } from './report-schedules.ts';
 import { createPostgresRollupStore } from './rollups.ts';
 import { createPostgresWebhookStore } from './webhooks.ts';
 import { createPostgresDeviceStore } from './devices.ts';
@@ -51,6 +52,7 @@ export function postgresStores(db: Database): Stores {
     rules: createPostgresRulesStore(db),
     meters: createPostgresMeterStore(db),
     maintenance: createPostgresMaintenanceStore(db),
+    reportSchedules: createPostgresReportScheduleStore(db),
     rollups: createPostgresRollupStore(db),
     webhooks: createPostgresWebhookStore(db),
     devices: createPostgresDeviceStore(db),

@@ -14,6 +14,7 @@ import { createSqliteCommandStore } from './commands.ts';
 import { createSqliteGroupStore, createSqliteMemberships } from './groups.ts';
 import { createSqliteAssignments, createSqliteDriverStore } from './drivers.ts';
 import { createSqliteMaintenanceStore } from './maintenance.ts';
+import { createSqliteReportScheduleStore } from './report-schedules.ts';
 import { createSqliteRollupStore, createSqliteRollupWrites } from './rollups.ts';
 import { createSqlitePeopleStore } from './people.ts';
 import { createSqliteSsoStore } from './sso.ts';
@@ -67,6 +68,7 @@ export function createSqliteStores(file: string, options: { syncFile?: SyncFile;
     rules: createSqliteRulesStore(db, ruleWrites, wal),
     meters: createSqliteMeterStore(ruleWrites, wal),
     maintenance: createSqliteMaintenanceStore(db, wal, appendEvents),
+    reportSchedules: createSqliteReportScheduleStore(db, wal, appendEvents),
     webhooks: createSqliteWebhookStore(db, wal),
     devices: createSqliteDeviceStore(db, wal),
     people: createSqlitePeopleStore(db),
