@@ -124,7 +124,7 @@ test('the dashboard\'s audit log: entries as text, filters, paging, and only for
     await signIn('dana@example.com', 'Dana Ortiz');
     // (Before signing in, the page asked for a session there was not: that 401 is the sign-in page's.)
     consoleFrom = consoleErrors.length;
-    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Vehicles', 'Devices', 'Webhooks', 'API keys', 'Users', 'Audit log']);
+    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Reports', 'Vehicles', 'Devices', 'Webhooks', 'API keys', 'Users', 'Audit log']);
     await nav.getByRole('link', { name: 'Audit log', exact: true }).click();
     await page.getByRole('heading', { level: 1, name: 'Audit log', exact: true }).waitFor();
     assert.equal(new URL(page.url()).hash, '#/audit');
@@ -241,7 +241,7 @@ test('the dashboard\'s audit log: entries as text, filters, paging, and only for
   await t.test('a viewer is not offered the page; opened anyway, it shows the refusal', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await signIn('vic@example.com', 'Vic Viewer');
-    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance']);
+    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Reports']);
     const before = consoleErrors.length;
     await page.evaluate('location.hash = "#/audit"');
     const problem = page.getByRole('alert').filter({ hasText: 'Your role does not allow this' });

@@ -89,7 +89,7 @@ test('the dashboard\'s groups: create, fill by id, take out, rename, filter by, 
     await signIn('dana@example.com', 'Dana Ortiz');
     // (Before signing in, the page asked for a session there was not: that 401 is the sign-in page's.)
     consoleFrom = consoleErrors.length;
-    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Vehicles', 'Devices', 'Webhooks', 'API keys', 'Users', 'Audit log']);
+    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Reports', 'Vehicles', 'Devices', 'Webhooks', 'API keys', 'Users', 'Audit log']);
     await open('Groups', 'Groups');
     assert.equal(new URL(page.url()).hash, '#/groups');
     assert.equal(await nav.getByRole('link', { name: 'Groups', exact: true }).getAttribute('aria-current'), 'page');
@@ -265,7 +265,7 @@ test('the dashboard\'s groups: create, fill by id, take out, rename, filter by, 
     await page.getByRole('button', { name: 'Sign out' }).click();
     await signIn('vic@example.com', 'Vic Viewer');
     const before = consoleErrors.length;
-    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance']);
+    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Reports']);
     await open('Groups', 'Groups');
     await groupRow('Depot').locator('td.num', { hasText: /^1$/ }).waitFor();
     assert.equal(await page.getByRole('form', { name: 'Create a group' }).count(), 0);

@@ -111,7 +111,7 @@ test('the dashboard for people: invitation, sessions, users, roles, two-factor s
   });
 
   await t.test('the Users page: invite with the link shown once, change a role, disable; the server\'s refusals beside the action', async () => {
-    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Vehicles', 'Devices', 'Webhooks', 'API keys', 'Users', 'Audit log']);
+    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Reports', 'Vehicles', 'Devices', 'Webhooks', 'API keys', 'Users', 'Audit log']);
     await nav.getByRole('link', { name: 'Users', exact: true }).click();
     await page.getByRole('heading', { level: 1, name: 'Users' }).waitFor();
     const form = page.getByRole('form', { name: 'Invite a user' });
@@ -185,7 +185,7 @@ test('the dashboard for people: invitation, sessions, users, roles, two-factor s
     await signedInAs('Vic Viewer');
     await page.locator('table.vehicles tbody tr', { hasText: 'van-1' }).waitFor();
     const links = await navLinks();
-    assert.deepEqual(links, ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance']);
+    assert.deepEqual(links, ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Reports']);
     for (const hidden of ['Users', 'API keys', 'Webhooks']) assert.ok(!links.includes(hidden), hidden);
     await signOut();
   });
@@ -251,7 +251,7 @@ test('the dashboard for people: invitation, sessions, users, roles, two-factor s
     await page.getByLabel('API key').fill(ctx.adminKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await nav.getByRole('link', { name: 'API keys' }).waitFor();
-    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Vehicles', 'Devices', 'Webhooks', 'API keys', 'Users', 'Audit log']);
+    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Reports', 'Vehicles', 'Devices', 'Webhooks', 'API keys', 'Users', 'Audit log']);
     assert.equal(await header.locator('.who').count(), 0, 'a key is nobody');
     await page.locator('table.vehicles tbody tr', { hasText: 'van-1' }).waitFor();
     // The key is what is sent now, and only in the Authorization header.

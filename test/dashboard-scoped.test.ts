@@ -226,7 +226,7 @@ test('the dashboard\'s scoped credentials: users and keys limited to groups, who
     const before = consoleErrors.length;
     const sentFrom = sent.length;
     // A manager, less the organization-wide pages.
-    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Vehicles', 'Devices']);
+    assert.deepEqual(await navLinks(), ['Fleet', 'Geofences', 'Alerts', 'Events', 'Groups', 'Drivers', 'Maintenance', 'Reports', 'Vehicles', 'Devices']);
 
     await open('Groups', 'Groups');
     await groupRow('Berlin vans').waitFor();

@@ -67,6 +67,13 @@ export type AuditEntry = Schemas['AuditEntry'];
 export type AuditLogPage = Schemas['AuditLogPage'];
 export type VehicleGroup = Schemas['VehicleGroup'];
 export type VehicleGroupList = Schemas['VehicleGroupList'];
+export type SummaryReport = Schemas['SummaryReport'];
+export type SummaryRow = Schemas['SummaryRow'];
+export type ReportSchedule = Schemas['ReportSchedule'];
+export type ReportScheduleList = Schemas['ReportScheduleList'];
+/** A kept report: one period's summary of a report schedule; its content is at `url`. */
+export type KeptReport = Schemas['Report'];
+export type KeptReportList = Schemas['ReportList'];
 
 /** One problem in a request, as the service names it: a JSON Pointer (`/configuration/capacity`) and a message. */
 export interface FieldError {
@@ -251,6 +258,45 @@ export async function api<T>(method: string, path: string, options: RequestOptio
 }
 
 export const encode = encodeURIComponent;
+
+/**
+ * Downloads what a GET of `path` answers (an export, a report as CSV) as a file: fetched here with
+ * the key or the session cookie and handed to the browser as a Blob, never opened as a URL that
+ * would need the key in it. Answers the file's name: the one `Content-Disposition` gives, else
+ * `fallbackName`. A problem is thrown as an ApiError, as `api` throws it.
+ */
+export async function download(path: string, query: Record<string, string | undefined>, fallbackName: string, signal?: AbortSignal): Promise<string> {
+  const { headers, credentials, credential } = credentialed();
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined && value !== '') params.set(name, value);
+  const text = params.toString();
+  let res: Response;
+  try {
+    res = await fetch(text === '' ? path : `${path}?${text}`, { headers, cache: 'no-store', credentials, ...(signal === undefined ? {} : { signal }) });
+  } catch (error) {
+    if (error instanceof DOMException && error.name === 'AbortError') throw error;
+    throw new ApiError(0, 'Cannot reach the service', 'Check your network connection and try again.');
+  }
+  if (!res.ok) {
+    const problem = await problemOf(res, credential);
+    if (res.status === 401) onUnauthorized(problem);
+    throw problem;
+  }
+  const blob = await res.blob();
+  const disposition = res.headers.get('content-disposition') ?? '';
+  const name = /filename="([^"]+)"/.exec(disposition)?.[1] ?? fallbackName;
+  const url = URL.createObjectURL(blob);
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = name;
+  link.hidden = true;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  // The click has started the download; the URL can go once the browser has taken it.
+  window.setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  return name;
+}
 
 /** The most items one request of a paged list reads (the API's largest page). */
 const READ_ALL_PAGE = 1000;

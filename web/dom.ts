@@ -58,3 +58,15 @@ export function formatBattery(battery: number | null | undefined): string {
 export function formatCoord(value: number, positive: string, negative: string): string {
   return `${Math.abs(value).toFixed(4)}° ${value >= 0 ? positive : negative}`;
 }
+
+/** The date `days` days after `date` (both `YYYY-MM-DD`; `days` may be negative). */
+export function addDays(date: string, days: number): string {
+  const [y, m, d] = date.split('-').map(Number);
+  return new Date(Date.UTC(y!, m! - 1, d! + days)).toISOString().slice(0, 10);
+}
+
+/** A range of dates whose end is not counted, as the dates it holds: "2026-11-01 to 2026-11-07", or one date. */
+export function dateRangeText(from: string, to: string): string {
+  const last = addDays(to, -1);
+  return last === from ? from : `${from} to ${last}`;
+}

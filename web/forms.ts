@@ -79,9 +79,13 @@ function pathOf(el: Element): string | undefined {
   return el instanceof HTMLElement ? el.dataset.path : undefined;
 }
 
-/** The control or group whose path is the error's path or the longest prefix of it. */
+/**
+ * The control or group whose path is the error's path or the longest prefix of it. A form's
+ * controls fill the request's body, or, where the form says `data-fields-in="query"` (a report's
+ * form), its query: errors about another part of the request are not theirs.
+ */
 function targetOf(form: HTMLElement, error: FieldError): HTMLElement | undefined {
-  if (error.in !== undefined && error.in !== 'body') return undefined;
+  if (error.in !== undefined && error.in !== (form.dataset.fieldsIn ?? 'body')) return undefined;
   let best: HTMLElement | undefined;
   let length = -1;
   for (const el of form.querySelectorAll<HTMLElement>('[data-path]')) {

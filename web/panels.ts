@@ -1,4 +1,4 @@
-// The dashboard's sections beyond the fleet: alerts, the event log, vehicle groups, drivers, maintenance, the management
+// The dashboard's sections beyond the fleet: alerts, the event log, vehicle groups, drivers, maintenance, reports, the management
 // panels and the audit log, each at its own hash route, and the navigation between them. A person
 // signed in with a password is offered only the sections their role's scopes open; an API key's
 // scopes are not known to the page, so a key is offered every section and a panel it cannot use
@@ -8,6 +8,7 @@ import { renderAlerts } from './alerts.ts';
 import { renderAudit } from './audit.ts';
 import { renderDrivers } from './drivers.ts';
 import { renderMaintenance } from './maintenance.ts';
+import { renderReports } from './reports.ts';
 import { renderEvents } from './events.ts';
 import { renderGroups } from './groups.ts';
 import { renderManageDevices } from './manage-devices.ts';
@@ -34,6 +35,7 @@ const PANELS: Panel[] = [
   { hash: '#/groups', label: 'Groups', title: 'Groups', needs: 'fleet:read', render: renderGroups },
   { hash: '#/drivers', label: 'Drivers', title: 'Drivers', needs: 'fleet:read', render: renderDrivers },
   { hash: '#/maintenance', label: 'Maintenance', title: 'Maintenance', needs: 'fleet:read', render: renderMaintenance },
+  { hash: '#/reports', label: 'Reports', title: 'Reports', needs: 'telemetry:read', render: renderReports },
   { hash: '#/manage/vehicles', label: 'Vehicles', title: 'Vehicles', needs: 'fleet:write', render: renderManageVehicles },
   { hash: '#/manage/devices', label: 'Devices', title: 'Devices', needs: 'fleet:write', render: renderManageDevices },
   { hash: '#/manage/webhooks', label: 'Webhooks', title: 'Webhooks', needs: 'webhooks', render: renderManageWebhooks },

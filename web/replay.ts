@@ -3,7 +3,7 @@
 // the vehicle along the track at 1× to 20× with a time slider. The period's telemetry can be
 // downloaded as CSV, GPX or GeoJSON: the export needs the bearer token, so it is fetched here and
 // saved as a Blob, never opened as a URL that would need the key in it.
-import { ApiError, api, encode, credentialed, explain, type History, type Stop, type Trip } from './api.ts';
+import { api, download, encode, explain, type History, type Stop, type Trip } from './api.ts';
 import { formatTime, h, replace } from './dom.ts';
 import L, { addBaseLayers, asText, removeMap } from './leaflet.ts';
 
@@ -73,31 +73,8 @@ function positionAt(points: readonly Point[], at: number): { lat: number; lng: n
 }
 
 /** The export, fetched with the key or the session cookie and handed to the browser as a file. */
-async function download(vehicleId: string, format: string, from: string, to: string, signal: AbortSignal): Promise<string> {
-  const { headers, credentials, credential } = credentialed();
-  const query = new URLSearchParams({ from, to, format });
-  let res: Response;
-  try {
-    res = await fetch(`/v2/telemetry/${encode(vehicleId)}/export?${query}`, { headers, cache: 'no-store', credentials, signal });
-  } catch (error) {
-    if (error instanceof DOMException && error.name === 'AbortError') throw error;
-    throw new ApiError(0, 'Cannot reach the service', 'Check your network connection and try again.');
-  }
-  if (!res.ok) {
-    const problem = (await res.json().catch(() => ({}))) as { title?: string; detail?: string; code?: string };
-    throw new ApiError(res.status, problem.title ?? `${res.status} ${res.statusText}`, problem.detail, problem.code, [], { credential });
-  }
-  const blob = await res.blob();
-  const disposition = res.headers.get('content-disposition') ?? '';
-  const name = /filename="([^"]+)"/.exec(disposition)?.[1] ?? `${vehicleId}.${format}`;
-  const url = URL.createObjectURL(blob);
-  const link = h('a', { href: url, download: name, hidden: true });
-  document.body.append(link);
-  link.click();
-  link.remove();
-  // The click has started the download; the URL can go once the browser has taken it.
-  window.setTimeout(() => URL.revokeObjectURL(url), 10_000);
-  return name;
+function exportFile(vehicleId: string, format: string, from: string, to: string, signal: AbortSignal): Promise<string> {
+  return download(`/v2/telemetry/${encode(vehicleId)}/export`, { from, to, format }, `${vehicleId}.${format}`, signal);
 }
 
 export function renderReplay(root: HTMLElement, vehicleId: string, ctx: { tileUrl: string }): () => void {
@@ -355,7 +332,7 @@ export function renderReplay(root: HTMLElement, vehicleId: string, ctx: { tileUr
     button.disabled = true;
     replace(exportStatus, h('p', { class: 'loading', role: 'status' }, `Preparing the ${format.toUpperCase()} file…`));
     try {
-      const name = await download(vehicleId, format, range.from, range.to, controller.signal);
+      const name = await exportFile(vehicleId, format, range.from, range.to, controller.signal);
       replace(exportStatus, h('p', { class: 'ok', role: 'status' }, `Downloaded ${name}.`));
     } catch (error) {
       if (controller.signal.aborted) return;
