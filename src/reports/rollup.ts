@@ -29,10 +29,17 @@ export interface RollupState {
    * that a trip counted since), written when a later hour's record comes. A commit then writes
    * rollups once an hour per vehicle, not once a record; a summary adds these (the state is read).
    */
-  pend: TallyRow[];
+  pend: PackedTally[];
 }
 
 export type TallyRow = Tally & { bucket: number; driver: string };
+
+/** A tally as the state keeps it: `[bucket, driver, distanceM, drivingS, idleS, engineS, trips, maxSpeed]` (the row is written with every commit). */
+export type PackedTally = [number, string, number, number, number, number, number, number | null];
+
+export const packTally = (t: TallyRow): PackedTally => [t.bucket, t.driver, t.distanceM, t.drivingS, t.idleS, t.engineS, t.trips, t.maxSpeed];
+export const unpackTally = ([bucket, driver, distanceM, drivingS, idleS, engineS, trips, maxSpeed]: PackedTally): TallyRow =>
+  ({ bucket, driver, distanceM, drivingS, idleS, engineS, trips, maxSpeed });
 
 export const initialRollup = (): RollupState => ({ t: null, ign: false, loc: null, drv: null, cur: null, tdrv: null, pend: [] });
 

@@ -16,7 +16,7 @@ import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
 import { type CompactGeometry, compactGeometry } from '../geofences/compact.ts';
 import { type AlertChanges, type CommitRules, type DriverContext, type Judged, type RulesStore, identifierForms } from './store.ts';
 import { advanceMeters, initialMeters } from '../meters/state.ts';
-import { DAY_MS, HOUR_MS, type TallyRow, countRecord, initialRollup } from '../reports/rollup.ts';
+import { DAY_MS, HOUR_MS, type TallyRow, countRecord, initialRollup, packTally, unpackTally } from '../reports/rollup.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** What judging needs of a geofence besides its shape (which only the index keeps). */
@@ -318,7 +318,7 @@ function judgeRecords(
   const roll = meters === undefined ? undefined : (state.roll = state.roll === null ? { ...initialRollup(), cur: drivers?.current ?? null } : { ...state.roll });
   const judged: Judged = { organizationId, vehicleId, state, opened: [], changed: [], events: [], assignments: [], tallies: [], marks: [], late: null };
   // Copies: the engine never changes a state it is given.
-  const pending: TallyRow[] | undefined = roll?.pend.map((t) => ({ ...t }));
+  const pending: TallyRow[] | undefined = roll?.pend.map(unpackTally);
   const open = new Map(unresolved.map((a) => [a.ruleId, a]));
   const rules = d.rules.length === 0 ? d.rules : d.rules.filter((r) => appliesTo(r.vehicleIds, vehicleId));
   const sorted = records.length > 1 ? [...records].sort((a, b) => a.timestamp - b.timestamp) : records;
@@ -383,7 +383,10 @@ function judgeRecords(
     // Hours before the last record's are complete: written now; the last record's waits in the state.
     const current = Math.floor(roll.t / HOUR_MS);
     roll.pend = [];
-    for (const t of pending!) (t.bucket < current ? judged.tallies : roll.pend).push(t);
+    for (const t of pending!) {
+      if (t.bucket < current) judged.tallies.push(t);
+      else roll.pend.push(packTally(t));
+    }
   }
   return changed || judged.late !== null ? judged : undefined;
 }

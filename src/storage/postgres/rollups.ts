@@ -3,7 +3,7 @@
 // holding each vehicle's lock (rules.ts `judgeInCommit`); a replay takes the same lock, so it and a
 // commit of that vehicle never interleave, and two nodes never replay one vehicle at once.
 import type { Judged } from '../../rules/store.ts';
-import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type TallyRow, addTally, emptyTally, feedRollup, firstDayOfMonth, initialMark, monthOfDay, replayable } from '../../reports/rollup.ts';
+import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type PackedTally, type TallyRow, addTally, emptyTally, feedRollup, firstDayOfMonth, initialMark, monthOfDay, replayable, unpackTally } from '../../reports/rollup.ts';
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
 import { assignmentTimeline, mergeSums, rollupReadSql, staleBatch } from '../rollup-rows.ts';
 import type { Database, Queryable } from './database.ts';
@@ -183,13 +183,13 @@ export function createPostgresRollupStore(db: Database): RollupStore {
       await markStaleIn(db, organizationId, vehicleId, from);
     },
     async pending(organizationId, vehicles) {
-      const { rows } = await db.query<{ vehicle_id: string; pend: TallyRow[] }>({
+      const { rows } = await db.query<{ vehicle_id: string; pend: PackedTally[] }>({
         name: 'rollups.pending',
         text: `SELECT vehicle_id, rollup->'pend' AS pend FROM vehicle_rule_state
                WHERE organization_id = $1 AND ($2::text[] IS NULL OR vehicle_id = ANY($2::text[])) AND json_array_length(rollup->'pend') > 0`,
         values: [organizationId, vehicles],
       });
-      return rows.map((r) => ({ vehicleId: r.vehicle_id, tallies: r.pend }));
+      return rows.map((r) => ({ vehicleId: r.vehicle_id, tallies: r.pend.map(unpackTally) }));
     },
     async sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]> {
       const parts = await Promise.all(reads(organizationId, query).map(async ({ sql, params }) => (await db.query(sql, params)).rows.map((r): SumsRow => ({

@@ -4,7 +4,7 @@
 // before that, inside a transaction of its own (one process owns the file: no commit runs meanwhile).
 import type { DatabaseSync } from 'node:sqlite';
 import type { Judged } from '../../rules/store.ts';
-import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type TallyRow, feedRollup, firstDayOfMonth, initialMark, monthOfDay, replayable } from '../../reports/rollup.ts';
+import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type PackedTally, type TallyRow, feedRollup, firstDayOfMonth, initialMark, monthOfDay, replayable, unpackTally } from '../../reports/rollup.ts';
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
 import { type AssignmentTimeline, assignmentTimeline, mergeSums, rollupReadSql, staleBatch, sumInto } from '../rollup-rows.ts';
 import type { WalSync } from './wal-sync.ts';
@@ -161,7 +161,7 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
       const wanted = vehicles === null ? undefined : new Set(vehicles);
       return (pending.all(organizationId) as { vehicle_id: string; pend: string }[])
         .filter((r) => wanted === undefined || wanted.has(r.vehicle_id))
-        .map((r) => ({ vehicleId: r.vehicle_id, tallies: JSON.parse(r.pend) as TallyRow[] }));
+        .map((r) => ({ vehicleId: r.vehicle_id, tallies: (JSON.parse(r.pend) as PackedTally[]).map(unpackTally) }));
     },
     async sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]> {
       return mergeSums(reads(organizationId, query).map(({ sql, params }) => reader.prepare(sql).all(...(params as (string | number | null)[])) as unknown as SumsRow[]));
