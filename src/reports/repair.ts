@@ -1,6 +1,8 @@
 // Stale rollups (a late record, a changed assignment: reports/rollup.ts) are replayed in the
-// background every few seconds, a bounded number of vehicles per run; a summary replays its
-// organization's before it reads, so what it answers never waits for this.
+// background once a minute, a bounded number of vehicles per run: the late records of a minute
+// cost one replay of their vehicle, however many they were (two sources reporting one vehicle
+// send records out of order all the time). A summary replays its organization's before it reads,
+// so what it answers never waits for this.
 import { startPeriodic } from '../periodic.ts';
 import type { RollupStore } from './store.ts';
 
@@ -15,5 +17,5 @@ export function startRollupRepairs(deps: { store: Pick<RollupStore, 'repair'>; l
       deps.log.warn({ err: error }, 'reports: replaying stale rollups failed; will retry');
     }
     return replayed;
-  }, deps.intervalMs ?? 5000);
+  }, deps.intervalMs ?? 60_000);
 }

@@ -3,6 +3,7 @@
 // changed assignment marks the vehicle stale, and `repair` replays its history from the day mark
 // before that, inside a transaction of its own (one process owns the file: no commit runs meanwhile).
 import type { DatabaseSync } from 'node:sqlite';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Judged } from '../../rules/store.ts';
 import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type PackedTally, type TallyRow, feedRollup, firstDayOfMonth, initialMark, monthOfDay, replayable, unpackTally } from '../../reports/rollup.ts';
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
@@ -131,10 +132,12 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
     states.setRoll(organizationId, vehicleId, machine);
   }
 
-  function repairAll(organizationId: string | null, limit: number): number {
+  async function repairAll(organizationId: string | null, limit: number): Promise<number> {
     const rows = staleOf.all(organizationId, organizationId, limit) as { organization_id: string; vehicle_id: string; from_ts: number }[];
-    for (const r of rows) {
-      // Each in a transaction of its own, so that commits go on between them.
+    for (const [i, r] of rows.entries()) {
+      // Each in a transaction of its own and a turn of the event loop between two: commits and
+      // requests go on between them.
+      if (i > 0) await nextTurn();
       wal.unsynced(() => {
         const current = staleOne.get(r.organization_id, r.vehicle_id) as { from_ts: number } | undefined;
         if (current === undefined) return;
@@ -151,7 +154,7 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
      WHERE organization_id = ? AND rollup IS NOT NULL AND json_array_length(rollup, '$.pend') > 0`,
   );
   return {
-    async repair(organizationId, limit = staleBatch) {
+    repair(organizationId, limit = staleBatch) {
       return repairAll(organizationId ?? null, limit);
     },
     async markStale(organizationId, vehicleId, from) {
