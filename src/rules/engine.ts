@@ -16,7 +16,7 @@ import { MAX_EVENTS_PER_BATCH, limitBatchEvents } from '../telemetry/store.ts';
 import { type CompactGeometry, compactGeometry } from '../geofences/compact.ts';
 import { type AlertChanges, type CommitRules, type DriverContext, type Judged, type RulesStore, identifierForms } from './store.ts';
 import { advanceMeters, initialMeters } from '../meters/state.ts';
-import { DAY_MS, HOUR_MS, type TallyRow, countRecord, initialRollup, packTally, unpackTally } from '../reports/rollup.ts';
+import { HOUR_MS, type TallyRow, countRecord, initialRollup, packTally, unpackTally } from '../reports/rollup.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** What judging needs of a geofence besides its shape (which only the index keeps). */
@@ -340,9 +340,9 @@ function judgeRecords(
     }
     state.ts = record.timestamp;
     changed = true;
-    // The first record of a day marks the state before it: where a replay may start.
-    if (roll !== undefined && roll.t !== null && Math.floor(record.timestamp / DAY_MS) > Math.floor(roll.t / DAY_MS)) {
-      judged.marks.push({ day: Math.floor(record.timestamp / DAY_MS), state: JSON.stringify({ roll, trip: state.trip }) });
+    // The first record of an hour marks the state before it: where a replay may start.
+    if (roll !== undefined && roll.t !== null && Math.floor(record.timestamp / HOUR_MS) > Math.floor(roll.t / HOUR_MS)) {
+      judged.marks.push({ hour: Math.floor(record.timestamp / HOUR_MS), state: JSON.stringify({ roll, trip: state.trip }) });
     }
     if (state.trip !== null) advanceInPlace(state.trip, record, DEFAULT_TRIP_SETTINGS, reported);
     if (roll !== undefined) {

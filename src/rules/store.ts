@@ -19,9 +19,9 @@ export interface Judged extends AlertChanges {
   state: RuleState;
   /** Drivers whose identifier a record carried while another drove (or none): each starts an assignment (`source: device`) at `at`. */
   assignments: { driverId: string; at: number }[];
-  /** What the records add to the summary rollups: hourly tallies, and day marks (reports/rollup.ts); empty when meters are off. */
+  /** What the records add to the summary rollups: hourly tallies, and hour marks (reports/rollup.ts); empty when meters are off. */
   tallies: TallyRow[];
-  marks: { day: number; state: string }[];
+  marks: { hour: number; state: string }[];
   /** The earliest record older than the newest judged before (it changes the rollups from its day on, by a replay); null when none. */
   late: number | null;
 }

@@ -11,6 +11,8 @@ import type { Database, Queryable } from './database.ts';
 type Keyed = Tally & { o: string; v: string; b: number; d: string };
 
 const rulesLock = (organizationId: string, vehicleId: string) => `fleet:rules:${organizationId}\n${vehicleId}`;
+/** The hour a replay without a mark starts from: before any record. */
+const NO_MARK = -24e6;
 /** Records a replay reads at once. */
 const REPLAY_PAGE = 5000;
 
@@ -62,19 +64,34 @@ async function markStale(client: Queryable, organizationIds: readonly string[], 
 /** The vehicle's rollups are stale from `from` on: inside the caller's transaction (an assignment's). */
 export const markStaleIn = (client: Queryable, organizationId: string, vehicleId: string, from: number) => markStale(client, [organizationId], [vehicleId], [from]);
 
+/** Of each vehicle's marks from one hour to another, deletes those that are not the first of their day. */
+async function thinMarks(client: Queryable, organizationIds: string[], vehicleIds: string[], from: number[], to: number[]): Promise<void> {
+  await client.query({
+    name: 'rollups.thin-marks',
+    text: `DELETE FROM rollup_marks m USING unnest($1::text[], $2::text[], $3::int[], $4::int[]) AS r (o, v, f, t)
+           WHERE m.organization_id = r.o AND m.vehicle_id = r.v AND m.hour >= r.f AND m.hour < r.t
+           AND m.hour > (SELECT min(p.hour) FROM rollup_marks p WHERE p.organization_id = m.organization_id AND p.vehicle_id = m.vehicle_id
+             AND p.hour >= m.hour / 24 * 24 AND p.hour < m.hour / 24 * 24 + 24)`,
+    values: [organizationIds, vehicleIds, from, to],
+  });
+}
+
 /** What a commit's judging added, inside its transaction, each vehicle's lock held. */
 export async function writeRollups(client: Queryable, judged: readonly Judged[]): Promise<void> {
   await addTallies(client, judged);
   const marks = new Map<string, [string, string, number, string]>();
-  for (const j of judged) for (const m of j.marks) marks.set(`${j.organizationId}\n${j.vehicleId}\n${m.day}`, [j.organizationId, j.vehicleId, m.day, m.state]);
+  for (const j of judged) for (const m of j.marks) marks.set(`${j.organizationId}\n${j.vehicleId}\n${m.hour}`, [j.organizationId, j.vehicleId, m.hour, m.state]);
   if (marks.size > 0) {
     const list = [...marks.values()];
     await client.query({
       name: 'rollups.marks',
-      text: `INSERT INTO rollup_marks (organization_id, vehicle_id, day, state) SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::json[])
-             ON CONFLICT (organization_id, vehicle_id, day) DO UPDATE SET state = excluded.state`,
+      text: `INSERT INTO rollup_marks (organization_id, vehicle_id, hour, state) SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::json[])
+             ON CONFLICT (organization_id, vehicle_id, hour) DO UPDATE SET state = excluded.state`,
       values: [list.map((m) => m[0]), list.map((m) => m[1]), list.map((m) => m[2]), list.map((m) => m[3])],
     });
+    // Every hour's mark for the last two days; before that, a day's first.
+    const days = list.map((m) => Math.floor(m[2] / 24));
+    await thinMarks(client, list.map((m) => m[0]), list.map((m) => m[1]), days.map((d) => (d - 2) * 24), days.map((d) => (d - 1) * 24));
   }
   const late = new Map<string, Judged>();
   for (const j of judged) {
@@ -89,35 +106,42 @@ export async function writeRollups(client: Queryable, judged: readonly Judged[])
   }
 }
 
-/** Replays one vehicle's history from the last day mark before `from` on (its lock held). */
+/** Replays one vehicle's history from the last mark before `from` on (its lock held). */
 async function replay(client: Queryable, organizationId: string, vehicleId: string, from: number): Promise<void> {
-  const markBefore = async (day: number) => (await client.query<{ day: number; state: Mark }>({
+  const markBefore = async (hour: number) => (await client.query<{ hour: number; state: Mark }>({
     name: 'rollups.mark-before',
-    text: 'SELECT day, state FROM rollup_marks WHERE organization_id = $1 AND vehicle_id = $2 AND day < $3 ORDER BY day DESC LIMIT 1',
-    values: [organizationId, vehicleId, day],
+    text: 'SELECT hour, state FROM rollup_marks WHERE organization_id = $1 AND vehicle_id = $2 AND hour < $3 ORDER BY hour DESC LIMIT 1',
+    values: [organizationId, vehicleId, hour],
   })).rows[0];
-  let mark = await markBefore(Math.floor(from / DAY_MS));
+  let mark = await markBefore(Math.floor(from / HOUR_MS));
   // A trip in progress at the mark and not yet counted would be counted twice: start before it began.
-  while (mark !== undefined && !replayable(mark.state)) mark = await markBefore(Math.floor(mark.state.trip.trip!.startedAt / DAY_MS) + 1);
-  const day = mark?.day ?? -1e6;
+  while (mark !== undefined && !replayable(mark.state)) mark = await markBefore(Math.floor(mark.state.trip.trip!.startedAt / HOUR_MS) + 1);
+  const hour = mark?.hour ?? NO_MARK;
+  const day = Math.floor(hour / 24);
   const machine = mark?.state ?? initialMark();
   const roll = machine.roll;
-  // What the mark held back is of the day before, written since.
+  // What the mark held back is of the hour before, written since.
   roll.pend = [];
-  const values = [organizationId, vehicleId, day];
-  await client.query({ name: 'rollups.drop-hours', text: 'DELETE FROM rollup_hours WHERE organization_id = $1 AND vehicle_id = $2 AND hour >= $3', values: [organizationId, vehicleId, day * 24] });
-  await client.query({ name: 'rollups.drop-days', text: 'DELETE FROM rollup_days WHERE organization_id = $1 AND vehicle_id = $2 AND day >= $3', values });
+  await client.query({ name: 'rollups.drop-hours', text: 'DELETE FROM rollup_hours WHERE organization_id = $1 AND vehicle_id = $2 AND hour >= $3', values: [organizationId, vehicleId, hour] });
+  await client.query({ name: 'rollups.drop-days', text: 'DELETE FROM rollup_days WHERE organization_id = $1 AND vehicle_id = $2 AND day >= $3', values: [organizationId, vehicleId, day] });
   const month = monthOfDay(Math.max(day, 0));
   await client.query({ name: 'rollups.drop-months', text: 'DELETE FROM rollup_months WHERE organization_id = $1 AND vehicle_id = $2 AND month >= $3', values: [organizationId, vehicleId, month] });
-  // The month of the mark's day again from its days (the days before the mark are not replayed).
+  // The mark's day again from its hours before the mark, and its month from its days: what is not replayed.
+  await client.query({
+    name: 'rollups.day-from-hours',
+    text: `INSERT INTO rollup_days (${COLUMNS.replace('%', 'day')})
+           SELECT organization_id, vehicle_id, $3, driver_id, sum(distance_m), sum(driving_s), sum(idle_s), sum(engine_s), sum(trips), max(max_speed)
+           FROM rollup_hours WHERE organization_id = $1 AND vehicle_id = $2 AND hour >= $4 AND hour < $5 GROUP BY organization_id, vehicle_id, driver_id`,
+    values: [organizationId, vehicleId, day, day * 24, hour],
+  });
   await client.query({
     name: 'rollups.month-from-days',
     text: `INSERT INTO rollup_months (${COLUMNS.replace('%', 'month')})
            SELECT organization_id, vehicle_id, $3, driver_id, sum(distance_m), sum(driving_s), sum(idle_s), sum(engine_s), sum(trips), max(max_speed)
            FROM rollup_days WHERE organization_id = $1 AND vehicle_id = $2 AND day >= $4 AND day < $5 GROUP BY organization_id, vehicle_id, driver_id`,
-    values: [organizationId, vehicleId, month, firstDayOfMonth(month), day],
+    values: [organizationId, vehicleId, month, firstDayOfMonth(month), day + 1],
   });
-  await client.query({ name: 'rollups.drop-marks', text: 'DELETE FROM rollup_marks WHERE organization_id = $1 AND vehicle_id = $2 AND day > $3', values });
+  await client.query({ name: 'rollups.drop-marks', text: 'DELETE FROM rollup_marks WHERE organization_id = $1 AND vehicle_id = $2 AND hour > $3', values: [organizationId, vehicleId, hour] });
   const { rows: assigned } = await client.query<{ driver_id: string; started_at: string; ended_at: string | null }>({
     name: 'rollups.assignments',
     text: 'SELECT driver_id, started_at, ended_at FROM driver_assignments WHERE organization_id = $1 AND vehicle_id = $2 ORDER BY started_at, id',
@@ -134,22 +158,23 @@ async function replay(client: Queryable, organizationId: string, vehicleId: stri
     });
     for (const row of rows) {
       const t = Number(row.ts);
-      if (roll.t !== null && Math.floor(t / DAY_MS) > Math.floor(roll.t / DAY_MS)) marks.push([Math.floor(t / DAY_MS), JSON.stringify(machine)]);
+      if (roll.t !== null && Math.floor(t / HOUR_MS) > Math.floor(roll.t / HOUR_MS)) marks.push([Math.floor(t / HOUR_MS), JSON.stringify(machine)]);
       feedRollup(machine, { timestamp: t, data: JSON.parse(row.data) as Record<string, unknown> }, timeline.at(t), HOUR_MS, tallies);
     }
     if (rows.length < REPLAY_PAGE) break;
   }
-  // The step into the mark's day, and what came before it, were counted already and have not changed.
-  for (const [key, t] of tallies) if (t.bucket < day * 24) tallies.delete(key);
+  // The step into the mark's hour, and what came before it, were counted already and have not changed.
+  for (const [key, t] of tallies) if (t.bucket < hour) tallies.delete(key);
   await addTallies(client, [{ organizationId, vehicleId, tallies: tallies.values() }]);
   if (marks.length > 0) {
     await client.query({
       name: 'rollups.replay-marks',
-      text: `INSERT INTO rollup_marks (organization_id, vehicle_id, day, state) SELECT $1, $2, d, s FROM unnest($3::int[], $4::json[]) AS m (d, s)
-             ON CONFLICT (organization_id, vehicle_id, day) DO UPDATE SET state = excluded.state`,
+      text: `INSERT INTO rollup_marks (organization_id, vehicle_id, hour, state) SELECT $1, $2, h, s FROM unnest($3::int[], $4::json[]) AS m (h, s)
+             ON CONFLICT (organization_id, vehicle_id, hour) DO UPDATE SET state = excluded.state`,
       values: [organizationId, vehicleId, marks.map((m) => m[0]), marks.map((m) => m[1])],
     });
   }
+  if (roll.t !== null) await thinMarks(client, [organizationId], [vehicleId], [hour], [(Math.floor(roll.t / DAY_MS) - 1) * 24]);
   roll.cur = timeline.ongoing();
   // Every tally was written, the last hour's too.
   roll.pend = [];

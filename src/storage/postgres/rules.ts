@@ -15,7 +15,7 @@ import type { MeterStore } from '../../meters/store.ts';
 import { positionCount } from '../../geofences/schema.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
 import { appendEvents } from './events.ts';
-import { writeRollups } from './rollups.ts';
+import { markStaleIn, writeRollups } from './rollups.ts';
 
 const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
 
@@ -95,9 +95,10 @@ async function writeDrivers(client: Queryable, judged: Judged): Promise<EventRec
              FOR UPDATE OF d SKIP LOCKED FOR NO KEY UPDATE OF v SKIP LOCKED`,
       values: [judged.organizationId, driverId, judged.vehicleId],
     });
-    if (rowCount !== 1) continue;
-    const started = await startAssignment(client, deviceAssignment(judged, driverId, at));
-    if ('assignment' in started) for (const e of started.events) events.push(e);
+    const started = rowCount === 1 ? await startAssignment(client, deviceAssignment(judged, driverId, at)) : undefined;
+    if (started !== undefined && 'assignment' in started) for (const e of started.events) events.push(e);
+    // The rollups counted the records with that driver: without the assignment, they are replayed.
+    else await markStaleIn(client, judged.organizationId, judged.vehicleId, at);
   }
   for (const { event, startedAt } of tripEventsOf(judged.events)) event.data.driverId = await driverAt(client, judged.organizationId, judged.vehicleId, startedAt);
   return events;

@@ -11,6 +11,8 @@ import { type AssignmentTimeline, assignmentTimeline, mergeSums, rollupReadSql, 
 import type { WalSync } from './wal-sync.ts';
 
 const TALLY_COLUMNS = 'distance_m, driving_s, idle_s, engine_s, trips, max_speed';
+/** The hour a replay without a mark starts from: before any record. */
+const NO_MARK = -24e6;
 
 /** What a replay needs of the rule state: to write the vehicle's machines' states (its cache with them). */
 export interface RollStates {
@@ -28,7 +30,13 @@ export function createSqliteRollupWrites(db: DatabaseSync) {
   const addHour = add('rollup_hours', 'hour');
   const addDay = add('rollup_days', 'day');
   const addMonth = add('rollup_months', 'month');
-  const putMark = db.prepare('INSERT OR REPLACE INTO rollup_marks (organization_id, vehicle_id, day, state) VALUES (?, ?, ?, ?)');
+  const putMark = db.prepare('INSERT OR REPLACE INTO rollup_marks (organization_id, vehicle_id, hour, state) VALUES (?, ?, ?, ?)');
+  // Of the marks from one hour to another, those that are not the first of their day.
+  const thinMarks = db.prepare(
+    `DELETE FROM rollup_marks WHERE organization_id = ? AND vehicle_id = ? AND hour >= ? AND hour < ?
+     AND hour > (SELECT min(p.hour) FROM rollup_marks p WHERE p.organization_id = rollup_marks.organization_id AND p.vehicle_id = rollup_marks.vehicle_id
+       AND p.hour >= rollup_marks.hour / 24 * 24 AND p.hour < rollup_marks.hour / 24 * 24 + 24)`,
+  );
   const stale = db.prepare(
     `INSERT INTO rollup_stale (organization_id, vehicle_id, from_ts) VALUES (?, ?, ?)
      ON CONFLICT (organization_id, vehicle_id) DO UPDATE SET from_ts = min(from_ts, excluded.from_ts)`,
@@ -55,11 +63,18 @@ export function createSqliteRollupWrites(db: DatabaseSync) {
 
   return {
     addTallies,
+    putMark,
+    thinMarks,
     /** What a commit's judging added: inside the commit's transaction. */
     write(judged: Judged): void {
       const { organizationId, vehicleId } = judged;
       if (judged.tallies.length > 0) addTallies(organizationId, vehicleId, judged.tallies);
-      for (const m of judged.marks) putMark.run(organizationId, vehicleId, m.day, m.state);
+      for (const m of judged.marks) {
+        putMark.run(organizationId, vehicleId, m.hour, m.state);
+        // Every hour's mark for the last two days; before that, a day's first.
+        const day = Math.floor(m.hour / 24);
+        thinMarks.run(organizationId, vehicleId, (day - 2) * 24, (day - 1) * 24);
+      }
       if (judged.late !== null) stale.run(organizationId, vehicleId, judged.late);
     },
     /** The vehicle's rollups are stale from `from` (ms) on (a late record, a changed assignment). */
@@ -75,18 +90,23 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
   const staleOf = db.prepare('SELECT organization_id, vehicle_id, from_ts FROM rollup_stale WHERE (? IS NULL OR organization_id = ?) LIMIT ?');
   const staleOne = db.prepare('SELECT from_ts FROM rollup_stale WHERE organization_id = ? AND vehicle_id = ?');
   const fresh = db.prepare('DELETE FROM rollup_stale WHERE organization_id = ? AND vehicle_id = ?');
-  const markBefore = db.prepare('SELECT day, state FROM rollup_marks WHERE organization_id = ? AND vehicle_id = ? AND day < ? ORDER BY day DESC LIMIT 1');
+  const markBefore = db.prepare('SELECT hour, state FROM rollup_marks WHERE organization_id = ? AND vehicle_id = ? AND hour < ? ORDER BY hour DESC LIMIT 1');
   const dropHours = db.prepare('DELETE FROM rollup_hours WHERE organization_id = ? AND vehicle_id = ? AND hour >= ?');
   const dropDays = db.prepare('DELETE FROM rollup_days WHERE organization_id = ? AND vehicle_id = ? AND day >= ?');
   const dropMonths = db.prepare('DELETE FROM rollup_months WHERE organization_id = ? AND vehicle_id = ? AND month >= ?');
-  // The month of the mark's day again from its days (the days before the mark are not replayed).
+  // The mark's day again from its hours before the mark, and its month from its days: what is not replayed.
+  const dayFromHours = db.prepare(
+    `INSERT INTO rollup_days (organization_id, vehicle_id, day, driver_id, ${TALLY_COLUMNS})
+     SELECT organization_id, vehicle_id, ?, driver_id, sum(distance_m), sum(driving_s), sum(idle_s), sum(engine_s), sum(trips), max(max_speed)
+     FROM rollup_hours WHERE organization_id = ? AND vehicle_id = ? AND hour >= ? AND hour < ? GROUP BY driver_id`,
+  );
   const monthFromDays = db.prepare(
     `INSERT INTO rollup_months (organization_id, vehicle_id, month, driver_id, ${TALLY_COLUMNS})
      SELECT organization_id, vehicle_id, ?, driver_id, sum(distance_m), sum(driving_s), sum(idle_s), sum(engine_s), sum(trips), max(max_speed)
      FROM rollup_days WHERE organization_id = ? AND vehicle_id = ? AND day >= ? AND day < ? GROUP BY driver_id`,
   );
-  const dropMarks = db.prepare('DELETE FROM rollup_marks WHERE organization_id = ? AND vehicle_id = ? AND day > ?');
-  const putMark = db.prepare('INSERT OR REPLACE INTO rollup_marks (organization_id, vehicle_id, day, state) VALUES (?, ?, ?, ?)');
+  const dropMarks = db.prepare('DELETE FROM rollup_marks WHERE organization_id = ? AND vehicle_id = ? AND hour > ?');
+  const { putMark, thinMarks } = writes;
   const records = db.prepare(
     `SELECT ts, data FROM telemetry WHERE organization_id = ? AND vehicle_id = ? AND ts > ?
      UNION ALL SELECT ts, data FROM telemetry_recent WHERE organization_id = ? AND vehicle_id = ? AND ts > ? ORDER BY ts`,
@@ -95,37 +115,40 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
     'SELECT driver_id, started_at, ended_at FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? ORDER BY started_at, id',
   );
 
-  /** Replays one vehicle's history from the last day mark before `from` on (inside the caller's transaction). */
+  /** Replays one vehicle's history from the last mark before `from` on (inside the caller's transaction). */
   function replay(organizationId: string, vehicleId: string, from: number): void {
     const markOf = (before: number) => {
-      const row = markBefore.get(organizationId, vehicleId, before) as { day: number; state: string } | undefined;
-      return row === undefined ? undefined : { day: row.day, state: JSON.parse(row.state) as Mark };
+      const row = markBefore.get(organizationId, vehicleId, before) as { hour: number; state: string } | undefined;
+      return row === undefined ? undefined : { hour: row.hour, state: JSON.parse(row.state) as Mark };
     };
-    let mark = markOf(Math.floor(from / DAY_MS));
+    let mark = markOf(Math.floor(from / HOUR_MS));
     // A trip in progress at the mark and not yet counted would be counted twice: start before it began.
-    while (mark !== undefined && !replayable(mark.state)) mark = markOf(Math.floor(mark.state.trip.trip!.startedAt / DAY_MS) + 1);
-    const day = mark?.day ?? -1e6;
+    while (mark !== undefined && !replayable(mark.state)) mark = markOf(Math.floor(mark.state.trip.trip!.startedAt / HOUR_MS) + 1);
+    const hour = mark?.hour ?? NO_MARK;
+    const day = Math.floor(hour / 24);
     const machine = mark?.state ?? initialMark();
     const roll = machine.roll;
-    // What the mark held back is of the day before, written since.
+    // What the mark held back is of the hour before, written since.
     roll.pend = [];
-    dropHours.run(organizationId, vehicleId, day * 24);
+    dropHours.run(organizationId, vehicleId, hour);
     dropDays.run(organizationId, vehicleId, day);
+    dayFromHours.run(day, organizationId, vehicleId, day * 24, hour);
     const month = monthOfDay(Math.max(day, 0));
     dropMonths.run(organizationId, vehicleId, month);
-    monthFromDays.run(month, organizationId, vehicleId, firstDayOfMonth(month), day);
-    dropMarks.run(organizationId, vehicleId, day);
+    monthFromDays.run(month, organizationId, vehicleId, firstDayOfMonth(month), day + 1);
+    dropMarks.run(organizationId, vehicleId, hour);
     const timeline: AssignmentTimeline = assignmentTimeline(assignments.all(organizationId, vehicleId) as { driver_id: string; started_at: number; ended_at: number | null }[]);
     const tallies: Tallies = new Map();
     const after = roll.t ?? -1;
     for (const row of records.iterate(organizationId, vehicleId, after, organizationId, vehicleId, after) as Iterable<{ ts: number; data: string }>) {
       const t = row.ts;
-      if (roll.t !== null && Math.floor(t / DAY_MS) > Math.floor(roll.t / DAY_MS)) putMark.run(organizationId, vehicleId, Math.floor(t / DAY_MS), JSON.stringify(machine));
+      if (roll.t !== null && Math.floor(t / HOUR_MS) > Math.floor(roll.t / HOUR_MS)) putMark.run(organizationId, vehicleId, Math.floor(t / HOUR_MS), JSON.stringify(machine));
       feedRollup(machine, { timestamp: t, data: JSON.parse(row.data) as Record<string, unknown> }, timeline.at(t), HOUR_MS, tallies);
     }
-    // The step into the mark's day, and what came before it, were counted already and have not changed.
-    for (const [key, t] of tallies) if (t.bucket < day * 24) tallies.delete(key);
+    // The step into the mark's hour, and what came before it, were counted already and have not changed.
+    for (const [key, t] of tallies) if (t.bucket < hour) tallies.delete(key);
     writes.addTallies(organizationId, vehicleId, tallies.values());
+    if (roll.t !== null) thinMarks.run(organizationId, vehicleId, hour, (Math.floor(roll.t / DAY_MS) - 1) * 24);
     roll.cur = timeline.ongoing();
     // Every tally was written, the last hour's too.
     roll.pend = [];

@@ -111,6 +111,8 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
     for (const { driverId, at } of judged.assignments) {
       const started = assignments.start(deviceAssignment(judged, driverId, at));
       if ('assignment' in started) for (const e of started.events) events.push(e);
+      // The rollups counted the records with that driver: without the assignment, they are replayed.
+      else rollups.markStale(judged.organizationId, judged.vehicleId, at);
     }
     for (const { event, startedAt } of tripEventsOf(judged.events)) event.data.driverId = assignments.driverAt(judged.organizationId, judged.vehicleId, startedAt);
     return events;

@@ -1,7 +1,7 @@
 -- Summary report rollups (docs/API.md "Summary reports"). Each vehicle's steps, summed per hour,
 -- day and month (UTC) and per driver ('' for none), kept as records are committed; a late
 -- record or a changed assignment marks the vehicle stale from a time on, and a replay of its
--- history from the day mark before that time puts the sums right.
+-- history from the mark before that time puts the sums right.
 CREATE TABLE rollup_hours (
   organization_id TEXT NOT NULL,
   vehicle_id TEXT NOT NULL,
@@ -53,13 +53,14 @@ CREATE INDEX rollup_hours_by_vehicle ON rollup_hours (organization_id, vehicle_i
 CREATE INDEX rollup_days_by_vehicle ON rollup_days (organization_id, vehicle_id, day);
 CREATE INDEX rollup_months_by_vehicle ON rollup_months (organization_id, vehicle_id, month);
 
--- The rollup machine's state before the first record of each day a vehicle reported on.
+-- The rollup and trip machines' state before the first record of each hour a vehicle reported
+-- in: all of the last two days', then the first of each day.
 CREATE TABLE rollup_marks (
   organization_id TEXT NOT NULL,
   vehicle_id TEXT NOT NULL,
-  day INTEGER NOT NULL,
+  hour INTEGER NOT NULL,
   state TEXT NOT NULL,
-  PRIMARY KEY (organization_id, vehicle_id, day),
+  PRIMARY KEY (organization_id, vehicle_id, hour),
   FOREIGN KEY (organization_id, vehicle_id) REFERENCES vehicles (organization_id, id) ON DELETE CASCADE
 ) STRICT, WITHOUT ROWID;
 
