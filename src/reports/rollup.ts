@@ -88,7 +88,7 @@ export function addTally(a: Tally, b: Tally): void {
   if (b.maxSpeed !== null && (a.maxSpeed === null || b.maxSpeed > a.maxSpeed)) a.maxSpeed = b.maxSpeed;
 }
 
-/** Where a replay starts: the rollup machine's state and the trip machine's, before a day's first record. */
+/** Where a replay starts: the rollup machine's state and the trip machine's, before an hour's first record. */
 export interface Mark {
   roll: RollupState;
   trip: TripState;

@@ -1,6 +1,6 @@
 // Summary report rollups in the embedded store (reports/rollup.ts, docs/API.md "Summary reports"):
 // the telemetry commit adds each vehicle's tallies, inside its transaction; a late record or a
-// changed assignment marks the vehicle stale, and `repair` replays its history from the day mark
+// changed assignment marks the vehicle stale, and `repair` replays its history from the mark
 // before that, inside a transaction of its own (one process owns the file: no commit runs meanwhile).
 import type { DatabaseSync } from 'node:sqlite';
 import { setImmediate as nextTurn } from 'node:timers/promises';
