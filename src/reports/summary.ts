@@ -10,6 +10,7 @@ import type { AssignmentRecord, DriverStore } from '../drivers/store.ts';
 import { unknownGroups } from '../groups/scope.ts';
 import type { GroupStore } from '../groups/store.ts';
 import { SCANS } from '../history/service.ts';
+import { rollupData } from '../history/motion-data.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
 import type { SummaryReader, SummaryRequest, SummaryRow } from './model.ts';
@@ -168,7 +169,7 @@ export function createSummaryService(deps: {
       const machine = initialMark();
       const tallies: Tallies = new Map();
       // Past the end, until the last step that starts before it is complete and no trip begun before it waits to be counted.
-      const scan = deps.telemetry.scan(organizationId, vehicleId, { from: 0, to: Number.MAX_SAFE_INTEGER }, { ...SCANS.report, decode: (text) => JSON.parse(text) as Record<string, unknown> });
+      const scan = deps.telemetry.scan(organizationId, vehicleId, { from: 0, to: Number.MAX_SAFE_INTEGER }, { ...SCANS.report, decode: rollupData });
       try {
         reading: for await (const page of scan) {
           for (const record of page) {

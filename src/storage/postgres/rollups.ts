@@ -3,6 +3,7 @@
 // holding each vehicle's lock (rules.ts `judgeInCommit`); a replay takes the same lock, so it and a
 // commit of that vehicle never interleave, and two nodes never replay one vehicle at once.
 import type { Judged } from '../../rules/store.ts';
+import { rollupData } from '../../history/motion-data.ts';
 import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type PackedTally, type TallyRow, addTally, emptyTally, feedRollup, firstDayOfMonth, initialMark, monthOfDay, replayable, unpackTally } from '../../reports/rollup.ts';
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
 import { assignmentTimeline, mergeSums, rollupReadSql, staleBatch } from '../rollup-rows.ts';
@@ -159,7 +160,7 @@ async function replay(client: Queryable, organizationId: string, vehicleId: stri
     for (const row of rows) {
       const t = Number(row.ts);
       if (roll.t !== null && Math.floor(t / HOUR_MS) > Math.floor(roll.t / HOUR_MS)) marks.push([Math.floor(t / HOUR_MS), JSON.stringify(machine)]);
-      feedRollup(machine, { timestamp: t, data: JSON.parse(row.data) as Record<string, unknown> }, timeline.at(t), HOUR_MS, tallies);
+      feedRollup(machine, { timestamp: t, data: rollupData(row.data) }, timeline.at(t), HOUR_MS, tallies);
     }
     if (rows.length < REPLAY_PAGE) break;
   }

@@ -5,6 +5,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Judged } from '../../rules/store.ts';
+import { rollupData } from '../../history/motion-data.ts';
 import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type PackedTally, type TallyRow, feedRollup, firstDayOfMonth, initialMark, monthOfDay, replayable, unpackTally } from '../../reports/rollup.ts';
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
 import { type AssignmentTimeline, assignmentTimeline, mergeSums, rollupReadSql, staleBatch, sumInto } from '../rollup-rows.ts';
@@ -143,7 +144,7 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
     for (const row of records.iterate(organizationId, vehicleId, after, organizationId, vehicleId, after) as Iterable<{ ts: number; data: string }>) {
       const t = row.ts;
       if (roll.t !== null && Math.floor(t / HOUR_MS) > Math.floor(roll.t / HOUR_MS)) putMark.run(organizationId, vehicleId, Math.floor(t / HOUR_MS), JSON.stringify(machine));
-      feedRollup(machine, { timestamp: t, data: JSON.parse(row.data) as Record<string, unknown> }, timeline.at(t), HOUR_MS, tallies);
+      feedRollup(machine, { timestamp: t, data: rollupData(row.data) }, timeline.at(t), HOUR_MS, tallies);
     }
     // The step into the mark's hour, and what came before it, were counted already and have not changed.
     for (const [key, t] of tallies) if (t.bucket < hour) tallies.delete(key);
