@@ -3,7 +3,7 @@
 // fleet whose records went through the commit.
 import type { Principal } from '../src/auth/scopes.ts';
 import { createRuleEngine } from '../src/rules/engine.ts';
-import { createSummaryService } from '../src/reports/summary.ts';
+import { summaryServiceOf } from '../src/reports/summary.ts';
 import type { SummaryRequest } from '../src/reports/model.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import { mergeLatest } from '../src/telemetry/latest.ts';
@@ -27,9 +27,7 @@ async function timed(times: number, fn: () => Promise<unknown>): Promise<number>
 }
 
 function serviceOf(stores: ReturnType<typeof createSqliteStores>, organizationId: string) {
-  const service = createSummaryService({
-    rollups: stores.rollups, telemetry: stores.telemetry, vehicles: stores.vehicles, drivers: stores.drivers, groups: stores.groups, assertSees: async () => {},
-  });
+  const service = summaryServiceOf(stores);
   const who: Principal = { organizationId, credentialId: 'bench', scopes: new Set(), platform: false };
   return { service, who };
 }

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { generateApiKey } from '../src/auth/keys.ts';
 import { historyOf as history, request, startFleet, tempDir, withTimeout } from './helpers/process.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
-import { createSummaryService } from '../src/reports/summary.ts';
+import { summaryServiceOf } from '../src/reports/summary.ts';
 
 const VEHICLES = Array.from({ length: 8 }, (_, i) => `crash-${i + 1}`);
 /** Clients and what each sends per request. */
@@ -154,9 +154,7 @@ test('every acknowledged record survives SIGKILL; the latest state is the newest
   const stores = createSqliteStores(path.join(cwd, 'data', 'fleet.db'));
   try {
     const organizationId = (stores.db.prepare('SELECT organization_id FROM vehicles LIMIT 1').get() as { organization_id: string }).organization_id;
-    const service = createSummaryService({
-      rollups: stores.rollups, telemetry: stores.telemetry, vehicles: stores.vehicles, drivers: stores.drivers, groups: stores.groups, assertSees: async () => {},
-    });
+    const service = summaryServiceOf(stores);
     const who = { organizationId, credentialId: 'test', scopes: new Set<never>(), platform: false };
     const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
     const request = { from: day(T0), to: day(Date.now() + 86_400_000), timezone: 'UTC', groupBy: 'vehicle' as const };

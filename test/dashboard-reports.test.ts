@@ -17,6 +17,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import type { SummaryRow } from '../src/reports/model.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { freePort, openBrowser, skipUnlessChromium, signInWithPassword } from './helpers/browser.ts';
 
@@ -30,23 +31,11 @@ const MARKUP = 'Ada <img src="/none.png" data-injected onerror="window.ran=1">';
 
 const skip = skipUnlessChromium('the dashboard reports browser tests');
 
-interface Row {
-  vehicleId?: string;
-  driverId?: string;
-  date?: string;
-  distanceKm: number;
-  drivingSeconds: number;
-  idleSeconds: number;
-  engineHours: number;
-  trips: number;
-  maxSpeed: number | null;
-}
-
 const DAY = 86_400_000;
 const dateOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /** A row as the page is expected to show it: key, km to 0.1, h:mm, h:mm, hours to 0.01, trips, km/h. */
-function shown(row: Row, key: string): string[] {
+function shown(row: SummaryRow, key: string): string[] {
   const hm = (seconds: number) => {
     const minutes = Math.round(seconds / 60);
     return `${Math.floor(minutes / 60)}:${String(minutes % 60).padStart(2, '0')}`;
@@ -110,7 +99,7 @@ test('the dashboard\'s reports: a summary by vehicle, group, driver and day as t
   const apiRows = async (query: Record<string, string>) => {
     const res = await ctx.request('GET', '/v2/reports/summary', { query: { from, to, timezone: 'UTC', ...query } });
     assert.equal(res.statusCode, 200, res.body);
-    return res.json<{ rows: Row[] }>().rows;
+    return res.json<{ rows: SummaryRow[] }>().rows;
   };
 
   mkdirSync(SHOTS, { recursive: true });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { EventPort } from '../src/events/port.ts';
 import { createVehicleScope } from '../src/groups/scope.ts';
-import { createSummaryService } from '../src/reports/summary.ts';
+import { summaryServiceOf } from '../src/reports/summary.ts';
 import { SUMMARY_COLUMNS } from '../src/reports/model.ts';
 import { startReportChecks } from '../src/reports/schedules/check.ts';
 import { lastComplete, latestDue, periodStart, periodToMake } from '../src/reports/schedules/model.ts';
@@ -53,10 +53,7 @@ const reports = async (ctx: TestApp, query = '') => ok<{ reports: Report[]; tota
  */
 function ownCheck(stores: Stores, clock: ManualClock, organizationId: string) {
   const silent: EventPort = { emit: () => undefined };
-  const summaries = createSummaryService({
-    rollups: stores.rollups, telemetry: stores.telemetry, vehicles: stores.vehicles, drivers: stores.drivers, groups: stores.groups,
-    assertSees: createVehicleScope(stores.groups).assertSees,
-  });
+  const summaries = summaryServiceOf(stores, createVehicleScope(stores.groups).assertSees);
   const service = createReportScheduleService({ store: stores.reportSchedules, groups: stores.groups, summaries, clock, events: silent });
   const warnings: string[] = [];
   const checks = startReportChecks({

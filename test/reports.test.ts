@@ -10,7 +10,7 @@ import { manualClock } from './helpers/clock.ts';
 import { skipUnlessPostgres } from './helpers/postgres.ts';
 import { rng } from './helpers/random.ts';
 import { haversineMeters } from '../src/history/trips.ts';
-import { createSummaryService } from '../src/reports/summary.ts';
+import { summaryServiceOf } from '../src/reports/summary.ts';
 import type { SummaryRequest, SummaryRow } from '../src/reports/model.ts';
 import type { Principal } from '../src/auth/scopes.ts';
 
@@ -39,10 +39,7 @@ function problem(res: { statusCode: number; body: string; json<T>(): T }, status
 
 /** The rows as the API would give them from history (what the rollups must agree with). */
 function oracle(ctx: TestApp) {
-  const service = createSummaryService({
-    rollups: ctx.stores.rollups, telemetry: ctx.stores.telemetry, vehicles: ctx.stores.vehicles, drivers: ctx.stores.drivers, groups: ctx.stores.groups,
-    assertSees: async () => {},
-  });
+  const service = summaryServiceOf(ctx.stores);
   const who: Principal = { organizationId: ctx.organizationId, credentialId: 'test', scopes: new Set(), platform: false };
   return (request: SummaryRequest) => service.fromHistory(who, request).then((r) => r.rows);
 }

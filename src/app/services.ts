@@ -23,7 +23,7 @@ import { createDriverService } from '../drivers/service.ts';
 import { createMeterService } from '../meters/service.ts';
 import { createMaintenanceService } from '../maintenance/service.ts';
 import { startMaintenanceChecks } from '../maintenance/check.ts';
-import { createSummaryService } from '../reports/summary.ts';
+import { summaryServiceOf } from '../reports/summary.ts';
 import { startRollupRepairs } from '../reports/repair.ts';
 import { createReportScheduleService } from '../reports/schedules/service.ts';
 import { startReportChecks } from '../reports/schedules/check.ts';
@@ -108,9 +108,7 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   const maintenanceChecks = startMaintenanceChecks({
     store: stores.maintenance, service: maintenance, clock, log, intervalMs: config.maintenance.checkSeconds * 1000,
   });
-  const summaries = createSummaryService({
-    rollups: stores.rollups, telemetry: stores.telemetry, vehicles: stores.vehicles, drivers: stores.drivers, groups: stores.groups, assertSees: vehicleScope.assertSees,
-  });
+  const summaries = summaryServiceOf(stores, vehicleScope.assertSees);
   const rollupRepairs = startRollupRepairs({ store: stores.rollups, log });
   const reportSchedules = createReportScheduleService({ store: stores.reportSchedules, groups: stores.groups, summaries, clock, events });
   const reportChecks = startReportChecks({

@@ -13,6 +13,7 @@ import { SCANS } from '../history/service.ts';
 import { rollupData } from '../history/motion-data.ts';
 import type { TelemetryStore } from '../telemetry/store.ts';
 import type { VehicleStore } from '../vehicles/store.ts';
+import type { Stores } from '../storage/stores.ts';
 import type { SummaryReader, SummaryRequest, SummaryRow } from './model.ts';
 import { DAY_MS, HOUR_MS, STEP_GAP_MS, type Tallies, type Tally, addTally, emptyTally, feedRollup, firstDayOfMonth, initialMark, monthOfDay } from './rollup.ts';
 import type { RollupStore, Span } from './store.ts';
@@ -29,6 +30,14 @@ const QUARTER_MS = 900_000;
 const REPAIR_ROUNDS = 20;
 
 export type SummaryService = ReturnType<typeof createSummaryService>;
+
+/** The service over a set of stores; by default every credential sees every vehicle (tests and benchmarks). */
+export function summaryServiceOf(
+  stores: Pick<Stores, 'rollups' | 'telemetry' | 'vehicles' | 'drivers' | 'groups'>,
+  assertSees: (who: Principal, vehicleIds: readonly string[]) => Promise<void> = async () => {},
+): SummaryService {
+  return createSummaryService({ rollups: stores.rollups, telemetry: stores.telemetry, vehicles: stores.vehicles, drivers: stores.drivers, groups: stores.groups, assertSees });
+}
 
 function badQuery(path: string, message: string): AppError {
   return new AppError('validation-failed', `${path.slice(1)}: ${message}.`, { errors: [{ in: 'query', path, message }] });
@@ -49,6 +58,24 @@ interface Range {
   dates: string[];
   /** starts[i]: the first instant of dates[i]; starts[dates.length]: of `to`. */
   starts: number[];
+  /** Every day starts at a UTC midnight: the daily rollups cut it exactly. */
+  utcDays: boolean;
+}
+
+/** Sums by key, sorted by it, as rows: keys are ids, or indexes of the range's dates (by day). */
+function rowsOf(sums: Map<string | number, Tally>, groupBy: SummaryRequest['groupBy'], range: Range): SummaryRow[] {
+  const member = groupBy === 'vehicle' ? 'vehicleId' : groupBy === 'driver' ? 'driverId' : 'date';
+  return [...sums].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map(([key, t]) => rowOf(member, groupBy === 'day' ? range.dates[key as number]! : key as string, t));
+}
+
+/** Adds `t` to the sums of `key`. */
+function addTo(sums: Map<string | number, Tally>, key: string | number, t: Tally): void {
+  const known = sums.get(key);
+  if (known !== undefined) return addTally(known, t);
+  const sum = emptyTally();
+  addTally(sum, t);
+  sums.set(key, sum);
 }
 
 /** The index of the date whose day holds `t` (starts ascending), or -1 outside the range. */
@@ -92,7 +119,8 @@ export function createSummaryService(deps: {
     if (days <= 0) throw badQuery('/from', 'must be before to');
     if (days > MAX_SUMMARY_DAYS) throw badQuery('/to', `must be at most ${MAX_SUMMARY_DAYS} days after from`);
     const dates = Array.from({ length: days }, (_, i) => addDays(request.from, i));
-    return { dates, starts: [...dates, request.to].map((d) => startOfDate(d, request.timezone)) };
+    const starts = [...dates, request.to].map((d) => startOfDate(d, request.timezone));
+    return { dates, starts, utcDays: starts.every((t) => t % DAY_MS === 0) };
   }
 
   /** The vehicles counted: null for the whole organization. */
@@ -121,31 +149,24 @@ export function createSummaryService(deps: {
     const start = range.starts[0]! / HOUR_MS;
     const end = range.starts.at(-1)! / HOUR_MS;
     const { groupBy } = request;
-    /** Sums by key: a vehicle's or driver's id, or the date's index. */
-    const sums = new Map<string | number, Tally>();
-    const add = (key: string | number, t: Tally) => {
-      const known = sums.get(key);
-      if (known === undefined) sums.set(key, { ...emptyTally(), ...t });
-      else addTally(known, t);
-    };
+    /** By day, the unit of the rows' keys: days where the zone's days are UTC's, else hours. */
+    const unit = range.utcDays ? DAY_MS : HOUR_MS;
     const [rows, pending] = await Promise.all([
       groupBy !== 'day' ? deps.rollups.sums(organizationId, { vehicles, by: groupBy, ...spansOf(start, end) })
-      : range.starts.every((t) => t % DAY_MS === 0) ? deps.rollups.sums(organizationId, { vehicles, by: 'day', months: [], days: [[start / 24, end / 24]], hours: [] })
+      : range.utcDays ? deps.rollups.sums(organizationId, { vehicles, by: 'day', months: [], days: [[start / 24, end / 24]], hours: [] })
       : deps.rollups.sums(organizationId, { vehicles, by: 'hour', months: [], days: [], hours: [[start, end]] }),
       deps.rollups.pending(organizationId, vehicles),
     ]);
-    const unit = groupBy !== 'day' ? 0 : range.starts.every((t) => t % DAY_MS === 0) ? DAY_MS : HOUR_MS;
-    for (const r of rows) add(unit === 0 ? String(r.key) : dateIndex(range.starts, Number(r.key) * unit), r);
+    const sums = new Map<string | number, Tally>();
+    for (const r of rows) addTo(sums, groupBy !== 'day' ? String(r.key) : dateIndex(range.starts, Number(r.key) * unit), r);
     // The last hour of each vehicle, not written to the rollups yet.
     for (const { vehicleId, tallies } of pending) {
       for (const t of tallies) {
         if (t.bucket < start || t.bucket >= end || (groupBy === 'driver' && t.driver === '')) continue;
-        add(groupBy === 'vehicle' ? vehicleId : groupBy === 'driver' ? t.driver : dateIndex(range.starts, t.bucket * HOUR_MS), t);
+        addTo(sums, groupBy === 'vehicle' ? vehicleId : groupBy === 'driver' ? t.driver : dateIndex(range.starts, t.bucket * HOUR_MS), t);
       }
     }
-    const member = groupBy === 'vehicle' ? 'vehicleId' : groupBy === 'driver' ? 'driverId' : 'date';
-    return [...sums].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
-      .map(([key, t]) => rowOf(member, groupBy === 'day' ? range.dates[key as number]! : key as string, t));
+    return rowsOf(sums, groupBy, range);
   }
 
   /** Every vehicle of the organization (a history summary of the whole fleet). */
@@ -162,7 +183,7 @@ export function createSummaryService(deps: {
   async function fromHistory(organizationId: string, request: SummaryRequest, range: Range, vehicles: readonly string[] | null): Promise<SummaryRow[]> {
     const start = range.starts[0]!;
     const end = range.starts.at(-1)!;
-    const byKey = new Map<string, Tally>();
+    const sums = new Map<string | number, Tally>();
     for (const vehicleId of vehicles ?? (await allVehicles(organizationId))) {
       const assigned: AssignmentRecord[] = await deps.drivers.assignments(organizationId, { vehicleId, limit: 1_000_000 });
       const timeline = assignmentTimeline(assigned.reverse().map((a) => ({ driver_id: a.driverId, started_at: a.startedAt, ended_at: a.endedAt })));
@@ -185,15 +206,10 @@ export function createSummaryService(deps: {
         const at = t.bucket * QUARTER_MS;
         if (at < start || at >= end) continue;
         if (request.groupBy === 'driver' && t.driver === '') continue;
-        const key = request.groupBy === 'vehicle' ? vehicleId : request.groupBy === 'driver' ? t.driver : String(dateIndex(range.starts, at)).padStart(6, '0');
-        let sum = byKey.get(key);
-        if (sum === undefined) byKey.set(key, (sum = emptyTally()));
-        addTally(sum, t);
+        addTo(sums, request.groupBy === 'vehicle' ? vehicleId : request.groupBy === 'driver' ? t.driver : dateIndex(range.starts, at), t);
       }
     }
-    const member = request.groupBy === 'vehicle' ? 'vehicleId' : request.groupBy === 'driver' ? 'driverId' : 'date';
-    return [...byKey].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
-      .map(([key, t]) => rowOf(member, request.groupBy === 'day' ? range.dates[Number(key)]! : key, t));
+    return rowsOf(sums, request.groupBy, range);
   }
 
   /** Brings the organization's stale rollups up to date (late records, changed assignments). */

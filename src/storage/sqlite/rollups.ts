@@ -2,7 +2,7 @@
 // the telemetry commit adds each vehicle's tallies, inside its transaction; a late record or a
 // changed assignment marks the vehicle stale, and `repair` replays its history from the mark
 // before that, inside a transaction of its own (one process owns the file: no commit runs meanwhile).
-import type { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Judged } from '../../rules/store.ts';
 import { rollupData } from '../../history/motion-data.ts';
@@ -173,6 +173,13 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
   }
 
   const reads = rollupReadSql('sqlite');
+  // A few shapes of statement (per table, with or without a vehicle filter), each prepared once.
+  const statements = new Map<string, StatementSync>();
+  const statement = (sql: string) => {
+    let prepared = statements.get(sql);
+    if (prepared === undefined) statements.set(sql, (prepared = reader.prepare(sql)));
+    return prepared;
+  };
   const pending = reader.prepare(
     `SELECT vehicle_id, json_extract(rollup, '$.pend') AS pend FROM vehicle_rule_state
      WHERE organization_id = ? AND rollup IS NOT NULL AND json_array_length(rollup, '$.pend') > 0`,
@@ -191,7 +198,7 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
         .map((r) => ({ vehicleId: r.vehicle_id, tallies: (JSON.parse(r.pend) as PackedTally[]).map(unpackTally) }));
     },
     async sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]> {
-      return mergeSums(reads(organizationId, query).map(({ sql, params }) => reader.prepare(sql).all(...(params as (string | number | null)[])) as unknown as SumsRow[]));
+      return mergeSums(reads(organizationId, query).map(({ sql, params }) => statement(sql).all(...(params as (string | number | null)[])) as unknown as SumsRow[]));
     },
   };
 }
