@@ -78,6 +78,7 @@ const unique = (prefix: string) => `${prefix}-${++counter}`;
 /** A valid body for every route that takes one, keyed by route url. */
 const BODIES: Record<string, (vehicleId: string) => unknown> = {
   '/v2/fleet/vehicles': () => ({ vehicleId: unique('new'), type: 'van' }),
+  '/v2/fleet/vehicles/batch': () => ({ vehicles: [{ vehicleId: unique('new-batch'), type: 'van' }] }),
   '/api/v1/fleet': () => ({ vehicleId: unique('new-v1'), type: 'truck' }),
   '/v2/fleet/vehicles/:id/status': () => ({ status: 'active' }),
   '/api/v1/vehicles/:id/status': () => ({ status: 'active' }),
@@ -178,6 +179,7 @@ const KNOWN_ROUTES: Record<string, number> = {
   'GET /metrics': 200,
   'GET /v2/fleet/vehicles': 200,
   'POST /v2/fleet/vehicles': 201,
+  'POST /v2/fleet/vehicles/batch': 200,
   'GET /v2/fleet/vehicles/:id': 200,
   'DELETE /v2/fleet/vehicles/:id': 204,
   'PUT /v2/fleet/vehicles/:id/status': 200,

@@ -318,9 +318,27 @@ describe('npm run simulate', { concurrency: 2 }, () => {
     assert.deepEqual(counters, { sent: 0, accepted: 0, duplicates: 0, errors: 0, skipped: 0, lastError: undefined, failingSince: undefined });
   });
 
-  test('setup waits out the rate limit, however often a registration is refused, and registers every vehicle', { timeout: TEST_TIMEOUT }, async (t) => {
+  test('setup registers 1000 vehicles a request, saying how far it got', { timeout: TEST_TIMEOUT }, async (t) => {
     const key = adminKey();
-    // Two requests a second against eight registrations at a time: most are refused (429) several times over.
+    const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: key, FLEET_MQTT_PORT: '0' } });
+    const sim = simulate(t, ['--url', fleet.url, '--vehicles', '1001', '--rate', '0.05', '--prefix', 'bulk'], key);
+    await sim.waitFor(() => sim.stdout().includes('1001 vehicles (1001 newly registered)'), 'every vehicle registered', 60_000);
+    sim.child.kill('SIGTERM');
+    assert.deepEqual(await withTimeout(sim.closed, 10_000, 'the simulator to stop'), { code: 0, signal: null }, sim.stderr());
+    assert.match(sim.stdout(), /registered 1000 of 1001 vehicles\n.*registered 1001 of 1001 vehicles\n/);
+    const drivers = Number(/(\d+) drivers newly registered/.exec(sim.stdout())?.[1]);
+    assert.ok(drivers > 100 && drivers <= 300, `drivers registered a request each: ${drivers} (readers in the first 100 vehicles only)`);
+    const metrics = await (await request(fleet, 'GET', '/metrics', { key })).text();
+    const batches = /fleet_http_requests_total\{[^}]*route="\/v2\/fleet\/vehicles\/batch"[^}]*status_code="200"[^}]*\} (\d+)/.exec(metrics);
+    assert.equal(batches?.[1], '2', 'two registration requests for 1001 vehicles');
+    const list = await json(request(fleet, 'GET', '/v2/fleet/vehicles?limit=1000&offset=1000', { key }));
+    assert.equal(list.total, 1001);
+    assert.deepEqual(list.vehicles.map((v: any) => v.id), ['bulk-1001']);
+  });
+
+  test('setup waits out the rate limit, however often a request is refused, and registers every vehicle', { timeout: TEST_TIMEOUT }, async (t) => {
+    const key = adminKey();
+    // Two requests a second against the setup's requests (eight drivers at a time): most are refused (429) several times over.
     const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: key, FLEET_MQTT_PORT: '0', FLEET_RATE_LIMIT_REQUESTS: '2', FLEET_RATE_LIMIT_WINDOW_SECONDS: '1' } });
     const sim = simulate(t, ['--url', fleet.url, '--vehicles', '12', '--rate', '1', '--prefix', 'rl'], key);
     await sim.waitFor(() => sim.stdout().includes('12 vehicles (12 newly registered)'), 'every vehicle registered', 30_000);
@@ -336,8 +354,9 @@ describe('npm run simulate', { concurrency: 2 }, () => {
       }
     };
     const metrics = await (await read('/metrics')).text();
-    const refusals = /fleet_http_requests_total\{[^}]*route="\/v2\/fleet\/vehicles"[^}]*status_code="429"[^}]*\} (\d+)/.exec(metrics);
-    assert.ok(refusals !== null && Number(refusals[1]) >= 8, `registrations refused: ${refusals?.[1] ?? 0}`);
+    const refusals = [...metrics.matchAll(/fleet_http_requests_total\{[^}]*route="\/v2\/(?:fleet\/vehicles\/batch|drivers)"[^}]*status_code="429"[^}]*\} (\d+)/g)]
+      .reduce((sum, m) => sum + Number(m[1]), 0);
+    assert.ok(refusals >= 8, `registrations refused: ${refusals}`);
     const list = await json(read('/v2/fleet/vehicles?limit=1000'));
     assert.deepEqual(list.vehicles.map((v: any) => v.id), Array.from({ length: 12 }, (_, i) => `rl-${String(i + 1).padStart(4, '0')}`));
   });

@@ -93,6 +93,62 @@ describe('registration', () => {
   }
 });
 
+describe('batch registration', () => {
+  const batch = (vehicles: unknown[]) => ctx.request('POST', '/v2/fleet/vehicles/batch', { body: { vehicles } });
+
+  test('registers the ids not taken, each as one registration would, and says what became of each in order', async () => {
+    await ctx.registerVehicle('bat-2');
+    const res = await batch([
+      { vehicleId: 'bat-1', type: 'van', configuration: { capacity: 4 } },
+      { vehicleId: 'bat-2', type: 'bus' },
+      { vehicleId: 'bat-3', type: 'robot', name: 'R3' },
+    ]);
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(res.json(), {
+      created: 2, existing: 1,
+      vehicles: [{ id: 'bat-1', outcome: 'created' }, { id: 'bat-2', outcome: 'exists' }, { id: 'bat-3', outcome: 'created' }],
+    });
+    const one = (await ctx.request('GET', '/v2/fleet/vehicles/bat-1')).json();
+    assert.deepEqual([one.status, one.type, one.configuration], ['registered', 'van', { capacity: 4 }]);
+    assert.equal((await ctx.request('GET', '/v2/fleet/vehicles/bat-2')).json().type, 'van', 'a taken id is left as it was');
+    assert.equal((await ctx.request('GET', '/v2/fleet/vehicles/bat-3')).json().name, 'R3');
+    const feed = (await ctx.request('GET', '/v2/events', { query: { types: 'vehicle.registered', limit: '1000' } })).json<{ events: Array<{ vehicleId: string }> }>();
+    assert.deepEqual(feed.events.map((e) => e.vehicleId).filter((id) => id.startsWith('bat-')).sort(), ['bat-1', 'bat-2', 'bat-3'], 'one event per vehicle registered');
+    const again = await batch([{ vehicleId: 'bat-1', type: 'van' }, { vehicleId: 'bat-3', type: 'van' }]);
+    assert.deepEqual(again.json(), { created: 0, existing: 2, vehicles: [{ id: 'bat-1', outcome: 'exists' }, { id: 'bat-3', outcome: 'exists' }] }, 'sent again: nothing changes');
+  });
+
+  test('all or none: a bad vehicle or an id twice answers 400 naming each by index; an unknown group 404; nothing stored', async () => {
+    const bad = assertProblem(await batch([{ vehicleId: 'bad-1', type: 'van' }, { vehicleId: 'bad-2', type: 'plane' }, { vehicleId: 'bad 3', type: 'van' }]), 400, 'validation-failed');
+    const paths = bad.errors.map((e: { path: string }) => e.path);
+    assert.ok(paths.includes('/vehicles/1/type') && paths.includes('/vehicles/2/vehicleId'), JSON.stringify(bad.errors));
+    const twice = assertProblem(await batch([{ vehicleId: 'bad-1', type: 'van' }, { vehicleId: 'bad-4', type: 'van' }, { vehicleId: 'bad-1', type: 'car' }]), 400, 'validation-failed');
+    assert.deepEqual(twice.errors, [{ in: 'body', path: '/vehicles/2/vehicleId', message: 'repeats vehicles/0 ("bad-1")' }]);
+    assertProblem(await batch([{ vehicleId: 'bad-1', type: 'van' }, { vehicleId: 'bad-5', type: 'van', groupIds: ['grp_7Qm2Lw9ZbT4kX1cNp8Rs'] }]), 404, 'group-not-found');
+    for (const empty of [[], undefined]) assertProblem(await ctx.request('POST', '/v2/fleet/vehicles/batch', { body: { vehicles: empty } }), 400, 'validation-failed');
+    const tooMany = Array.from({ length: 1001 }, (_, i) => ({ vehicleId: `many-${i}`, type: 'van' }));
+    assertProblem(await batch(tooMany), 400, 'validation-failed');
+    for (const id of ['bad-1', 'bad-4', 'bad-5', 'many-0']) assert.equal((await ctx.request('GET', `/v2/fleet/vehicles/${id}`)).statusCode, 404, id);
+  });
+
+  test('the quota counts the new vehicles only, all or none; a reader may not register; one audit entry', async () => {
+    const small = await createTestApp({ env: { FLEET_QUOTA_VEHICLES: '3' } });
+    try {
+      const send = (vehicles: unknown[], key?: string) => small.request('POST', '/v2/fleet/vehicles/batch', { body: { vehicles }, ...(key === undefined ? {} : { key }) });
+      assert.equal((await send([{ vehicleId: 'q-1', type: 'van' }, { vehicleId: 'q-2', type: 'van' }])).statusCode, 200);
+      assertProblem(await send([{ vehicleId: 'q-3', type: 'van' }, { vehicleId: 'q-4', type: 'van' }]), 403, 'quota-exceeded');
+      assert.equal((await small.request('GET', '/v2/fleet/vehicles/q-3')).statusCode, 404);
+      assert.deepEqual((await send([{ vehicleId: 'q-1', type: 'van' }, { vehicleId: 'q-3', type: 'van' }])).json().created, 1);
+      assertProblem(await send([{ vehicleId: 'q-9', type: 'van' }], await small.keyWith(['fleet:read'])), 403, 'insufficient-scope');
+      await small.app.auditFlush();
+      const audit = (await small.request('GET', '/v2/audit-log', { query: { action: 'vehicle.batch_created' } })).json<{ entries: Array<{ outcome: string; status: number }> }>();
+      assert.deepEqual(audit.entries.map((e) => [e.outcome, e.status]).sort(), [['denied', 403], ['denied', 403], ['succeeded', 200], ['succeeded', 200]]);
+    } finally {
+      await small.close();
+    }
+  });
+});
+
 describe('status transitions', () => {
   // Reach `from` from a freshly registered vehicle: every state is one step from `registered`.
   async function vehicleIn(from: VehicleStatus, id: string) {

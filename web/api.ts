@@ -6,6 +6,7 @@
 // closes) and only ever travels in the Authorization header, never in a URL.
 
 import type { Schemas } from '../sdk/src/types.ts';
+import { fetchPatiently, retryAfterOf } from './retry.ts';
 
 const KEY_STORAGE = 'fleet.apiKey';
 const CSRF_STORAGE = 'fleet.csrfToken';
@@ -178,12 +179,6 @@ export function whenUnauthorized(handler: (error: ApiError) => void): void {
   onUnauthorized = handler;
 }
 
-function retryAfterOf(res: Response): number | undefined {
-  const value = res.headers.get('retry-after');
-  if (value === null || !/^\d+$/.test(value.trim())) return undefined;
-  return Number(value.trim());
-}
-
 async function problemOf(res: Response, credential: Credential): Promise<ApiError> {
   let body: unknown;
   try {
@@ -241,7 +236,7 @@ export async function api<T>(method: string, path: string, options: RequestOptio
   }
   let res: Response;
   try {
-    res = await fetch(url, init);
+    res = await fetchPatiently(url, init);
   } catch (error) {
     if (error instanceof DOMException && error.name === 'AbortError') throw error;
     throw new ApiError(0, 'Cannot reach the service', 'Check your network connection; the dashboard retries when you reload or act again.');

@@ -55,7 +55,7 @@ export const AUDIT_ACTIONS = [
   'service_record.created', 'sso.configured', 'sso.removed', 'stream.created', 'stream.deleted', 'stream.ticket_issued',
   'user.deleted', 'user.invitation_accepted', 'user.invitation_accepted_failed', 'user.invited', 'user.password_changed', 'user.reinvited',
   'user.totp_disabled', 'user.totp_enabled', 'user.totp_started', 'user.updated',
-  'vehicle.created', 'vehicle.deleted', 'vehicle.meters_set', 'vehicle.status_changed', 'vehicle.updated',
+  'vehicle.batch_created', 'vehicle.created', 'vehicle.deleted', 'vehicle.meters_set', 'vehicle.status_changed', 'vehicle.updated',
   'webhook.created', 'webhook.deleted', 'webhook.delivery_retried', 'webhook.secret_rotated', 'webhook.tested', 'webhook.updated',
 ] as const;
 

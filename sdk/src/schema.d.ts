@@ -1225,6 +1225,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/fleet/vehicles/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register many vehicles
+         * @description Registers up to 1000 vehicles in one transaction, each as `POST /v2/fleet/vehicles` would. An id already taken is not an error: its vehicle is left as it was and its outcome is `exists`, so a batch may be sent again safely. All or none otherwise: a bad vehicle or an id twice in the batch answers 400 naming each, a group that does not exist 404 `group-not-found`, and 403 `quota-exceeded` when the new vehicles would take the organization past its vehicle quota.
+         *
+         *     Needs scope `fleet:write`.
+         */
+        post: operations["registerVehicles"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/geofences": {
         parameters: {
             query?: never;
@@ -4927,6 +4949,23 @@ export interface components {
              * @example 2026-11-22T08:30:00.000Z
              */
             updatedAt: string;
+        };
+        /** @description What a batch registration did, vehicle by vehicle. */
+        VehicleBatchRegistration: {
+            /** @description How many vehicles were registered. */
+            created: number;
+            /** @description How many ids were taken already. */
+            existing: number;
+            /** @description Each vehicle of the request, in its order. */
+            vehicles: {
+                /**
+                 * @description 1 to 64 characters of A-Z a-z 0-9 . _ : -, unique within the organization, case-sensitive.
+                 * @example van-042
+                 */
+                id: string;
+                /** @description `created`: registered now; `exists`: the id was taken already and that vehicle is left as it was. */
+                outcome: "created" | "exists";
+            }[];
         };
         /**
          * @description What the vehicle carries and can do.
@@ -8766,6 +8805,62 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    registerVehicles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Vehicles to register in one request. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "vehicles": [
+                 *         {
+                 *           "vehicleId": "van-042",
+                 *           "type": "van"
+                 *         },
+                 *         {
+                 *           "vehicleId": "van-043",
+                 *           "type": "van",
+                 *           "groupIds": [
+                 *             "grp_7Qm2Lw9ZbT4kX1cNp8Rs"
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description 1 to 1000 vehicles, each id once. */
+                    vehicles: components["schemas"]["VehicleRegistration"][];
+                };
+            };
+        };
+        responses: {
+            /** @description What a batch registration did, vehicle by vehicle. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VehicleBatchRegistration"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
         };
     };
     listGeofences: {

@@ -14,6 +14,7 @@ export interface AuditAction {
 const table = {
   registerVehicle: { action: 'vehicle.created', resource: 'vehicle', id: 'body:vehicleId' },
   v1RegisterVehicle: { action: 'vehicle.created', resource: 'vehicle', id: 'body:vehicleId' },
+  registerVehicles: { action: 'vehicle.batch_created', resource: 'vehicle' },
   updateVehicle: { action: 'vehicle.updated', resource: 'vehicle', id: 'param:id' },
   deleteVehicle: { action: 'vehicle.deleted', resource: 'vehicle', id: 'param:id' },
   changeVehicleStatus: { action: 'vehicle.status_changed', resource: 'vehicle', id: 'param:id' },

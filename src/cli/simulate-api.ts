@@ -136,7 +136,17 @@ function pageFailure(error: unknown): { status: number; problem: unknown } {
  * Lists the vehicles already there (when the key may read the fleet), registers the rest, and
  * reads each existing vehicle's latest telemetry to resume from it (when the key may).
  */
-export async function prepareVehicles(api: Api, options: { vehicles: number; prefix: string; seed: number }): Promise<{ sims: Sim[]; created: number }> {
+/** Vehicles registered per request (the most a batch registration takes). */
+const REGISTRATION_BATCH = 1000;
+/**
+ * How many vehicles (the first ones) have a driver-identification reader: each has two or three
+ * drivers, registered a request each, so a large fleet's setup stays a few hundred requests.
+ */
+export const DRIVER_READERS = 100;
+
+export async function prepareVehicles(
+  api: Api, options: { vehicles: number; prefix: string; seed: number; progress?: (line: string) => void },
+): Promise<{ sims: Sim[]; created: number }> {
   const ids = Array.from({ length: options.vehicles }, (_, i) => `${options.prefix}-${String(i + 1).padStart(4, '0')}`);
   const wanted = new Set(ids);
   let existing: Set<string> | undefined = new Set();
@@ -160,17 +170,23 @@ export async function prepareVehicles(api: Api, options: { vehicles: number; pre
 
   let created = 0;
   const missing = ids.filter((id) => existing === undefined || !existing.has(id));
-  await pool(missing, 8, async (id) => {
-    const { error, response } = await api.setup.POST('/v2/fleet/vehicles', {
-      body: { vehicleId: id, type: typeFor(ids.indexOf(id)), configuration: { sensors: ['gps', 'imu'] } },
+  // A request per REGISTRATION_BATCH vehicles (a fleet of thousands costs a few requests of the
+  // key's rate limit, not thousands), saying how far it got when there are several.
+  for (let at = 0; at < missing.length; at += REGISTRATION_BATCH) {
+    const chunk = missing.slice(at, at + REGISTRATION_BATCH);
+    const { data, error, response } = await api.setup.POST('/v2/fleet/vehicles/batch', {
+      body: { vehicles: chunk.map((id) => ({ vehicleId: id, type: typeFor(ids.indexOf(id)), configuration: { sensors: ['gps', 'imu'] } })) },
     });
-    const code = codeOf(error);
-    if (response.status === 201) created++;
-    else if (response.status === 409 && code === 'vehicle-exists') withTelemetry.add(id);
-    else if (response.status === 403 && code === 'insufficient-scope') {
-      throw new Fatal(`the key may not register vehicles (it needs the fleet:write scope): ${problemText(response.status, error)}`);
-    } else throw new Fatal(`registering ${id} failed: ${problemText(response.status, error)}`);
-  });
+    if (data === undefined) {
+      if (response.status === 403 && codeOf(error) === 'insufficient-scope') {
+        throw new Fatal(`the key may not register vehicles (it needs the fleet:write scope): ${problemText(response.status, error)}`);
+      }
+      throw new Fatal(`registering vehicles ${chunk[0]} to ${chunk.at(-1)} failed: ${problemText(response.status, error)}`);
+    }
+    created += data.created;
+    for (const v of data.vehicles) if (v.outcome === 'exists') withTelemetry.add(v.id);
+    if (missing.length > REGISTRATION_BATCH) options.progress?.(`registered ${Math.min(at + REGISTRATION_BATCH, missing.length)} of ${missing.length} vehicles`);
+  }
 
   const resume = new Map<string, Resume>();
   let mayRead = true;
@@ -186,11 +202,12 @@ export async function prepareVehicles(api: Api, options: { vehicles: number; pre
   });
 
   const now = Date.now();
-  const sims = ids.map((id, i): Sim => ({
-    state: createVehicle(id, types.get(id) ?? typeFor(i), { seed: options.seed, resume: resume.get(id) }),
-    at: now,
-    dropped: retired.has(id),
-  }));
+  const sims = ids.map((id, i): Sim => {
+    const state = createVehicle(id, types.get(id) ?? typeFor(i), { seed: options.seed, resume: resume.get(id) });
+    // Readers in the first vehicles only: their drivers are registered one request each.
+    if (i >= DRIVER_READERS) state.drivers = [];
+    return { state, at: now, dropped: retired.has(id) };
+  });
   if (retired.size > 0) process.stdout.write(`fleet-simulate: skipping retired ${[...retired].join(', ')}\n`);
   if (sims.every((sim) => sim.dropped)) throw new Fatal('every vehicle to simulate is retired; pick another --prefix.');
   return { sims, created };

@@ -58,8 +58,9 @@ never a refusal by Fleet; only Fleet's 0x00 answer to an IMEI is "refused IMEI".
 Vehicles drive loops around the city, stop at lights, park for 5 to 15 minutes now and then (a
 delivery: half of them within their first quarter of an hour), and charge at their depot, so
 trips, stops and reports have something to show early on. Their engines run while they drive
-(ignition), and most have an iButton reader shared by two or three drivers, who take turns at the
-depot: the drivers are registered (with fleet:write), so the records assign them.
+(ignition), and most of the first 100 have an iButton reader shared by two or three drivers, who
+take turns at the depot: the drivers are registered (with fleet:write), so the records assign them.
+Vehicles are registered 1000 a request.
 
 With --protocol or --mqtt the vehicles take commands (POST /v2/fleet/vehicles/{id}/commands), each
 printed: Teltonika trackers and MQTT devices answer getgps with their last fix, setdigout with their
@@ -367,7 +368,7 @@ async function main(): Promise<void> {
   /** What the count of acknowledged records is called: only Fleet's acknowledgements are "accepted". */
   const acknowledged = mqtt === undefined || mqtt.fleetAcks ? 'accepted' : 'acknowledged by the broker';
 
-  const { sims, created } = await prepareVehicles(api, options);
+  const { sims, created } = await prepareVehicles(api, { ...options, progress: (line) => write(`${clock()}  ${line}`) });
   const geofences = options.geofences > 0 ? await prepareGeofences(api, options, sims) : undefined;
   const drivers = await prepareDrivers(api, sims);
 

@@ -6,7 +6,10 @@ import { operation, type TypedOperation } from '../http/typed.ts';
 import { NoContent, pageOf, responses } from '../schema/common.ts';
 import {
   PatchVehicleBody,
+  MAX_REGISTRATION_BATCH,
   RegisterVehicleBody,
+  RegisterVehiclesBody,
+  RegisterVehiclesResult,
   StatusChangeBody,
   StatusHistory,
   StatusHistoryQuery,
@@ -66,6 +69,24 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
     async handler(request, reply) {
       const vehicle = await service.register(request.principal, request.body);
       return reply.code(201).header('location', detailsPath(vehicle.id)).send(toDetails(vehicle));
+    },
+  });
+
+  const registerMany = operation({
+    options: {
+      config: { scope: 'fleet:write' },
+      schema: {
+        summary: 'Register many vehicles',
+        body: RegisterVehiclesBody,
+        response: responses({ 200: RegisterVehiclesResult }, { body: true, errors: [404] }),
+        description: `Registers up to ${MAX_REGISTRATION_BATCH} vehicles in one transaction, each as \`POST /v2/fleet/vehicles\` would. ` +
+          'An id already taken is not an error: its vehicle is left as it was and its outcome is `exists`, so a batch may be sent again safely. ' +
+          'All or none otherwise: a bad vehicle or an id twice in the batch answers 400 naming each, a group that does not exist 404 ' +
+          '`group-not-found`, and 403 `quota-exceeded` when the new vehicles would take the organization past its vehicle quota.',
+      },
+    },
+    async handler(request) {
+      return service.registerMany(request.principal, request.body.vehicles);
     },
   });
 
@@ -166,7 +187,7 @@ export function vehicleOperations(service: VehicleService, latestOf: LatestLooku
     },
   });
 
-  return { list, register, get, update, changeStatus, remove, statusHistory };
+  return { list, register, registerMany, get, update, changeStatus, remove, statusHistory };
 }
 
 /** Mounts one operation, adding the family's own OpenAPI metadata. */

@@ -14,6 +14,7 @@ export async function vehicleRoutesV2(instance: FastifyInstance, opts: { service
   app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
   app.get(base, withMeta(ops.list, { operationId: 'listVehicles', tags }), ops.list.handler);
   app.post(base, withMeta(ops.register, { operationId: 'registerVehicle', tags }), ops.register.handler);
+  app.post(`${base}/batch`, withMeta(ops.registerMany, { operationId: 'registerVehicles', tags }), ops.registerMany.handler);
   app.get(`${base}/:id`, withMeta(ops.get, { operationId: 'getVehicle', tags }), ops.get.handler);
   app.patch(`${base}/:id`, withMeta(ops.update, { operationId: 'updateVehicle', tags }), ops.update.handler);
   app.delete(`${base}/:id`, withMeta(ops.remove, { operationId: 'deleteVehicle', tags }), ops.remove.handler);

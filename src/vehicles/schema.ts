@@ -67,6 +67,35 @@ export const RegisterVehicleBody = named('VehicleRegistration', Type.Object(
 ));
 export type RegisterVehicleBody = Static<typeof RegisterVehicleBody>;
 
+/** The most vehicles one batch registers (as a telemetry batch's records). */
+export const MAX_REGISTRATION_BATCH = 1000;
+
+export const RegisterVehiclesBody = Type.Object(
+  { vehicles: Type.Array(RegisterVehicleBody, { minItems: 1, maxItems: MAX_REGISTRATION_BATCH, description: `1 to ${MAX_REGISTRATION_BATCH} vehicles, each id once.` }) },
+  {
+    additionalProperties: false,
+    description: 'Vehicles to register in one request.',
+    examples: [{ vehicles: [{ vehicleId: 'van-042', type: 'van' }, { vehicleId: 'van-043', type: 'van', groupIds: ['grp_7Qm2Lw9ZbT4kX1cNp8Rs'] }] }],
+  },
+);
+export type RegisterVehiclesBody = Static<typeof RegisterVehiclesBody>;
+
+export const RegistrationOutcome = Type.Union([Type.Literal('created'), Type.Literal('exists')], {
+  description: '`created`: registered now; `exists`: the id was taken already and that vehicle is left as it was.',
+});
+
+export const RegisterVehiclesResult = named('VehicleBatchRegistration', Type.Object(
+  {
+    created: Type.Integer({ minimum: 0, description: 'How many vehicles were registered.' }),
+    existing: Type.Integer({ minimum: 0, description: 'How many ids were taken already.' }),
+    vehicles: Type.Array(Type.Object({ id: VehicleId, outcome: RegistrationOutcome }, { additionalProperties: false }), {
+      description: 'Each vehicle of the request, in its order.',
+    }),
+  },
+  { additionalProperties: false, description: 'What a batch registration did, vehicle by vehicle.' },
+));
+export type RegisterVehiclesResult = Static<typeof RegisterVehiclesResult>;
+
 const listItemProperties = {
   id: VehicleId,
   type: VehicleTypeSchema,

@@ -6,8 +6,8 @@ import { quotaExceeded } from '../quotas.ts';
 import type { EventPort } from '../events/port.ts';
 import { newEvent } from '../events/types.ts';
 import { statusChangedEvent } from './events.ts';
-import type { Configuration, PatchVehicleBody, RegisterVehicleBody, StatusChangeBody, VehicleStatus, VehicleType } from './schema.ts';
-import type { Page, StatusChange, VehicleRecord, VehicleStore } from './store.ts';
+import type { Configuration, PatchVehicleBody, RegisterVehicleBody, RegisterVehiclesResult, StatusChangeBody, VehicleStatus, VehicleType } from './schema.ts';
+import type { NewVehicle, Page, StatusChange, VehicleRecord, VehicleStore } from './store.ts';
 import { TRANSITIONS, canTransition } from './transitions.ts';
 import { type LatestLookup, toDetails } from './view.ts';
 import { groupsShown, groupsToSet, vehicleNotFound } from '../groups/scope.ts';
@@ -34,9 +34,9 @@ export function createVehicleService(deps: {
   const vehicleEvent = (type: 'vehicle.registered' | 'vehicle.updated', v: VehicleRecord) =>
     newEvent(v.organizationId, type, v.id, v.updatedAt, detailsOf(v));
 
-  async function register(who: Principal, body: RegisterVehicleBody): Promise<VehicleRecord> {
+  /** The vehicle a registration makes, with its entry and event; the caller's groups checked. */
+  function newVehicle(who: Principal, body: RegisterVehicleBody, now: number): NewVehicle {
     const groupIds = groupsToSet(who, body.groupIds, undefined) ?? [];
-    const now = clock.now();
     const vehicle: VehicleRecord = {
       organizationId: who.organizationId,
       id: body.vehicleId,
@@ -51,7 +51,11 @@ export function createVehicleService(deps: {
       driverId: null,
     };
     const registration: StatusChange = { from: null, to: 'registered', reason: null, at: now, by: who.credentialId };
-    const events = [vehicleEvent('vehicle.registered', vehicle)];
+    return { vehicle, registration, events: [vehicleEvent('vehicle.registered', vehicle)] };
+  }
+
+  async function register(who: Principal, body: RegisterVehicleBody): Promise<VehicleRecord> {
+    const { vehicle, registration, events } = newVehicle(who, body, clock.now());
     const outcome = await store.insert(vehicle, registration, deps.maxVehicles, events);
     switch (outcome) {
       case 'created':
@@ -65,6 +69,37 @@ export function createVehicleService(deps: {
       case 'unknown-group':
         throw unknownGroup(vehicle.groupIds);
     }
+  }
+
+  /**
+   * Registers every vehicle of `bodies` whose id is not taken, in one transaction: each one's
+   * outcome in order. All or none when one names an unknown group or they pass the quota.
+   */
+  async function registerMany(who: Principal, bodies: readonly RegisterVehicleBody[]): Promise<RegisterVehiclesResult> {
+    const seen = new Map<string, number>();
+    for (const [i, body] of bodies.entries()) {
+      const first = seen.get(body.vehicleId);
+      if (first !== undefined) {
+        throw new AppError('validation-failed', 'Each vehicle may appear once in a batch.', {
+          errors: [{ in: 'body', path: `/vehicles/${i}/vehicleId`, message: `repeats vehicles/${first} ("${body.vehicleId}")` }],
+        });
+      }
+      seen.set(body.vehicleId, i);
+    }
+    const now = clock.now();
+    const registrations = bodies.map((body) => newVehicle(who, body, now));
+    const outcome = await store.insertMany(registrations, deps.maxVehicles);
+    if (outcome === 'quota') throw quotaExceeded(deps.maxVehicles ?? 0, 'vehicles');
+    if (outcome === 'unknown-group') throw unknownGroup([...new Set(registrations.flatMap((r) => r.vehicle.groupIds))]);
+    const created = registrations.filter((_, i) => outcome[i] === 'created');
+    const events = created.flatMap((r) => r.events);
+    if (events.length > 0) deps.events?.emit('recorded', { events });
+    if (created.some((r) => r.vehicle.groupIds.length > 0)) deps.events?.emit('membershipChanged', { organizationId: who.organizationId });
+    return {
+      created: created.length,
+      existing: registrations.length - created.length,
+      vehicles: registrations.map((r, i) => ({ id: r.vehicle.id, outcome: outcome[i]! })),
+    };
   }
 
   /** The vehicle as stored (every group); the routes check a scoped caller sees it (http/vehicle-scope.ts). */
@@ -148,7 +183,7 @@ export function createVehicleService(deps: {
     return store.statusHistory(who.organizationId, id, page);
   }
 
-  return { register, get, list, remove, update, changeStatus, statusHistory };
+  return { register, registerMany, get, list, remove, update, changeStatus, statusHistory };
 }
 
 /** The vehicle as `who` is shown it: a credential limited to groups sees only its own groups in `groupIds`. */

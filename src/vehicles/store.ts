@@ -40,6 +40,13 @@ export interface VehicleFilter extends Page {
   anyOfGroups?: readonly string[];
 }
 
+/** A vehicle to register: the vehicle, its registration entry, and the events it records. */
+export interface NewVehicle {
+  vehicle: VehicleRecord;
+  registration: StatusChange;
+  events: readonly EventRecord[];
+}
+
 /**
  * Persistence of vehicles and their status history. Every call is scoped to one organization:
  * there is deliberately no way to reach a vehicle without naming its organization.
@@ -53,6 +60,13 @@ export interface VehicleStore {
    * the insert), or one of its groups does not exist (`unknown-group`).
    */
   insert(vehicle: VehicleRecord, registration: StatusChange, maxVehicles?: number, events?: readonly EventRecord[]): Promise<'created' | 'exists' | 'quota' | 'unknown-group'>;
+  /**
+   * Several registrations in one transaction, each as `insert` would store it: per registration
+   * `created`, or `exists` (the id is taken; nothing of it is written). All or none: `quota` when
+   * the ones not taken would take the organization past `maxVehicles`, `unknown-group` when one
+   * names a group that does not exist; nothing is stored then. Ids are distinct.
+   */
+  insertMany(registrations: readonly NewVehicle[], maxVehicles?: number): Promise<('created' | 'exists')[] | 'quota' | 'unknown-group'>;
   get(organizationId: string, id: string): Promise<VehicleRecord | undefined>;
   /** Ordered by id ascending, so pages are stable. */
   list(organizationId: string, filter: VehicleFilter): Promise<{ vehicles: VehicleRecord[]; total: number }>;

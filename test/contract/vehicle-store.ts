@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { StatusChange, VehicleRecord } from '../../src/vehicles/store.ts';
-import { type MakeStores, T0, addOrganization, freshStores } from './fixtures.ts';
+import { type MakeStores, T0, addGroups, addOrganization, freshStores } from './fixtures.ts';
 
 export function vehicleStoreContract(name: string, makeStores: MakeStores): void {
   describe(`VehicleStore contract: ${name}`, () => {
@@ -42,6 +42,35 @@ export function vehicleStoreContract(name: string, makeStores: MakeStores): void
       assert.equal(await stores.vehicles.insert(vehicle(b, 'v9'), registration(), 0), 'quota');
       assert.equal(await stores.vehicles.delete(a, 'v1'), true);
       assert.equal(await stores.vehicles.insert(vehicle(a, 'v3'), registration(), 2), 'created', 'deleting freed a place');
+    });
+
+    test('insertMany: the ids not taken are stored, each as insert would; the taken ones left as they were', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      await addGroups(stores, a, ['g1']);
+      assert.equal(await stores.vehicles.insert(vehicle(a, 'm-2'), registration()), 'created');
+      const many = ['m-1', 'm-2', 'm-3'].map((id) => ({ vehicle: vehicle(a, id, { type: 'bus', groupIds: id === 'm-3' ? ['g1'] : [] }), registration: registration(), events: [] }));
+      assert.deepEqual(await stores.vehicles.insertMany(many), ['created', 'exists', 'created']);
+      assert.deepEqual(await stores.vehicles.get(a, 'm-1'), many[0]!.vehicle);
+      assert.equal((await stores.vehicles.get(a, 'm-2'))?.type, 'van', 'the taken one stays');
+      assert.deepEqual((await stores.vehicles.get(a, 'm-3'))?.groupIds, ['g1']);
+      assert.deepEqual(await stores.vehicles.statusHistory(a, 'm-3', { limit: 10, offset: 0 }), { entries: [registration()], total: 1 });
+      assert.deepEqual(await stores.vehicles.insertMany([]), []);
+    });
+
+    test('insertMany: all or none past the quota or with an unknown group', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      await addGroups(stores, a, ['g1']);
+      const of = (ids: string[], groupIds: string[] = []) => ids.map((id) => ({ vehicle: vehicle(a, id, { groupIds }), registration: registration(), events: [] }));
+      assert.deepEqual(await stores.vehicles.insertMany(of(['q-1', 'q-2']), 3), ['created', 'created']);
+      assert.equal(await stores.vehicles.insertMany(of(['q-3', 'q-4']), 3), 'quota', 'two new would make four');
+      assert.equal(await stores.vehicles.get(a, 'q-3'), undefined, 'nothing of a refused batch is stored');
+      assert.deepEqual(await stores.vehicles.insertMany(of(['q-1', 'q-2', 'q-3']), 3), ['exists', 'exists', 'created'], 'taken ids do not count');
+      assert.deepEqual(await stores.vehicles.insertMany(of(['q-1']), 3), ['exists'], 'at the quota, taken ids still answer');
+      assert.equal(await stores.vehicles.insertMany([...of(['u-1']), ...of(['u-2'], ['nope'])]), 'unknown-group');
+      assert.equal(await stores.vehicles.get(a, 'u-1'), undefined);
+      assert.equal((await stores.vehicles.list(a, { limit: 100, offset: 0 })).total, 3);
     });
 
     test('concurrent inserts never pass the quota', async () => {

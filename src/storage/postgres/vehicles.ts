@@ -17,39 +17,60 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
     return rows[0];
   }
 
-  return {
-    async insert(v, registration, maxVehicles, events = []) {
-      return db.transaction(async (client) => {
-        if (!(await allGroupsExist(client, v.organizationId, v.groupIds))) return 'unknown-group';
-        if (maxVehicles !== undefined) {
-          // Counted and inserted under one lock per organization: concurrent registrations on any
-          // node cannot both take the last place.
-          await advisoryLock(client, `fleet:vehicles:${v.organizationId}`);
-          const { rows } = await client.query<{ n: number }>({
-            name: 'vehicles.count',
-            text: 'SELECT count(*) AS n FROM vehicles WHERE organization_id = $1',
-            values: [v.organizationId],
-          });
-          if (rows[0]!.n >= maxVehicles) return (await selectOne(client, v.organizationId, v.id)) === undefined ? 'quota' : 'exists';
-        }
-        const inserted = await client.query({
-          name: 'vehicles.insert',
-          text: `INSERT INTO vehicles (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
-          values: [
-            v.organizationId, v.id, v.type, v.name, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt,
-          ],
-        });
-        if (inserted.rowCount === 0) return 'exists';
-        await replaceMemberships(client, v.organizationId, v.id, v.groupIds);
-        await client.query({
-          name: 'vehicles.insert-change',
-          text: `INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-          values: [v.organizationId, v.id, registration.from, registration.to, registration.reason, registration.at, registration.by],
-        });
-        await appendEvents(client, events, v.createdAt);
-        return 'created';
+  const insertMany: VehicleStore['insertMany'] = (registrations, maxVehicles) => db.transaction(async (client) => {
+    const organizationId = registrations[0]?.vehicle.organizationId;
+    if (organizationId === undefined) return [];
+    // Decided before anything is written, so that a refusal leaves nothing behind.
+    if (!(await allGroupsExist(client, organizationId, [...new Set(registrations.flatMap(({ vehicle }) => vehicle.groupIds))]))) return 'unknown-group';
+    // Counted and inserted under one lock per organization: concurrent registrations on any node
+    // cannot both take the last place.
+    if (maxVehicles !== undefined) await advisoryLock(client, `fleet:vehicles:${organizationId}`);
+    const { rows: takenRows } = await client.query<{ id: string }>({
+      name: 'vehicles.taken',
+      text: 'SELECT id FROM vehicles WHERE organization_id = $1 AND id = ANY($2::text[])',
+      values: [organizationId, registrations.map(({ vehicle }) => vehicle.id)],
+    });
+    const taken = new Set(takenRows.map((r) => r.id));
+    const adding = registrations.length - taken.size;
+    if (maxVehicles !== undefined && adding > 0) {
+      const { rows } = await client.query<{ n: number }>({
+        name: 'vehicles.count',
+        text: 'SELECT count(*) AS n FROM vehicles WHERE organization_id = $1',
+        values: [organizationId],
       });
+      if (rows[0]!.n + adding > maxVehicles) return 'quota';
+    }
+    const outcomes: ('created' | 'exists')[] = [];
+    for (const { vehicle: v, registration, events } of registrations) {
+      // Taken meanwhile by a registration without the lock (no quota): as taken before.
+      const inserted = taken.has(v.id) ? { rowCount: 0 } : await client.query({
+        name: 'vehicles.insert',
+        text: `INSERT INTO vehicles (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+        values: [v.organizationId, v.id, v.type, v.name, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt],
+      });
+      if (inserted.rowCount === 0) {
+        outcomes.push('exists');
+        continue;
+      }
+      await replaceMemberships(client, v.organizationId, v.id, v.groupIds);
+      await client.query({
+        name: 'vehicles.insert-change',
+        text: `INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by)
+               VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        values: [v.organizationId, v.id, registration.from, registration.to, registration.reason, registration.at, registration.by],
+      });
+      await appendEvents(client, events, v.createdAt);
+      outcomes.push('created');
+    }
+    return outcomes;
+  });
+
+  return {
+    insertMany,
+
+    async insert(vehicle, registration, maxVehicles, events = []) {
+      const outcome = await insertMany([{ vehicle, registration, events }], maxVehicles);
+      return typeof outcome === 'string' ? outcome : outcome[0]!;
     },
 
     async get(organizationId, id) {

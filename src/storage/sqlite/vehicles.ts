@@ -75,22 +75,32 @@ export function createSqliteVehicleStore(
 
   const eventTime = (events: readonly EventRecord[], fallback: number) => events[0]?.occurredAt ?? fallback;
 
-  return {
-    async insert(v, registration, maxVehicles, events = []) {
-      return write(() => {
-        if (!memberships.allExist(v.organizationId, v.groupIds)) return 'unknown-group';
-        if (maxVehicles !== undefined && Number(countAll.get(v.organizationId)?.n ?? 0) >= maxVehicles) {
-          return selectOne.get(v.organizationId, v.id) === undefined ? 'quota' : 'exists';
-        }
-        const result = insertVehicle.run(
-          v.organizationId, v.id, v.type, v.name, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt,
-        );
-        if (result.changes === 0) return 'exists';
+  const insertMany: VehicleStore['insertMany'] = async (registrations, maxVehicles) => {
+    return write(() => {
+      const organizationId = registrations[0]?.vehicle.organizationId;
+      if (organizationId === undefined) return [];
+      // Decided before anything is written, so that a refusal leaves nothing behind.
+      if (!registrations.every(({ vehicle }) => memberships.allExist(organizationId, vehicle.groupIds))) return 'unknown-group';
+      const taken = registrations.map(({ vehicle }) => selectOne.get(organizationId, vehicle.id) !== undefined);
+      const adding = taken.filter((t) => !t).length;
+      if (maxVehicles !== undefined && adding > 0 && Number(countAll.get(organizationId)?.n ?? 0) + adding > maxVehicles) return 'quota';
+      return registrations.map(({ vehicle: v, registration, events }, i) => {
+        if (taken[i]) return 'exists';
+        insertVehicle.run(v.organizationId, v.id, v.type, v.name, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt);
         memberships.replace(v.organizationId, v.id, v.groupIds);
         statuses.registered(v.organizationId, v.id, registration);
         appendEvents(events, v.createdAt);
         return 'created';
       });
+    });
+  };
+
+  return {
+    insertMany,
+
+    async insert(vehicle, registration, maxVehicles, events = []) {
+      const outcome = await insertMany([{ vehicle, registration, events }], maxVehicles);
+      return typeof outcome === 'string' ? outcome : outcome[0]!;
     },
 
     async get(organizationId, id) {
