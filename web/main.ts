@@ -13,6 +13,8 @@ import { renderVehicle } from './vehicle.ts';
 
 interface ClientConfig {
   tileUrl: string;
+  /** Whether the page's request carried a session cookie (the page cannot read it itself). */
+  sessionCookie?: boolean;
 }
 
 const main = document.getElementById('main') as HTMLElement;
@@ -209,8 +211,9 @@ async function start() {
     // No tiles then; the map still draws its coordinate grid.
   }
   readInvitation();
-  // Without a key, the session cookie (if any) says who this is.
-  if (storedKey() === undefined) {
+  // Without a key, the session cookie (if any) says who this is; without a cookie there is no
+  // session to ask about.
+  if (storedKey() === undefined && config.sessionCookie !== false) {
     try {
       storeSession(await api<Session>('GET', '/auth/session'));
     } catch {

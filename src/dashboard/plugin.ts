@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AppError } from '../errors.ts';
+import { SESSION_COOKIE } from '../http/auth.ts';
 
 export const WEB_DIR = fileURLToPath(new URL('../../web/', import.meta.url));
 /** Where the dashboard's assets are served; `/` serves index.html. */
@@ -209,7 +210,8 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardOptio
   const index = assets.get('index.html');
   if (index === undefined) throw new Error(`dashboard: no index.html in ${dir}`);
   const csp = contentSecurityPolicy(opts);
-  const clientConfig = JSON.stringify({ tileUrl: opts.tileUrl });
+  const withCookie = JSON.stringify({ tileUrl: opts.tileUrl, sessionCookie: true });
+  const withoutCookie = JSON.stringify({ tileUrl: opts.tileUrl, sessionCookie: false });
 
   const send = (reply: FastifyReply, contentType: string, body: Buffer | string) =>
     reply
@@ -231,8 +233,11 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardOptio
 
   app.get('/', route, async (_request, reply) => send(reply, index.contentType, index.body));
 
-  // What the browser needs to know that only the server's configuration says.
-  app.get(`${ASSET_PREFIX}config.json`, route, async (_request, reply) => send(reply, 'application/json; charset=utf-8', clientConfig));
+  // What the browser needs to know that only the server's configuration says, and whether the
+  // request carried a session cookie at all (HttpOnly: the page cannot see it): without one, the
+  // page does not ask GET /auth/session, whose 401 every first visit would log in the console.
+  app.get(`${ASSET_PREFIX}config.json`, route, async (request, reply) =>
+    send(reply, 'application/json; charset=utf-8', request.cookies?.[SESSION_COOKIE] === undefined ? withoutCookie : withCookie));
 
   app.get<{ Params: { '*': string } }>(`${ASSET_PREFIX}*`, route, async (request, reply) => {
     const name = request.params['*'];
