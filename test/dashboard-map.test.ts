@@ -427,6 +427,24 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
     await shot('15-geofence-problem');
   });
 
+  await t.test('a geofence too small to see at the zoom shows a pin, which names and selects it; zoomed in, the shape is enough', async () => {
+    // 60 m across, some 30 km from Mitte: a couple of pixels when the map shows both.
+    const small = await ctx.request('POST', '/v2/geofences', { body: { name: 'Stop <b>7</b>', geometry: { type: 'Circle', coordinates: [13.4, 52.82], radius: 30 } } });
+    assert.equal(small.statusCode, 201);
+    const id = small.json<{ id: string }>().id;
+    await page.reload();
+    await page.locator(`li[data-geofence-id="${id}"]`).waitFor();
+    const pins = page.locator('.geofence-map-view path.geofence-pin');
+    await pins.first().waitFor();
+    assert.equal(await pins.count(), 1, 'Mitte is large enough at this zoom: only the small one has a pin');
+    await pins.first().hover();
+    await page.locator('.leaflet-tooltip', { hasText: 'Stop <b>7</b>' }).waitFor();
+    await shot('16-geofence-pin');
+    await pins.first().click();
+    await page.locator('#geofence-editor-title', { hasText: 'Stop <b>7</b>' }).waitFor();
+    await waitUntil(async () => (await pins.count()) === 0, 'the pin gone once the map zoomed in on the geofence');
+  });
+
   assert.deepEqual(session.pageErrors, [], 'uncaught errors in the page');
   assert.deepEqual(session.cspViolations, [], 'Content-Security-Policy violations');
 });

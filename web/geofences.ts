@@ -29,12 +29,17 @@ interface Entry {
   layer: Shape;
   item: HTMLLIElement;
   count: HTMLElement;
+  /** Its pin, while the shape is too small on screen to see or click (PIN_BELOW_PX). */
+  pin?: L.CircleMarker;
 }
 
 const PAGE = 1000;
 /** Geofences whose "inside now" count the list fetches at once. */
 const COUNTED = 100;
 const STYLE = { color: '#1f6feb', weight: 2, fillOpacity: 0.12 };
+/** A geofence drawn smaller than this (px, its longer side) at the map's zoom also shows a pin of fixed size. */
+const PIN_BELOW_PX = 14;
+const PIN = { radius: 7, color: '#1f6feb', weight: 2, dashArray: '3 3', fillColor: '#1f6feb', fillOpacity: 0.35, className: 'geofence-pin' };
 const SELECTED = { color: '#bc4c00', weight: 3, fillOpacity: 0.2 };
 
 function problemBox(error: unknown): HTMLElement {
@@ -173,7 +178,33 @@ export function renderGeofences(root: HTMLElement, ctx: { tileUrl: string }): ()
     layer.bindTooltip(asText(entry.record.name));
     layer.on('click', () => select(entry, false));
     layer.addTo(map);
+    placePin(entry);
   }
+
+  // A geofence of tens of metres is a dot at a city's zoom (a delivery stop among a fleet's
+  // depots): a pin of fixed size marks it there, names it and selects it, until the zoom shows it.
+  const pins = L.layerGroup().addTo(map);
+  function placePin(entry: Entry) {
+    // A circle's own bounds are in pixels of the zoom it was last drawn at; these are in metres.
+    const { layer } = entry;
+    const bounds = layer instanceof L.Circle ? layer.getLatLng().toBounds(layer.getRadius() * 2) : layer.getBounds();
+    const [a, b] = [map.latLngToLayerPoint(bounds.getNorthWest()), map.latLngToLayerPoint(bounds.getSouthEast())];
+    if (Math.max(Math.abs(a.x - b.x), Math.abs(a.y - b.y)) >= PIN_BELOW_PX) {
+      entry.pin?.remove();
+      delete entry.pin;
+      return;
+    }
+    if (entry.pin !== undefined) {
+      entry.pin.setLatLng(bounds.getCenter()).setTooltipContent(asText(entry.record.name));
+      return;
+    }
+    const pin = L.circleMarker(bounds.getCenter(), PIN).bindTooltip(asText(entry.record.name));
+    pin.on('click', () => select(entry, true));
+    entry.pin = pin.addTo(pins);
+  }
+  map.on('zoomend', () => {
+    for (const entry of entries.values()) placePin(entry);
+  });
 
   async function loadInside(entry: Entry, into?: HTMLElement) {
     try {
@@ -223,6 +254,7 @@ export function renderGeofences(root: HTMLElement, ctx: { tileUrl: string }): ()
     const kindText = entry.item.querySelector('span.muted:not(.geofence-count)');
     if (kindText !== null) kindText.textContent = kind(record.geometry);
     entry.layer.unbindTooltip().bindTooltip(asText(record.name));
+    placePin(entry);
   }
 
   function showEmpty() {
@@ -322,6 +354,7 @@ export function renderGeofences(root: HTMLElement, ctx: { tileUrl: string }): ()
         await api('DELETE', `/v2/geofences/${encode(entry.record.id)}`, { signal });
         editable(entry.layer, false);
         entry.layer.remove();
+        entry.pin?.remove();
         entry.item.remove();
         entries.delete(entry.record.id);
         selected = undefined;
