@@ -34,6 +34,8 @@ export interface QuotaConfig {
   drivers: number;
   /** Positions over all of an organization's geofences (a circle counts one). */
   geofenceVertices: number;
+  maintenanceSchedules: number;
+  reportSchedules: number;
 }
 
 /** An external identity provider whose access tokens are accepted beside Fleet's own. */
@@ -214,6 +216,8 @@ export const VARIABLES = {
   FLEET_QUOTA_GROUPS: { default: '1000', doc: 'Vehicle groups per organization.' },
   FLEET_QUOTA_DRIVERS: { default: '10000', doc: 'Drivers per organization.' },
   FLEET_QUOTA_GEOFENCE_VERTICES: { default: '1000000', doc: 'Positions over all geofences of an organization (a circle counts one).' },
+  FLEET_QUOTA_MAINTENANCE_SCHEDULES: { default: '1000', doc: 'Maintenance schedules per organization.' },
+  FLEET_QUOTA_REPORT_SCHEDULES: { default: '100', doc: 'Report schedules per organization.' },
   FLEET_EVENT_RETENTION_DAYS: { default: '30', doc: 'Events (the feed) and webhook deliveries older than this many days are deleted in the background.' },
   FLEET_AUDIT_RETENTION_DAYS: { default: '365', doc: 'Audit log entries older than this many days (1 to 36500) are deleted in the background.' },
   FLEET_COMMAND_TIMEOUT_SECONDS: { default: '60', doc: 'A command sent to a device and not answered within this many seconds (1 to 3600) is `timed_out`.' },
@@ -403,6 +407,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     groups: int('FLEET_QUOTA_GROUPS', 0, 1_000_000),
     drivers: int('FLEET_QUOTA_DRIVERS', 0, 100_000_000),
     geofenceVertices: int('FLEET_QUOTA_GEOFENCE_VERTICES', 0, 100_000_000),
+    maintenanceSchedules: int('FLEET_QUOTA_MAINTENANCE_SCHEDULES', 0, 1_000_000),
+    reportSchedules: int('FLEET_QUOTA_REPORT_SCHEDULES', 0, 1_000_000),
   };
   const eventRetentionDays = int('FLEET_EVENT_RETENTION_DAYS', 1, 36_500);
   const auditRetentionDays = int('FLEET_AUDIT_RETENTION_DAYS', 1, 36_500);

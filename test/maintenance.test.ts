@@ -51,6 +51,25 @@ async function odometer(ctx: TestApp, clock: ManualClock, vehicleId: string, km:
   await ok(ctx, 'POST', `/v2/telemetry/${vehicleId}`, { timestamp: new Date(clock.now()).toISOString(), data: { odometer: km } }, 202);
 }
 
+test('schedules per organization stop at FLEET_QUOTA_MAINTENANCE_SCHEDULES; a deletion frees a place; another organization counts apart', async () => {
+  const ctx = await createTestApp({ env: { FLEET_QUOTA_MAINTENANCE_SCHEDULES: '2' } });
+  try {
+    const body = (name: string) => ({ name, every: { days: 30 } });
+    const first = await ok<{ id: string }>(ctx, 'POST', '/v2/maintenance-schedules', body('One'), 201);
+    await ok(ctx, 'POST', '/v2/maintenance-schedules', body('Two'), 201);
+    const refused = await ctx.request('POST', '/v2/maintenance-schedules', { body: body('Three') });
+    assert.equal(refused.statusCode, 403, refused.body);
+    assert.equal(refused.json().code, 'quota-exceeded');
+    assert.equal((await ok<{ total: number }>(ctx, 'GET', '/v2/maintenance-schedules')).total, 2);
+    const { key } = await ctx.otherOrganization();
+    assert.equal((await ctx.request('POST', '/v2/maintenance-schedules', { body: body('Theirs'), key })).statusCode, 201);
+    await ok(ctx, 'DELETE', `/v2/maintenance-schedules/${first.id}`, undefined, 204);
+    await ok(ctx, 'POST', '/v2/maintenance-schedules', body('Three'), 201);
+  } finally {
+    await ctx.close();
+  }
+});
+
 for (const backend of ['sqlite', 'postgres'] as const) {
   describe(`maintenance on ${backend}`, { skip: backend === 'postgres' && skipPostgres }, () => {
     test('due soon and overdue by distance and by date, announced once per cycle; a service restarts the intervals', async () => {

@@ -103,7 +103,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
   describe(`report schedules on ${backend}`, { skip: backend === 'postgres' && skipPostgres }, () => {
     test('created, listed, read, replaced, deleted; bad input stores nothing; scopes; another organization sees none', async () => {
       const clock = manualClock(Date.parse('2026-11-02T10:00:00.000Z'));
-      const ctx = await createTestApp({ backend, clock });
+      const ctx = await createTestApp({ backend, clock, env: { FLEET_QUOTA_REPORT_SCHEDULES: '5' } });
       try {
         const created = await ctx.request('POST', '/v2/report-schedules', { body: schedule({ vehicleIds: ['van-1', 'van-2'] }) });
         assert.equal(created.statusCode, 201, created.body);
@@ -183,10 +183,10 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         assert.equal((await ok<{ total: number }>(ctx, 'GET', '/v2/reports', undefined, 200, key)).total, 0);
         assert.equal((await ok<{ total: number }>(ctx, 'GET', '/v2/report-schedules', undefined, 200, key)).total, 0);
 
-        // At most 100 schedules per organization.
-        for (let i = 1; i < 100; i++) await ok(ctx, 'POST', '/v2/report-schedules', schedule({ name: `Schedule ${i}` }), 201);
+        // At most FLEET_QUOTA_REPORT_SCHEDULES (here 5) schedules per organization.
+        for (let i = 1; i < 5; i++) await ok(ctx, 'POST', '/v2/report-schedules', schedule({ name: `Schedule ${i}` }), 201);
         problem(await post(schedule({ name: 'One too many' })), 403, 'quota-exceeded');
-        assert.equal((await ok<{ total: number }>(ctx, 'GET', '/v2/report-schedules')).total, 100);
+        assert.equal((await ok<{ total: number }>(ctx, 'GET', '/v2/report-schedules')).total, 5);
         assert.equal((await ok<{ total: number }>(ctx, 'GET', '/v2/report-schedules', undefined, 200, key)).total, 0);
         await ok(ctx, 'POST', '/v2/report-schedules', schedule(), 201, key);
       } finally {

@@ -1462,7 +1462,7 @@ export interface paths {
         put?: never;
         /**
          * Create a service schedule
-         * @description A schedule applies to `vehicleIds`, or to the members of `groupId`, or, with neither, to every vehicle. Its intervals run, for each vehicle, from the last service for it, or before any from the vehicle's meters and the date when the schedule first applied to it. A `groupId` that does not exist answers 404 `group-not-found`; past 1000 schedules, 403 `quota-exceeded`.
+         * @description A schedule applies to `vehicleIds`, or to the members of `groupId`, or, with neither, to every vehicle. Its intervals run, for each vehicle, from the last service for it, or before any from the vehicle's meters and the date when the schedule first applied to it. A `groupId` that does not exist answers 404 `group-not-found`; past the organization's quota of schedules (FLEET_QUOTA_MAINTENANCE_SCHEDULES, default 1000), 403 `quota-exceeded`.
          *
          *     Needs scope `fleet:write`.
          */
@@ -1646,7 +1646,7 @@ export interface paths {
         put?: never;
         /**
          * Create a report schedule
-         * @description When a period ends in the schedule's time zone, and an hour more has passed for the records that arrive late, the check (every `FLEET_REPORT_CHECK_SECONDS`) makes its summary report once (in cluster mode exactly once), keeps it 90 days at `GET /v2/reports/{id}` and emits `report.ready` with it. Only periods that ended after the schedule was created are made, and after an outage only the latest. A `timezone` Intl does not know answers 400; a `groupId` that does not exist, 404 `group-not-found`; past 100 schedules, 403 `quota-exceeded`.
+         * @description When a period ends in the schedule's time zone, and an hour more has passed for the records that arrive late, the check (every `FLEET_REPORT_CHECK_SECONDS`) makes its summary report once (in cluster mode exactly once), keeps it 90 days at `GET /v2/reports/{id}` and emits `report.ready` with it. Only periods that ended after the schedule was created are made, and after an outage only the latest. A `timezone` Intl does not know answers 400; a `groupId` that does not exist, 404 `group-not-found`; past the organization's quota of schedules (FLEET_QUOTA_REPORT_SCHEDULES, default 100), 403 `quota-exceeded`.
          *
          *     Needs scope `rules`.
          */

@@ -104,13 +104,17 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
   const vehicleScope = createVehicleScope(stores.groups);
   const drivers = createDriverService({ store: stores.drivers, clock, maxDrivers: config.quotas.drivers, events, scope: vehicleScope });
   const meters = createMeterService({ store: stores.meters, vehicles: stores.vehicles, clock });
-  const maintenance = createMaintenanceService({ store: stores.maintenance, vehicles: stores.vehicles, groups: stores.groups, scope: vehicleScope, clock, events });
+  const maintenance = createMaintenanceService({
+    store: stores.maintenance, vehicles: stores.vehicles, groups: stores.groups, scope: vehicleScope, clock, events, maxSchedules: config.quotas.maintenanceSchedules,
+  });
   const maintenanceChecks = startMaintenanceChecks({
     store: stores.maintenance, service: maintenance, clock, log, intervalMs: config.maintenance.checkSeconds * 1000,
   });
   const summaries = summaryServiceOf(stores, vehicleScope.assertSees);
   const rollupRepairs = startRollupRepairs({ store: stores.rollups, log });
-  const reportSchedules = createReportScheduleService({ store: stores.reportSchedules, groups: stores.groups, summaries, clock, events });
+  const reportSchedules = createReportScheduleService({
+    store: stores.reportSchedules, groups: stores.groups, summaries, clock, events, maxSchedules: config.quotas.reportSchedules,
+  });
   const reportChecks = startReportChecks({
     store: stores.reportSchedules, service: reportSchedules, clock, log, intervalMs: config.reports.checkSeconds * 1000,
   });

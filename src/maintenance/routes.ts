@@ -25,7 +25,7 @@ export async function maintenanceRoutes(instance: FastifyInstance, opts: { servi
     config: write,
     schema: {
       operationId: 'createMaintenanceSchedule', tags, summary: 'Create a service schedule',
-      description: `${APPLIES} A \`groupId\` that does not exist answers 404 \`group-not-found\`; past 1000 schedules, 403 \`quota-exceeded\`.`,
+      description: `${APPLIES} A \`groupId\` that does not exist answers 404 \`group-not-found\`; past the organization's quota of schedules (FLEET_QUOTA_MAINTENANCE_SCHEDULES, default 1000), 403 \`quota-exceeded\`.`,
       body: ScheduleInput, response: responses({ 201: Schedule }, { body: true, location: true, errors: [404] }),
     },
   }, async (request, reply) => {

@@ -12,7 +12,8 @@ const ScheduleId = Type.String({ pattern: SCHEDULE_ID_PATTERN, examples: ['mnt_3
 const GroupId = Type.String({ pattern: GROUP_ID_PATTERN, examples: ['grp_7Qm2Lw9ZbT4kX1cNp8Rs'] });
 
 /** The most schedules an organization keeps. */
-export const MAX_SCHEDULES = 1000;
+/** Maintenance schedules per organization unless FLEET_QUOTA_MAINTENANCE_SCHEDULES says otherwise. */
+export const DEFAULT_MAX_SCHEDULES = 1000;
 
 const intervalMembers = (what: string) => ({
   km: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, description: `Kilometres ${what}.` })),

@@ -19,7 +19,7 @@ import {
   type ItemRecord, type ItemState, type MeterValues, type NextDue, type ScheduleRecord, type ServiceRecord,
   applies, itemState, newItem, nextDue, toAnnounce,
 } from './model.ts';
-import { MAX_SCHEDULES, type ScheduleInput, type ServiceRecordInput } from './schema.ts';
+import { DEFAULT_MAX_SCHEDULES, type ScheduleInput, type ServiceRecordInput } from './schema.ts';
 import type { MaintenanceStore } from './store.ts';
 
 
@@ -60,7 +60,10 @@ interface Standing {
 
 export function createMaintenanceService(deps: {
   store: MaintenanceStore; vehicles: VehicleStore; groups: Pick<GroupStore, 'get'>; scope: VehicleScope; clock: Clock; events: EventPort;
+  /** Schedules per organization (FLEET_QUOTA_MAINTENANCE_SCHEDULES). */
+  maxSchedules?: number;
 }) {
+  const maxSchedules = deps.maxSchedules ?? DEFAULT_MAX_SCHEDULES;
   const { store, clock } = deps;
   const recorded = (events: EventRecord[]) => {
     if (events.length > 0) deps.events.emit('recorded', { events });
@@ -152,7 +155,7 @@ export function createMaintenanceService(deps: {
       const schedule = await recordOf(who, input, newId('mnt'), now, now);
       const [ids, meters] = await Promise.all([applying(who.organizationId, [schedule]), store.meters(who.organizationId)]);
       const items = ids.get(schedule.id)!.map((id) => newItem(schedule, id, valuesOf(meters, id), now));
-      if ((await store.insertSchedule(schedule, items, MAX_SCHEDULES)) === 'quota') throw quotaExceeded(MAX_SCHEDULES, 'maintenance schedules');
+      if ((await store.insertSchedule(schedule, items, maxSchedules)) === 'quota') throw quotaExceeded(maxSchedules, 'maintenance schedules');
       return schedule;
     },
 

@@ -29,7 +29,7 @@ export async function reportScheduleRoutes(instance: FastifyInstance, opts: { se
     config: write,
     schema: {
       operationId: 'createReportSchedule', tags, summary: 'Create a report schedule',
-      description: `${MAKES} A \`timezone\` Intl does not know answers 400; a \`groupId\` that does not exist, 404 \`group-not-found\`; past 100 schedules, 403 \`quota-exceeded\`.`,
+      description: `${MAKES} A \`timezone\` Intl does not know answers 400; a \`groupId\` that does not exist, 404 \`group-not-found\`; past the organization's quota of schedules (FLEET_QUOTA_REPORT_SCHEDULES, default 100), 403 \`quota-exceeded\`.`,
       body: ReportScheduleInput, response: responses({ 201: ReportSchedule }, { body: true, location: true, errors: [404] }),
     },
   }, async (request, reply) => {

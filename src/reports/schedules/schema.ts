@@ -15,7 +15,8 @@ const ReportId = Type.String({ pattern: REPORT_ID_PATTERN, examples: ['rpt_8Kd3V
 const GroupId = Type.String({ pattern: GROUP_ID_PATTERN, examples: ['grp_7Qm2Lw9ZbT4kX1cNp8Rs'] });
 
 /** The most report schedules an organization keeps. */
-export const MAX_REPORT_SCHEDULES = 100;
+/** Report schedules per organization unless FLEET_QUOTA_REPORT_SCHEDULES says otherwise. */
+export const DEFAULT_MAX_REPORT_SCHEDULES = 100;
 
 const GroupBy = Type.Enum(GROUP_BY, {
   description: 'One row per vehicle, per driver (steps with no driver assigned left out) or per date, as the summary report has them.',

@@ -15,7 +15,7 @@ import { quotaExceeded } from '../../quotas.ts';
 import { type SummaryReader, type SummaryRow, summaryCsv } from '../model.ts';
 import { isTimeZone } from '../zone.ts';
 import { type DateRange, REPORT_KEEP_DAYS, type ReportRecord, type ReportScheduleRecord, lastComplete, periodToMake } from './model.ts';
-import { MAX_REPORT_SCHEDULES, type ReportScheduleInput } from './schema.ts';
+import { DEFAULT_MAX_REPORT_SCHEDULES, type ReportScheduleInput } from './schema.ts';
 import type { ReportScheduleStore } from './store.ts';
 
 export type ReportScheduleService = ReturnType<typeof createReportScheduleService>;
@@ -49,7 +49,10 @@ export function organizationPrincipal(organizationId: string): Principal {
 
 export function createReportScheduleService(deps: {
   store: ReportScheduleStore; groups: Pick<GroupStore, 'get'>; summaries: SummaryReader; clock: Clock; events: EventPort;
+  /** Schedules per organization (FLEET_QUOTA_REPORT_SCHEDULES). */
+  maxSchedules?: number;
 }) {
+  const maxSchedules = deps.maxSchedules ?? DEFAULT_MAX_REPORT_SCHEDULES;
   const { store, clock } = deps;
 
   /** The schedule as stored from its input, after the checks a schema cannot make. */
@@ -103,7 +106,7 @@ export function createReportScheduleService(deps: {
     async createSchedule(who: Principal, input: ReportScheduleInput) {
       const now = clock.now();
       const schedule = await recordOf(who, input, newId('rps'), now, now);
-      if ((await store.insertSchedule(schedule, MAX_REPORT_SCHEDULES)) === 'quota') throw quotaExceeded(MAX_REPORT_SCHEDULES, 'report schedules');
+      if ((await store.insertSchedule(schedule, maxSchedules)) === 'quota') throw quotaExceeded(maxSchedules, 'report schedules');
       return schedule;
     },
 
