@@ -6,6 +6,7 @@ import { createAuthService } from './auth/service.ts';
 import { systemClock } from './clock.ts';
 import { type Cluster, openCluster } from './cluster/open.ts';
 import { loadConfig } from './config.ts';
+import { SchemaTooNewError } from './storage/migrations.ts';
 import { openStores } from './storage/stores.ts';
 
 const loaded = loadConfig();
@@ -22,7 +23,7 @@ try {
   // PostgreSQL unreachable or refusing the login, or a migration failed: nothing to serve with.
   const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message || error.cause.name})` : '';
   process.stderr.write(`fleet: cannot open the store: ${error instanceof Error ? error.message : String(error)}${cause}\n`);
-  process.exit(1);
+  process.exit(error instanceof SchemaTooNewError ? 2 : 1);
 }
 // Cluster mode: Redis must answer at start (a wrong URL is found now, not at the first outage).
 let cluster: Cluster | undefined;

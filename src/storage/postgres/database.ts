@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { AppError } from '../../errors.ts';
-import { migrationFiles } from '../migrations.ts';
+import { assertKnownSchema, migrationFiles } from '../migrations.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 
@@ -218,6 +218,7 @@ export async function migrate(db: Database): Promise<void> {
     const applied = new Set(
       (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version),
     );
+    assertKnownSchema(applied, files);
     for (const { version, name } of files) {
       if (applied.has(version)) continue;
       await client.query(readFileSync(new URL(name, MIGRATIONS_DIR), 'utf8'));

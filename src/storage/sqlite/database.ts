@@ -3,7 +3,7 @@ import { chmodSync, closeSync, mkdirSync, openSync, readFileSync } from 'node:fs
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { diskSpaceOf } from './disk-space.ts';
-import { migrationFiles } from '../migrations.ts';
+import { assertKnownSchema, migrationFiles } from '../migrations.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 
@@ -75,7 +75,9 @@ export function migrate(db: DatabaseSync): void {
   const applied = new Set(
     db.prepare('SELECT version FROM schema_migrations').all().map((row) => Number(row.version)),
   );
-  for (const { version, name } of migrationFiles(MIGRATIONS_DIR)) {
+  const files = migrationFiles(MIGRATIONS_DIR);
+  assertKnownSchema(applied, files);
+  for (const { version, name } of files) {
     if (applied.has(version)) continue;
     const sql = readFileSync(new URL(name, MIGRATIONS_DIR), 'utf8');
     transaction(db, () => {
