@@ -85,8 +85,9 @@ export function frame(type: number, seq: number, shared: Buffer): Buffer {
 function sharedPart(vehicleId: string, timestamp: number | string, data: string): Buffer {
   const time = typeof timestamp === 'number' ? iso(timestamp) : timestamp;
   const text = `"vehicleId":${JSON.stringify(vehicleId)},"timestamp":${JSON.stringify(time)},"data":${data}}`;
-  // Its own memory, not a slice of Node's shared 8 KiB pool: the replay log keeps it for a minute,
-  // and a kept slice would keep the whole slab (with the frames cut from it since) alive.
+  // Its own memory, not a slice of Node's shared 8 KiB pool: a vehicle's current values keep it
+  // (stream.ts `current`) for as long as they are current, and a kept slice would keep the whole
+  // pool slab (with the frames cut from it since) alive. The replay log copies it into its own slabs.
   const part = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
   part.write(text);
   return part;

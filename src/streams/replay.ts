@@ -6,11 +6,31 @@
 // numbers: its seq N is the ring's entry N, and its frame is rebuilt on replay from the log entry
 // with `frame()`. The log keeps entries for the replay window, bounded in count and bytes too.
 
-/** Global, append-only, shared by every stream; entries leave it by age, count or bytes. */
+/** Bytes of one slab of the log's text: entries are copied into slabs, which leave whole. */
+export const SLAB_BYTES = 1 << 20;
+
+/**
+ * Global, append-only, shared by every stream; entries leave it by age, count or bytes.
+ *
+ * Each entry's text is copied into the current slab (a Buffer of SLAB_BYTES, or an entry's own
+ * size when larger), and the entry keeps its slab, offset and length in typed arrays. Entries
+ * leave in order, so a slab is released once its last entry has left. A full log (a minute of a
+ * busy fleet: up to a million entries) is then a few hundred objects for the garbage collector to
+ * trace, not a Buffer (two objects and a backing store) per entry: those made every major
+ * collection walk millions of objects, pauses the whole process felt.
+ */
 export class EventLog {
-  #shared: (Buffer | undefined)[] = new Array<Buffer | undefined>(1024);
+  #slabOf = new Uint32Array(1024);
+  #offsets = new Uint32Array(1024);
+  #lengths = new Uint32Array(1024);
   #types = new Uint8Array(1024);
   #times = new Float64Array(1024);
+  /** The slabs still holding entries, by number. */
+  readonly #slabs = new Map<number, Buffer>();
+  /** The slab being filled, its number, and how much of it is used. */
+  #slab: Buffer | undefined;
+  #slabNumber = -1;
+  #slabUsed = 0;
   #head = 0;
   #count = 0;
   #first = 0;
@@ -39,6 +59,11 @@ export class EventLog {
     return this.#count;
   }
 
+  /** Slabs held (the one being filled included). */
+  get slabs(): number {
+    return this.#slabs.size;
+  }
+
   has(g: number): boolean {
     return g >= this.#first && g < this.#first + this.#count;
   }
@@ -47,7 +72,17 @@ export class EventLog {
     this.#evict(now, shared.length);
     if (this.#count === this.#types.length) this.#grow();
     const index = (this.#head + this.#count) & (this.#types.length - 1);
-    this.#shared[index] = shared;
+    if (this.#slab === undefined || this.#slabUsed + shared.length > this.#slab.length) {
+      this.#slab = Buffer.allocUnsafeSlow(Math.max(SLAB_BYTES, shared.length));
+      this.#slabNumber = (this.#slabNumber + 1) >>> 0;
+      this.#slabUsed = 0;
+      this.#slabs.set(this.#slabNumber, this.#slab);
+    }
+    shared.copy(this.#slab, this.#slabUsed);
+    this.#slabOf[index] = this.#slabNumber;
+    this.#offsets[index] = this.#slabUsed;
+    this.#lengths[index] = shared.length;
+    this.#slabUsed += shared.length;
     this.#types[index] = type;
     this.#times[index] = now;
     this.#count++;
@@ -59,8 +94,11 @@ export class EventLog {
     return this.#types[(this.#head + (g - this.#first)) & (this.#types.length - 1)]!;
   }
 
+  /** The entry's text: a view of its slab, good while the entry is held (copy it to keep it). */
   shared(g: number): Buffer {
-    return this.#shared[(this.#head + (g - this.#first)) & (this.#types.length - 1)]!;
+    const index = (this.#head + (g - this.#first)) & (this.#types.length - 1);
+    const offset = this.#offsets[index]!;
+    return this.#slabs.get(this.#slabOf[index]!)!.subarray(offset, offset + this.#lengths[index]!);
   }
 
   #evict(now: number, incoming: number): void {
@@ -69,28 +107,30 @@ export class EventLog {
       this.#count > 0 &&
       (this.#times[this.#head]! < now - this.#windowMs || this.#count >= this.#maxEntries || this.#bytes + incoming > this.#maxBytes)
     ) {
-      this.#bytes -= this.#shared[this.#head]!.length;
-      this.#shared[this.#head] = undefined;
+      const slab = this.#slabOf[this.#head]!;
+      this.#bytes -= this.#lengths[this.#head]!;
       this.#head = (this.#head + 1) & mask;
       this.#count--;
       this.#first++;
+      // Its last entry gone: the slab goes too, unless it is the one being filled.
+      if ((this.#count === 0 || this.#slabOf[this.#head] !== slab) && slab !== this.#slabNumber) this.#slabs.delete(slab);
     }
   }
 
   #grow(): void {
     const size = this.#types.length;
-    const shared = new Array<Buffer | undefined>(size * 2);
-    const types = new Uint8Array(size * 2);
-    const times = new Float64Array(size * 2);
-    for (let i = 0; i < this.#count; i++) {
-      const from = (this.#head + i) & (size - 1);
-      shared[i] = this.#shared[from];
-      types[i] = this.#types[from]!;
-      times[i] = this.#times[from]!;
+    const head = this.#head;
+    // The full ring unrolled into one twice its size: from the head to the end, then what was before it.
+    function unroll<T extends Uint8Array | Uint32Array | Float64Array>(from: T, to: T): T {
+      to.set(from.subarray(head), 0);
+      to.set(from.subarray(0, head), size - head);
+      return to;
     }
-    this.#shared = shared;
-    this.#types = types;
-    this.#times = times;
+    this.#slabOf = unroll(this.#slabOf, new Uint32Array(size * 2));
+    this.#offsets = unroll(this.#offsets, new Uint32Array(size * 2));
+    this.#lengths = unroll(this.#lengths, new Uint32Array(size * 2));
+    this.#types = unroll(this.#types, new Uint8Array(size * 2));
+    this.#times = unroll(this.#times, new Float64Array(size * 2));
     this.#head = 0;
   }
 }
