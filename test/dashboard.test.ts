@@ -60,18 +60,21 @@ describe('the page', () => {
     }
   });
 
-  test('the client configuration carries the tile URL', async () => {
+  test('the client configuration carries the tile URL, and whether the request carried a session cookie', async () => {
     const res = await get('/dashboard/config.json');
     assert.equal(res.statusCode, 200);
     assert.match(String(res.headers['content-type']), /^application\/json/);
-    assert.deepEqual(res.json(), { tileUrl: 'https://tiles.example.net/{z}/{x}/{y}.png' });
+    assert.deepEqual(res.json(), { tileUrl: 'https://tiles.example.net/{z}/{x}/{y}.png', sessionCookie: false });
+    // Whether there is one, not whether it is good: the page then asks GET /auth/session.
+    const withCookie = await ctx.request('GET', '/dashboard/config.json', { key: null, headers: { cookie: 'fleet_session=anything' } });
+    assert.deepEqual(withCookie.json(), { tileUrl: 'https://tiles.example.net/{z}/{x}/{y}.png', sessionCookie: true });
   });
 
   test('without tiles: empty tile URL in the configuration, images from self only', async () => {
     const bare = await createTestApp({ env: { FLEET_MAP_TILE_URL: '' } });
     try {
       const res = await bare.request('GET', '/dashboard/config.json', { key: null });
-      assert.deepEqual(res.json(), { tileUrl: '' });
+      assert.deepEqual(res.json(), { tileUrl: '', sessionCookie: false });
       assert.deepEqual(directives(String(res.headers['content-security-policy'])).get('img-src'), ["'self'"]);
       assert.deepEqual(directives(String(res.headers['content-security-policy'])).get('connect-src'), ["'self'", 'ws://localhost:8080']);
     } finally {
