@@ -56,6 +56,13 @@ export function vehicleStoreContract(name: string, makeStores: MakeStores): void
       assert.deepEqual((await stores.vehicles.get(a, 'm-3'))?.groupIds, ['g1']);
       assert.deepEqual(await stores.vehicles.statusHistory(a, 'm-3', { limit: 10, offset: 0 }), { entries: [registration()], total: 1 });
       assert.deepEqual(await stores.vehicles.insertMany([]), []);
+      // A full batch, half of it in a group, every one with its registration entry.
+      const batch = Array.from({ length: 1000 }, (_, i) => ({ vehicle: vehicle(a, `b-${String(i).padStart(4, '0')}`, { groupIds: i % 2 === 0 ? ['g1'] : [] }), registration: registration(), events: [] }));
+      const outcomes = await stores.vehicles.insertMany(batch);
+      assert.ok(Array.isArray(outcomes) && outcomes.length === 1000 && outcomes.every((o) => o === 'created'));
+      assert.equal((await stores.vehicles.list(a, { limit: 1, offset: 0, groupId: 'g1' })).total, 501, 'm-3 and the 500');
+      assert.deepEqual(await stores.vehicles.get(a, 'b-0998'), batch[998]!.vehicle);
+      assert.deepEqual(await stores.vehicles.statusHistory(a, 'b-0999', { limit: 10, offset: 0 }), { entries: [registration()], total: 1 });
     });
 
     test('insertMany: all or none past the quota or with an unknown group', async () => {

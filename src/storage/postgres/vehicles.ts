@@ -40,28 +40,50 @@ export function createPostgresVehicleStore(db: Database): VehicleStore {
       });
       if (rows[0]!.n + adding > maxVehicles) return 'quota';
     }
-    const outcomes: ('created' | 'exists')[] = [];
-    for (const { vehicle: v, registration, events } of registrations) {
-      // Taken meanwhile by a registration without the lock (no quota): as taken before.
-      const inserted = taken.has(v.id) ? { rowCount: 0 } : await client.query({
-        name: 'vehicles.insert',
-        text: `INSERT INTO vehicles (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
-        values: [v.organizationId, v.id, v.type, v.name, v.status, JSON.stringify(v.configuration), v.createdAt, v.updatedAt, v.statusChangedAt],
-      });
-      if (inserted.rowCount === 0) {
-        outcomes.push('exists');
-        continue;
-      }
-      await replaceMemberships(client, v.organizationId, v.id, v.groupIds);
+    // A statement per table, whatever the batch's size (a round trip per vehicle held the lock for
+    // seconds with a thousand). Taken meanwhile by a registration without the lock (no quota): the
+    // conflict leaves it out, as taken.
+    const fresh = registrations.filter(({ vehicle }) => !taken.has(vehicle.id));
+    const column = <T>(of: (r: (typeof fresh)[number]) => T) => fresh.map(of);
+    const { rows: insertedRows } = fresh.length === 0 ? { rows: [] } : await client.query<{ id: string }>({
+      name: 'vehicles.insert-many',
+      text: `INSERT INTO vehicles (${COLUMNS})
+             SELECT $1, id, type, name, status, configuration::json, created_at, updated_at, status_changed_at
+             FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[])
+               AS v (id, type, name, status, configuration, created_at, updated_at, status_changed_at)
+             ON CONFLICT DO NOTHING RETURNING id`,
+      values: [
+        organizationId, column((r) => r.vehicle.id), column((r) => r.vehicle.type), column((r) => r.vehicle.name), column((r) => r.vehicle.status),
+        column((r) => JSON.stringify(r.vehicle.configuration)), column((r) => r.vehicle.createdAt), column((r) => r.vehicle.updatedAt),
+        column((r) => r.vehicle.statusChangedAt),
+      ],
+    });
+    const inserted = new Set(insertedRows.map((r) => r.id));
+    const created = fresh.filter(({ vehicle }) => inserted.has(vehicle.id));
+    const members = created.flatMap(({ vehicle }) => [...new Set(vehicle.groupIds)].map((g) => [g, vehicle.id] as const));
+    if (members.length > 0) {
       await client.query({
-        name: 'vehicles.insert-change',
-        text: `INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by)
-               VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        values: [v.organizationId, v.id, registration.from, registration.to, registration.reason, registration.at, registration.by],
+        name: 'vehicles.insert-memberships',
+        text: `INSERT INTO vehicle_group_members (organization_id, group_id, vehicle_id)
+               SELECT $1, g, v FROM unnest($2::text[], $3::text[]) AS m (g, v) ON CONFLICT DO NOTHING`,
+        values: [organizationId, members.map((m) => m[0]), members.map((m) => m[1])],
       });
-      await appendEvents(client, events, v.createdAt);
-      outcomes.push('created');
     }
+    if (created.length > 0) {
+      const entry = <T>(of: (r: (typeof created)[number]) => T) => created.map(of);
+      await client.query({
+        name: 'vehicles.insert-changes',
+        text: `INSERT INTO vehicle_status_history (organization_id, vehicle_id, from_status, to_status, reason, at, by)
+               SELECT $1, v, f, t, r, a, b FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[])
+                 WITH ORDINALITY AS c (v, f, t, r, a, b, n) ORDER BY n`,
+        values: [
+          organizationId, entry((r) => r.vehicle.id), entry((r) => r.registration.from), entry((r) => r.registration.to),
+          entry((r) => r.registration.reason), entry((r) => r.registration.at), entry((r) => r.registration.by),
+        ],
+      });
+      await appendEvents(client, created.flatMap((r) => r.events), created[0]!.vehicle.createdAt);
+    }
+    const outcomes = registrations.map(({ vehicle }): 'created' | 'exists' => (inserted.has(vehicle.id) && !taken.has(vehicle.id) ? 'created' : 'exists'));
     return outcomes;
   });
 
