@@ -15,8 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { auditActionOf } from '../src/audit/actions.ts';
 import { OUTCOMES } from '../src/audit/entry.ts';
 import { AUDIT_ACTIONS, AUDIT_OUTCOMES, AUDIT_RESOURCE_TYPES } from '../web/lists.ts';
-import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, PAGE_TIMEOUT, skipUnlessChromium, signInWithPassword } from './helpers/browser.ts';
+import { createTestApp } from './helpers/app.ts';
+import { openBrowser, PAGE_TIMEOUT, servedTestApp, signInWithPassword, skipUnlessChromium } from './helpers/browser.ts';
 import { waitUntil } from './helpers/wait.ts';
 
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard-audit/', import.meta.url));
@@ -58,11 +58,7 @@ function localInput(ms: number): string {
 }
 
 test('the dashboard\'s audit log: entries as text, filters, paging, and only for those who may read it', { skip, timeout: 180_000 }, async (t) => {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const ctx: TestApp = await createTestApp({ env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: '' } });
-  t.after(() => ctx.close());
-  await ctx.app.listen({ host: '127.0.0.1', port });
+  const { ctx, origin } = await servedTestApp(t);
 
   const person = (email: string, name: string, role: string) => ctx.person(email, name, role, PASSWORD);
   const auditPage = async (query: Record<string, string>) => {

@@ -9,18 +9,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium, signInWithPassword } from './helpers/browser.ts';
+import { openBrowser, servedTestApp, signInWithPassword, skipUnlessChromium } from './helpers/browser.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const skip = skipUnlessChromium('the dashboard commands browser tests');
 
 test('the vehicle page\'s commands: types of its channel, the engine stop confirmed, send, cancel, live changes; a viewer only reads', { skip, timeout: 180_000 }, async (t) => {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const ctx: TestApp = await createTestApp({ env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: '' } });
-  t.after(() => ctx.close());
-  await ctx.app.listen({ host: '127.0.0.1', port });
+  const { ctx, origin } = await servedTestApp(t);
   await ctx.person('otto@example.com', 'Otto Operator', 'operator', PASSWORD);
   await ctx.person('vic@example.com', 'Vic Viewer', 'viewer', PASSWORD);
   await ctx.registerVehicle('van-1');

@@ -12,8 +12,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium, signInWithPassword } from './helpers/browser.ts';
+import { openBrowser, servedTestApp, signInWithPassword, skipUnlessChromium } from './helpers/browser.ts';
 
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard-drivers/', import.meta.url));
 const PASSWORD = 'correct horse battery staple';
@@ -24,11 +23,7 @@ interface Driver { id: string; name: string; vehicleId: string | null; identifie
 const skip = skipUnlessChromium('the dashboard drivers browser tests');
 
 test('the dashboard\'s drivers: add, find, assign, reassign, read the record, end, delete', { skip, timeout: 180_000 }, async (t) => {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const ctx: TestApp = await createTestApp({ env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: '' } });
-  t.after(() => ctx.close());
-  await ctx.app.listen({ host: '127.0.0.1', port });
+  const { ctx, origin } = await servedTestApp(t);
   await ctx.person('dana@example.com', 'Dana Ortiz', 'admin', PASSWORD);
   for (const id of ['van-1', 'van-2']) await ctx.registerVehicle(id);
   const drivers = async () => (await ctx.request('GET', '/v2/drivers')).json<{ drivers: Driver[] }>().drivers;

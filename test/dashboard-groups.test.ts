@@ -13,8 +13,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium, signInWithPassword } from './helpers/browser.ts';
+import { openBrowser, servedTestApp, signInWithPassword, skipUnlessChromium } from './helpers/browser.ts';
 
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard-groups/', import.meta.url));
 const PASSWORD = 'correct horse battery staple';
@@ -34,11 +33,7 @@ interface Group {
 const skip = skipUnlessChromium('the dashboard groups browser tests');
 
 test('the dashboard\'s groups: create, fill by id, take out, rename, filter by, choose for a vehicle, delete; a viewer only reads', { skip, timeout: 180_000 }, async (t) => {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const ctx: TestApp = await createTestApp({ env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: '' } });
-  t.after(() => ctx.close());
-  await ctx.app.listen({ host: '127.0.0.1', port });
+  const { ctx, origin } = await servedTestApp(t);
 
   const person = (email: string, name: string, role: string) => ctx.person(email, name, role, PASSWORD);
   const groups = async () => (await ctx.request('GET', '/v2/groups')).json<{ groups: Group[] }>().groups;

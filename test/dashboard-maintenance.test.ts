@@ -12,8 +12,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium, signInWithPassword } from './helpers/browser.ts';
+import { openBrowser, servedTestApp, signInWithPassword, skipUnlessChromium } from './helpers/browser.ts';
 
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard-maintenance/', import.meta.url));
 const PASSWORD = 'correct horse battery staple';
@@ -22,11 +21,7 @@ const MARKUP = 'Oil <img src="/none.png" data-injected onerror="window.ran=1">';
 const skip = skipUnlessChromium('the dashboard maintenance browser tests');
 
 test('the dashboard\'s maintenance: add a schedule, see what is overdue, record a service, read a vehicle\'s items, delete', { skip, timeout: 180_000 }, async (t) => {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const ctx: TestApp = await createTestApp({ env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: '' } });
-  t.after(() => ctx.close());
-  await ctx.app.listen({ host: '127.0.0.1', port });
+  const { ctx, origin } = await servedTestApp(t);
   await ctx.person('dana@example.com', 'Dana Ortiz', 'admin', PASSWORD);
   for (const id of ['van-1', 'van-2']) await ctx.registerVehicle(id);
   const items = async () => (await ctx.request('GET', '/v2/maintenance')).json<{ items: Array<{ vehicleId: string; state: string }> }>().items;

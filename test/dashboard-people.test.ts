@@ -14,8 +14,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { stepAt, totpCode } from '../src/people/totp.ts';
-import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
+import { openBrowser, servedTestApp, skipUnlessChromium } from './helpers/browser.ts';
 
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard-people/', import.meta.url));
 const PASSWORD = 'correct horse battery staple';
@@ -23,11 +22,7 @@ const PASSWORD = 'correct horse battery staple';
 const skip = skipUnlessChromium('the dashboard people browser tests');
 
 test('the dashboard for people: invitation, sessions, users, roles, two-factor sign-in', { skip, timeout: 180_000 }, async (t) => {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const ctx: TestApp = await createTestApp({ env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: '' } });
-  t.after(() => ctx.close());
-  await ctx.app.listen({ host: '127.0.0.1', port });
+  const { ctx, origin } = await servedTestApp(t);
   await ctx.registerVehicle('van-1');
 
   const invite = async (email: string, name: string, role: string) => {

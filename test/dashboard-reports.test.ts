@@ -18,8 +18,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { SummaryRow } from '../src/reports/model.ts';
-import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium, signInWithPassword } from './helpers/browser.ts';
+import { openBrowser, servedTestApp, signInWithPassword, skipUnlessChromium } from './helpers/browser.ts';
 
 /** What the tests read of a table row and a canvas in the page (the test's own types know no DOM). */
 type TableRow = { cells: Iterable<{ textContent: string | null }> };
@@ -64,11 +63,7 @@ function drive(start: number, lat: number, minutes: number, speed: number) {
 }
 
 test('the dashboard\'s reports: a summary by vehicle, group, driver and day as the API answers it, its chart, its CSV, a bad zone; schedules run and their kept reports', { skip, timeout: 180_000 }, async (t) => {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const ctx: TestApp = await createTestApp({ env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: '' } });
-  t.after(() => ctx.close());
-  await ctx.app.listen({ host: '127.0.0.1', port });
+  const { ctx, origin } = await servedTestApp(t);
   await ctx.person('dana@example.com', 'Dana Ortiz', 'admin', PASSWORD);
   await ctx.person('vic@example.com', 'Vic Viewer', 'viewer', PASSWORD);
 

@@ -17,8 +17,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ORGANIZATION_WIDE } from '../src/auth/scopes.ts';
 import { ORGANIZATION_WIDE_SCOPES } from '../web/lists.ts';
-import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium, signInWithPassword } from './helpers/browser.ts';
+import { openBrowser, servedTestApp, signInWithPassword, skipUnlessChromium } from './helpers/browser.ts';
 
 const SHOTS = fileURLToPath(new URL('../test-results/dashboard-scoped/', import.meta.url));
 const PASSWORD = 'correct horse battery staple';
@@ -43,11 +42,7 @@ interface Key {
 const skip = skipUnlessChromium('the dashboard scoped-credentials browser tests');
 
 test('the dashboard\'s scoped credentials: users and keys limited to groups, who holds a group, a group in use, a limited person', { skip, timeout: 180_000 }, async (t) => {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const ctx: TestApp = await createTestApp({ env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: '' } });
-  t.after(() => ctx.close());
-  await ctx.app.listen({ host: '127.0.0.1', port });
+  const { ctx, origin } = await servedTestApp(t);
 
   const users = async () => (await ctx.request('GET', '/v2/users')).json<{ users: User[] }>().users;
   const userByEmail = async (email: string) => (await users()).find((u) => u.email === email);

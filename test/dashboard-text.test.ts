@@ -7,8 +7,7 @@
 // CI=true, where that is a failure.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createTestApp, type TestApp } from './helpers/app.ts';
-import { freePort, openBrowser, skipUnlessChromium } from './helpers/browser.ts';
+import { openBrowser, servedTestApp, skipUnlessChromium } from './helpers/browser.ts';
 
 const skip = skipUnlessChromium('the dashboard text browser tests');
 
@@ -18,11 +17,7 @@ const markup = (what: string) =>
 const NAMES = { geofence: markup('Depot'), vehicle: markup('Van'), rule: markup('Inside'), key: markup('Gate') };
 
 test('names with markup are text on every page that shows them, map tooltips included', { skip, timeout: 120_000 }, async (t) => {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const ctx: TestApp = await createTestApp({ env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: '' } });
-  t.after(() => ctx.close());
-  await ctx.app.listen({ host: '127.0.0.1', port });
+  const { ctx, origin } = await servedTestApp(t);
 
   await ctx.registerVehicle('van-1', { name: NAMES.vehicle });
   const geofence = await ctx.request('POST', '/v2/geofences', { body: { name: NAMES.geofence, geometry: { type: 'Circle', coordinates: [13.4, 52.52], radius: 300 } } });

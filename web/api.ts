@@ -214,11 +214,16 @@ export interface RequestOptions {
   contentType?: string;
 }
 
-export async function api<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+/**
+ * Sends a request with the stored credential (or `options.key`) and answers its response when it
+ * is a success. A failure is thrown as an ApiError (status 0 when the service cannot be reached); a
+ * 401 that ends the credential tells `whenUnauthorized`'s handler.
+ */
+async function send(method: string, path: string, options: RequestOptions & { accept?: string }): Promise<Response> {
   const sent = options.key === undefined
     ? credentialed(method)
     : { headers: { authorization: `Bearer ${options.key}` }, credentials: 'omit' as const, credential: 'key' as const };
-  const headers: Record<string, string> = { accept: 'application/json', ...sent.headers };
+  const headers: Record<string, string> = { accept: options.accept ?? 'application/json', ...sent.headers };
   let url = path;
   if (options.query !== undefined) {
     const params = new URLSearchParams();
@@ -248,6 +253,11 @@ export async function api<T>(method: string, path: string, options: RequestOptio
     }
     throw problem;
   }
+  return res;
+}
+
+export async function api<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  const res = await send(method, path, options);
   if (res.status === 204) return undefined as T;
   return (await res.json()) as T;
 }
@@ -261,22 +271,7 @@ export const encode = encodeURIComponent;
  * `fallbackName`. A problem is thrown as an ApiError, as `api` throws it.
  */
 export async function download(path: string, query: Record<string, string | undefined>, fallbackName: string, signal?: AbortSignal): Promise<string> {
-  const { headers, credentials, credential } = credentialed();
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(query)) if (value !== undefined && value !== '') params.set(name, value);
-  const text = params.toString();
-  let res: Response;
-  try {
-    res = await fetch(text === '' ? path : `${path}?${text}`, { headers, cache: 'no-store', credentials, ...(signal === undefined ? {} : { signal }) });
-  } catch (error) {
-    if (error instanceof DOMException && error.name === 'AbortError') throw error;
-    throw new ApiError(0, 'Cannot reach the service', 'Check your network connection and try again.');
-  }
-  if (!res.ok) {
-    const problem = await problemOf(res, credential);
-    if (res.status === 401) onUnauthorized(problem);
-    throw problem;
-  }
+  const res = await send('GET', path, { query, accept: '*/*', ...(signal === undefined ? {} : { signal }) });
   const blob = await res.blob();
   const disposition = res.headers.get('content-disposition') ?? '';
   const name = /filename="([^"]+)"/.exec(disposition)?.[1] ?? fallbackName;

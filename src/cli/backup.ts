@@ -10,8 +10,7 @@ import { closeSync, existsSync, openSync, renameSync, rmSync, statSync } from 'n
 import path from 'node:path';
 import { DatabaseSync, backup } from 'node:sqlite';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config.ts';
-import { type Fail, failureOf } from './organization-store.ts';
+import { type Fail, configOrFail, failureOf } from './organization-store.ts';
 
 const USAGE = `Usage:
   npm run backup -- <file>            a consistent copy of the embedded store, taken while the service runs
@@ -43,9 +42,7 @@ if (values.help === true) {
 }
 if (positionals.length !== 1) fail(`name one file to write the backup to.\n\n${USAGE}`, 2);
 
-const loaded = loadConfig();
-if (!loaded.ok) fail(`invalid configuration:\n${loaded.errors.map((e) => `  - ${e}`).join('\n')}`, 2);
-const database = loaded.config.database;
+const { database } = configOrFail(fail);
 if (database.kind !== 'sqlite') fail('the store is PostgreSQL (cluster mode): back it up with pg_dump or pg_basebackup.', 2);
 if (database.path === ':memory:') fail('the store is in memory (sqlite::memory:): there is nothing on disk to back up.', 2);
 if (!existsSync(database.path)) fail(`${database.path} does not exist: the service has not made its store yet (FLEET_DATABASE_URL names it).`);

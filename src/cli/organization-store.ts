@@ -15,6 +15,13 @@ export function failureOf(name: string): Fail {
   };
 }
 
+/** The configuration from the environment, or the command ended naming what is wrong (exit 2). */
+export function configOrFail(fail: Fail): Config {
+  const loaded = loadConfig();
+  if (!loaded.ok) fail(`invalid configuration:\n${loaded.errors.map((e) => `  - ${e}`).join('\n')}`, 2);
+  return loaded.config;
+}
+
 /**
  * Runs `work` with the configured store and the organization `organizationId` names (default: the
  * first one, made on the first start), then closes the store. Every way it cannot fails the command.
@@ -24,11 +31,10 @@ export async function withOrganization(
   organizationId: string | undefined,
   work: (context: { stores: Stores; config: Config; organization: OrganizationRecord }) => Promise<void>,
 ): Promise<void> {
-  const loaded = loadConfig();
-  if (!loaded.ok) fail(`invalid configuration:\n${loaded.errors.map((e) => `  - ${e}`).join('\n')}`, 2);
+  const config = configOrFail(fail);
   let stores: Stores;
   try {
-    stores = await openStores(loaded.config);
+    stores = await openStores(config);
   } catch (error) {
     fail(`cannot open the store: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -41,7 +47,7 @@ export async function withOrganization(
         ? 'the store has no organization yet: start the service once (it makes the first one and prints its key)'
         : `no organization "${organizationId}" in the store`);
     }
-    await work({ stores, config: loaded.config, organization });
+    await work({ stores, config, organization });
   } finally {
     await stores.close();
   }

@@ -3,7 +3,8 @@ import { IsoTimestamp, Paging, PlainText } from '../schema/common.ts';
 import { named } from '../schema/named.ts';
 import { GROUP_ID_PATTERN, VehicleIdParams } from '../vehicles/schema.ts';
 
-const GroupId = Type.String({ pattern: GROUP_ID_PATTERN, examples: ['grp_7Qm2Lw9ZbT4kX1cNp8Rs'] });
+/** A vehicle group's id. */
+export const GroupId = Type.String({ pattern: GROUP_ID_PATTERN, examples: ['grp_7Qm2Lw9ZbT4kX1cNp8Rs'] });
 const Name = PlainText({ minLength: 1, maxLength: 100, description: 'e.g. "Berlin vans".' });
 const Description = PlainText({ maxLength: 500, multiline: true, description: 'What the group is for.' });
 

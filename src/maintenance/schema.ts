@@ -2,16 +2,15 @@
 import { Type, type Static } from 'typebox';
 import { IsoTimestamp, Paging, PlainText } from '../schema/common.ts';
 import { named } from '../schema/named.ts';
-import { GROUP_ID_PATTERN, VehicleId } from '../vehicles/schema.ts';
+import { GroupId } from '../groups/schema.ts';
+import { VehicleId } from '../vehicles/schema.ts';
 import { VehicleIds } from '../geofences/schema.ts';
 import { ITEM_STATES } from './model.ts';
 
 export const SCHEDULE_ID_PATTERN = '^mnt_[A-Za-z0-9]{20}$';
 export const SERVICE_RECORD_ID_PATTERN = '^svc_[A-Za-z0-9]{20}$';
 const ScheduleId = Type.String({ pattern: SCHEDULE_ID_PATTERN, examples: ['mnt_3Kp8Zq1WbX7mKc1Np8Rs'] });
-const GroupId = Type.String({ pattern: GROUP_ID_PATTERN, examples: ['grp_7Qm2Lw9ZbT4kX1cNp8Rs'] });
 
-/** The most schedules an organization keeps. */
 /** Maintenance schedules per organization unless FLEET_QUOTA_MAINTENANCE_SCHEDULES says otherwise. */
 export const DEFAULT_MAX_SCHEDULES = 1000;
 

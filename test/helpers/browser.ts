@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { createTestApp, type TestApp } from './app.ts';
 import { skipUnless } from './skip.ts';
 
 export const CHROMIUM = process.env.FLEET_TEST_CHROMIUM ?? '/usr/bin/chromium';
@@ -36,6 +37,19 @@ export async function freePort(): Promise<number> {
   assert.ok(address !== null && typeof address === 'object');
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return address.port;
+}
+
+/**
+ * A test app served on a port of its own at 127.0.0.1, which is its public URL, without map tiles,
+ * for a browser to open; closed after the test.
+ */
+export async function servedTestApp(t: TestContext): Promise<{ ctx: TestApp; origin: string }> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const ctx = await createTestApp({ env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: '' } });
+  t.after(() => ctx.close());
+  await ctx.app.listen({ host: '127.0.0.1', port });
+  return { ctx, origin };
 }
 
 /** A closed port: tile requests fail at once, as they do on a machine without internet. */

@@ -2,7 +2,8 @@
 import { Type, type Static } from 'typebox';
 import { IsoTimestamp, Paging, PlainText } from '../../schema/common.ts';
 import { named } from '../../schema/named.ts';
-import { GROUP_ID_PATTERN, VehicleId } from '../../vehicles/schema.ts';
+import { GroupId } from '../../groups/schema.ts';
+import { VehicleId } from '../../vehicles/schema.ts';
 import { VehicleIds } from '../../geofences/schema.ts';
 import { GROUP_BY, REPORT_FORMATS } from '../model.ts';
 import { ReportDate, TimeZone } from '../schema.ts';
@@ -12,9 +13,7 @@ export const REPORT_SCHEDULE_ID_PATTERN = '^rps_[A-Za-z0-9]{20}$';
 export const REPORT_ID_PATTERN = '^rpt_[A-Za-z0-9]{20}$';
 const ReportScheduleId = Type.String({ pattern: REPORT_SCHEDULE_ID_PATTERN, examples: ['rps_5Hn2Wq8ZkT3mXc1Lp9Rs'] });
 const ReportId = Type.String({ pattern: REPORT_ID_PATTERN, examples: ['rpt_8Kd3Vx1QmZ7bTc4Np2Ls'] });
-const GroupId = Type.String({ pattern: GROUP_ID_PATTERN, examples: ['grp_7Qm2Lw9ZbT4kX1cNp8Rs'] });
 
-/** The most report schedules an organization keeps. */
 /** Report schedules per organization unless FLEET_QUOTA_REPORT_SCHEDULES says otherwise. */
 export const DEFAULT_MAX_REPORT_SCHEDULES = 100;
 

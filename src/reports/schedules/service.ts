@@ -13,14 +13,13 @@ import type { GroupStore } from '../../groups/store.ts';
 import { newId } from '../../ids.ts';
 import { quotaExceeded } from '../../quotas.ts';
 import { type SummaryReader, type SummaryRow, summaryCsv } from '../model.ts';
+import { DAY_MS } from '../rollup.ts';
 import { isTimeZone } from '../zone.ts';
 import { type DateRange, REPORT_KEEP_DAYS, type ReportRecord, type ReportScheduleRecord, lastComplete, periodToMake } from './model.ts';
 import { DEFAULT_MAX_REPORT_SCHEDULES, type ReportScheduleInput } from './schema.ts';
 import type { ReportScheduleStore } from './store.ts';
 
 export type ReportScheduleService = ReturnType<typeof createReportScheduleService>;
-
-const DAY_MS = 86_400_000;
 
 export function reportScheduleView(s: ReportScheduleRecord) {
   return {

@@ -23,6 +23,7 @@ export function createSqliteVehicleStore(
   );
   const selectOne = db.prepare(`SELECT ${READ} FROM vehicles WHERE organization_id = ? AND id = ?`);
   const countAll = db.prepare('SELECT count(*) AS n FROM vehicles WHERE organization_id = ?');
+  const exists = db.prepare('SELECT 1 FROM vehicles WHERE organization_id = ? AND id = ?');
   const deleteOne = db.prepare('DELETE FROM vehicles WHERE organization_id = ? AND id = ?');
   const updateOne = db.prepare(
     `UPDATE vehicles SET type = ?, name = ?, configuration = ?, updated_at = ?
@@ -81,7 +82,7 @@ export function createSqliteVehicleStore(
       if (organizationId === undefined) return [];
       // Decided before anything is written, so that a refusal leaves nothing behind.
       if (!registrations.every(({ vehicle }) => memberships.allExist(organizationId, vehicle.groupIds))) return 'unknown-group';
-      const taken = registrations.map(({ vehicle }) => selectOne.get(organizationId, vehicle.id) !== undefined);
+      const taken = registrations.map(({ vehicle }) => exists.get(organizationId, vehicle.id) !== undefined);
       const adding = taken.filter((t) => !t).length;
       if (maxVehicles !== undefined && adding > 0 && Number(countAll.get(organizationId)?.n ?? 0) + adding > maxVehicles) return 'quota';
       return registrations.map(({ vehicle: v, registration, events }, i) => {
