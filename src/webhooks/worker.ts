@@ -71,6 +71,12 @@ export function createDeliveryWorker(deps: {
    */
   let capped = false;
   let timer: NodeJS.Timeout | undefined;
+  /**
+   * The soonest cycle asked for (`within`) while one ran, ms: that cycle's end honours it. Dropped,
+   * a claim asked for by an attempt's end while a cycle's claim was reading (the freed place not yet
+   * seen) left the backlog to the next poll.
+   */
+  let askedWhileRunning: number | undefined;
   /** When `timer` runs the next cycle (performance.now()). */
   let dueAt: number | undefined;
   let inFlight = 0;
@@ -122,6 +128,7 @@ export function createDeliveryWorker(deps: {
    * cycle, its end decides (see `cycle`).
    */
   function within(delay: number): void {
+    if (!stopped && running) askedWhileRunning = Math.min(askedWhileRunning ?? Infinity, delay);
     if (stopped || running || (dueAt !== undefined && dueAt <= performance.now() + delay)) return;
     schedule(delay);
   }
@@ -143,6 +150,7 @@ export function createDeliveryWorker(deps: {
     running = true;
     recorded = false;
     moreDue = false;
+    askedWhileRunning = undefined;
     /** The fan-out stopped short of the log's end (the share spent). */
     let behind = false;
     try {
@@ -178,6 +186,7 @@ export function createDeliveryWorker(deps: {
       running = false;
       if (!stopped) {
         let delay = behind || (moreDue && ready.length <= lowWater) ? 0 : recorded ? settings.wakeDelayMs : settings.pollMs;
+        if (askedWhileRunning !== undefined) delay = Math.min(delay, askedWhileRunning);
         if (!pacing.allowed()) {
           // Paced: what is left (the log, or attempts held back in `ready`) waits for the next window.
           const renews = pacing.renewsIn();
