@@ -22,7 +22,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Every part says what happened through the dispatcher; whatever reacts subscribes in wireEvents.
   const dispatcher = deps.dispatcher ?? createDispatcher(app.log);
   const bus = deps.cluster?.bus;
-  const parts = await createServices(deps, { clock, events: eventPort(dispatcher, bus), log: app.log, metrics });
+  const parts = await createServices(deps, { clock, events: eventPort(dispatcher, bus, deps.tracing), log: app.log, metrics });
   wireEvents(dispatcher, parts);
   if (bus !== undefined) followCluster(bus, dispatcher, parts, { metrics, log: app.log });
   await registerHttp(app, parts, deps, { clock, metrics });

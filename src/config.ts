@@ -165,6 +165,19 @@ export interface Config {
   redis: { url: string; prefix: string } | undefined;
   /** The browser dashboard at `/`: its map tiles (`{z}`, `{x}`, `{y}` template; '' for none). */
   dashboard: { tileUrl: string };
+  /** Traces over OTLP; undefined: off. */
+  tracing: TracingConfig | undefined;
+}
+
+/** The OpenTelemetry samplers one may name in `OTEL_TRACES_SAMPLER` (the specification's names). */
+export const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+
+/** Traces over OTLP/HTTP (src/tracing/). */
+export interface TracingConfig {
+  /** Where spans are posted. */
+  url: string;
+  serviceName: string;
+  sampler: { kind: (typeof SAMPLERS)[number]; ratio: number };
 }
 
 /** What each variable means, its default, and how it is parsed; docs/OPERATIONS.md's table mirrors this (test/config-docs.test.ts). */
@@ -324,6 +337,18 @@ export const VARIABLES = {
     doc: 'Distinct unknown device identifiers one address may present on the device ports (OsmAnd, Teltonika) before its logins are refused for a time that doubles with each further one (1 to 1000000).',
   },
   FLEET_DEVICE_BACKOFF_MAX_SECONDS: { default: '600', doc: 'The longest an address is refused at a time after too many unknown device identifiers (1 to 86400).' },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    default: '',
+    doc: 'Traces: an OTLP/HTTP collector (`http://collector:4318`); spans go to its `/v1/traces`. Unset (default): no traces, and nothing of OpenTelemetry is loaded.',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { default: '', doc: 'Traces: the full URL spans are posted to (`http://collector:4318/v1/traces`), instead of the one above.' },
+  OTEL_SERVICE_NAME: { default: 'fleet', doc: 'Traces: the `service.name` of this node\'s spans.' },
+  OTEL_TRACES_SAMPLER: {
+    default: 'parentbased_always_on',
+    doc: `Traces: which requests are traced: ${SAMPLERS.join(', ')}; the \`parentbased_\` ones follow a caller's \`traceparent\` decision.`,
+  },
+  OTEL_TRACES_SAMPLER_ARG: { default: '1', doc: 'Traces: the share of traces kept by the `traceidratio` samplers (0 to 1).' },
+  OTEL_SDK_DISABLED: { default: 'false', doc: '`true` turns traces off whatever the endpoint.' },
 } as const;
 
 type VariableName = keyof typeof VARIABLES;
@@ -445,6 +470,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const overload = parseOverload(read, int, errors);
   const redis = parseRedis(read, database, errors);
   const tileUrl = parseTileUrl(env.FLEET_MAP_TILE_URL ?? VARIABLES.FLEET_MAP_TILE_URL.default, errors);
+  const tracing = parseTracing(read, errors);
 
   if (errors.length > 0 || database === undefined) return { ok: false, errors };
   return {
@@ -472,8 +498,28 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       overload,
       redis,
       dashboard: { tileUrl },
+      tracing,
     },
   };
+}
+
+function parseTracing(read: (name: VariableName) => string, errors: string[]): TracingConfig | undefined {
+  const disabled = read('OTEL_SDK_DISABLED');
+  if (disabled !== 'true' && disabled !== 'false') errors.push(`OTEL_SDK_DISABLED: "${disabled}" is neither true nor false`);
+  const kind = read('OTEL_TRACES_SAMPLER') as TracingConfig['sampler']['kind'];
+  if (!SAMPLERS.includes(kind)) errors.push(`OTEL_TRACES_SAMPLER: "${kind}" is not one of ${SAMPLERS.join(', ')}`);
+  const ratioText = read('OTEL_TRACES_SAMPLER_ARG');
+  const ratio = Number(ratioText);
+  if (!/^\d+(\.\d+)?$/.test(ratioText) || ratio > 1) errors.push(`OTEL_TRACES_SAMPLER_ARG: "${ratioText}" is not a number from 0 to 1`);
+  const traces = read('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const base = read('OTEL_EXPORTER_OTLP_ENDPOINT');
+  if (traces === '' && base === '') return undefined;
+  // The specification's rule: the per-signal URL is used as it is, the general one gets the signal's path.
+  const url = traces !== ''
+    ? parseHttpUrl('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', traces, errors)
+    : `${parseHttpUrl('OTEL_EXPORTER_OTLP_ENDPOINT', base, errors)}/v1/traces`;
+  if (disabled === 'true') return undefined;
+  return { url, serviceName: read('OTEL_SERVICE_NAME'), sampler: { kind, ratio } };
 }
 
 function parseHttpUrl(name: string, text: string, errors: string[]): string {

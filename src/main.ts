@@ -8,6 +8,7 @@ import { type Cluster, openCluster } from './cluster/open.ts';
 import { loadConfig } from './config.ts';
 import { SchemaTooNewError } from './storage/migrations.ts';
 import { openStores } from './storage/stores.ts';
+import { startTracing } from './tracing/tracing.ts';
 
 const loaded = loadConfig();
 if (!loaded.ok) {
@@ -37,8 +38,10 @@ if (config.redis !== undefined) {
     process.exit(1);
   }
 }
+// Traces only when an OTLP endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT).
+const tracing = await startTracing(config.tracing);
 const app = await buildApp({
-  config, stores,
+  config, stores, ...(tracing === undefined ? {} : { tracing }),
   ...(cluster === undefined ? {} : { cluster, rateLimitStore: cluster.rateLimitStore }),
 });
 
@@ -56,6 +59,8 @@ async function shutdown(signal: string) {
     await app.close();
     await cluster?.close();
     await stores.close();
+    // The last spans (this shutdown's requests) are sent before exiting.
+    await tracing?.shutdown().catch((error: unknown) => app.log.warn({ err: error }, 'could not send the last traces'));
     app.log.info('shut down cleanly');
     process.exit(0);
   } catch (error) {

@@ -9,7 +9,7 @@ const ops = readFileSync(new URL('../docs/OPERATIONS.md', import.meta.url), 'utf
 
 test('docs/OPERATIONS.md lists every variable with its default, in the order src/config.ts reads them', () => {
   const section = ops.slice(ops.indexOf('## Configuration\n'), ops.indexOf('\n## ', ops.indexOf('## Configuration\n') + 1));
-  const rows = [...section.matchAll(/^\| `(FLEET_[A-Z0-9_]+)` \| ([^|]*) \|/gm)].map((m) => [m[1]!, m[2]!.trim()] as const);
+  const rows = [...section.matchAll(/^\| `((?:FLEET|OTEL)_[A-Z0-9_]+)` \| ([^|]*) \|/gm)].map((m) => [m[1]!, m[2]!.trim()] as const);
   assert.deepEqual(rows.map(([name]) => name), Object.keys(VARIABLES));
   for (const [name, documented] of rows) {
     const { default: applied } = VARIABLES[name as keyof typeof VARIABLES] as { default?: string };

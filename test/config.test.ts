@@ -69,6 +69,7 @@ describe('defaults', () => {
       overload: { maxEventLoopDelayMs: 500, maxEventLoopUtilization: 0, sampleIntervalMs: 250, retryAfterSeconds: 2 },
       redis: undefined,
       dashboard: { tileUrl: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png' },
+      tracing: undefined,
     });
   });
 

@@ -11,6 +11,7 @@ import type { CheckState } from '../readiness.ts';
 import type { Stores } from '../storage/stores.ts';
 import type { StreamDirectory } from '../streams/directory.ts';
 import type { StreamSettings } from '../streams/settings.ts';
+import type { Tracing } from '../tracing/tracing.ts';
 import type { DeliverySettings } from '../webhooks/worker.ts';
 
 export interface AppDeps {
@@ -30,6 +31,8 @@ export interface AppDeps {
   offlineCheckMs?: number;
   /** Webhook delivery timing (retry delays, leases, polling); tests shorten them. */
   webhooks?: Partial<DeliverySettings>;
+  /** Traces (src/tracing/): undefined when off. */
+  tracing?: Tracing;
   /** Cluster mode: the bus to the other nodes, the directory of streams, and the state /readyz reports. */
   cluster?: { bus: Bus; directory: StreamDirectory; state(): CheckState; presence?: DevicePresence };
 }

@@ -8,12 +8,13 @@ import type { Dispatcher } from '../events/dispatcher.ts';
 import type { EventPort } from '../events/port.ts';
 import { toEnvelope } from '../events/types.ts';
 import { histogramIn } from '../metric.ts';
+import type { Tracing } from '../tracing/tracing.ts';
 import type { StatusChange } from '../vehicles/store.ts';
 import type { Services } from './services.ts';
 
 /** The port the parts are given: the dispatcher, and in cluster mode the bus to the other nodes after it. */
-export function eventPort(dispatcher: Dispatcher, bus: Bus | undefined): EventPort {
-  return bus === undefined ? dispatcher : clusterPort(dispatcher, bus);
+export function eventPort(dispatcher: Dispatcher, bus: Bus | undefined, tracing?: Tracing): EventPort {
+  return bus === undefined ? dispatcher : clusterPort(dispatcher, bus, tracing);
 }
 
 /** What each event does on this node, whichever node it happened on. */

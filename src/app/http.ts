@@ -110,6 +110,8 @@ export function createServer(deps: AppDeps): FastifyInstance {
   addNamedSchemas(app);
   // Only JSON bodies are accepted; anything else is answered 415.
   app.removeContentTypeParser('text/plain');
+  // Traced requests: the server span starts before any other hook (tracing/otel.ts).
+  deps.tracing?.instrument(app);
   // Hooks on every request are written callback-style: an async hook costs a promise per request.
   app.addHook('onRequest', (request, reply, done) => {
     // nosniff on every response: a JSON body (a problem echoing part of the URL, say) is never

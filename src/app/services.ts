@@ -122,7 +122,7 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     store: stores.vehicles, clock, maxVehicles: config.quotas.vehicles, latest: latestOf, events,
   });
   const telemetry = createTelemetryService({
-    store: stores.telemetry, vehicles: stores.vehicles, latest, clock, registry: metrics, events, rules: ruleEngine, scope: vehicleScope,
+    store: stores.telemetry, vehicles: stores.vehicles, latest, clock, registry: metrics, events, rules: ruleEngine, scope: vehicleScope, tracing: deps.tracing,
   });
   await telemetry.load();
   const rules = createRulesService({ store: stores.rules, clock, maxRules: config.quotas.alertRules, events, scope: vehicleScope });

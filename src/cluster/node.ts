@@ -6,6 +6,7 @@ import type { Bus, ClusterEvent } from '../bus/bus.ts';
 import type { Dispatcher } from '../events/dispatcher.ts';
 import type { EventName, EventPort, FleetEvents, RemoteForms } from '../events/port.ts';
 import { typesTouched } from '../streams/stream.ts';
+import type { Tracing } from '../tracing/tracing.ts';
 
 /** How each event of RemoteForms is sent: what another node needs of it. */
 const remoteForms: { [K in keyof RemoteForms]: (event: FleetEvents[K]) => RemoteForms[K] } = {
@@ -22,11 +23,13 @@ function toWire<K extends EventName>(name: K, event: FleetEvents[K]): ClusterEve
 }
 
 /** The port of a cluster's node: each event is dispatched on this node, then sent to the others. */
-export function clusterPort(dispatcher: EventPort, bus: Bus): EventPort {
+export function clusterPort(dispatcher: EventPort, bus: Bus, tracing?: Tracing): EventPort {
   return {
     emit(name, event) {
       dispatcher.emit(name, event);
+      const span = tracing?.child('bus publish', { 'messaging.system': 'redis', 'messaging.operation.type': 'send', 'fleet.event': name });
       bus.publish(toWire(name, event));
+      span?.end();
     },
   };
 }

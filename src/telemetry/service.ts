@@ -13,6 +13,7 @@ import { type LatestView, latestData, mergeLatest } from './latest.ts';
 import { HISTORY_LIMIT_DEFAULT, type HistoryQuery, TELEMETRY_FIELDS, type TelemetryField } from './schema.ts';
 import type { StoredRecord, TelemetryStore } from './store.ts';
 import { fleetRecords, vehicleRecords } from './validate.ts';
+import type { Tracing } from '../tracing/tracing.ts';
 import { createGroupCommitter } from './writer.ts';
 
 export type TelemetryService = ReturnType<typeof createTelemetryService>;
@@ -52,10 +53,12 @@ export function createTelemetryService(deps: {
   registry?: Registry;
   /** Which vehicles a credential limited to groups may send for. */
   scope?: VehicleScope;
+  /** Traces each request's wait for its commit. */
+  tracing?: Tracing;
 }) {
   const { store, latest, clock, events } = deps;
   const commits = deps.registry === undefined ? undefined : commitHistogram(deps.registry);
-  const writer = createGroupCommitter(store, mergeLatest, deps.rules?.commitRules, commits === undefined ? undefined : (seconds) => commits.observe(seconds));
+  const writer = createGroupCommitter(store, mergeLatest, deps.rules?.commitRules, commits === undefined ? undefined : (seconds) => commits.observe(seconds), deps.tracing);
   const counted = deps.registry === undefined ? undefined : recordsCounter(deps.registry);
 
   async function commit(organizationId: string, records: StoredRecord[], source: TelemetrySource, who?: Principal) {

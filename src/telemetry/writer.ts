@@ -13,8 +13,10 @@
 // transactions, and nothing is retried when no commit fails. A store that cannot be reached at all
 // (`service-unavailable`: PostgreSQL down, a full disk, a failed WAL sync) fails every batch of
 // the group at once, since no split would commit.
+import type { Span } from '@opentelemetry/api';
 import { isAppError } from '../errors.ts';
 import type { CommitRules } from '../rules/store.ts';
+import { endFailed, type Tracing } from '../tracing/tracing.ts';
 import type { BatchOutcome, CommitBatch, MergeLatest, TelemetryStore } from './store.ts';
 
 /** Bounds one transaction, so one huge group cannot hold the store for long. */
@@ -24,10 +26,15 @@ interface Pending {
   batch: CommitBatch;
   resolve: (outcome: BatchOutcome) => void;
   reject: (error: unknown) => void;
+  /** The request's wait for its commit, when traced. */
+  span: Span | undefined;
 }
 
-/** `timed` hears how long each group's commit took, seconds, whether it succeeded or not. */
-export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest, rules?: CommitRules, timed?: (seconds: number) => void) {
+/**
+ * `timed` hears how long each group's commit took, seconds, whether it succeeded or not; with
+ * `tracing`, each submission traced is a span from its submission to its commit.
+ */
+export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest, rules?: CommitRules, timed?: (seconds: number) => void, tracing?: Tracing) {
   let queue: Pending[] = [];
   let scheduled = false;
   let flushing = false;
@@ -68,11 +75,17 @@ export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest, 
     try {
       const outcomes = await store.commit(group.map((p) => p.batch), merge, rules);
       timed?.((performance.now() - started) / 1000);
-      group.forEach((p, i) => p.resolve(outcomes[i]!));
+      group.forEach((p, i) => {
+        if (p.span !== undefined) ended(p.span, group);
+        p.resolve(outcomes[i]!);
+      });
     } catch (error) {
       timed?.((performance.now() - started) / 1000);
       if (group.length === 1 || (isAppError(error) && error.code === 'service-unavailable')) {
-        for (const p of group) p.reject(error);
+        for (const p of group) {
+          endFailed(p.span, error);
+          p.reject(error);
+        }
         return;
       }
       const half = Math.ceil(group.length / 2);
@@ -81,10 +94,19 @@ export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest, 
     }
   }
 
+  /** A traced submission's span, with the group it was committed in. */
+  function ended(span: Span, group: Pending[]) {
+    let records = 0;
+    for (const p of group) records += p.batch.records.length;
+    span.setAttributes({ 'fleet.commit.batches': group.length, 'fleet.commit.records': records });
+    span.end();
+  }
+
   return {
     submit(batch: CommitBatch): Promise<BatchOutcome> {
       return new Promise((resolve, reject) => {
-        queue.push({ batch, resolve, reject });
+        const span = tracing?.child('telemetry commit', { 'fleet.records': batch.records.length, 'fleet.organization.id': batch.organizationId });
+        queue.push({ batch, resolve, reject, span });
         schedule();
       });
     },

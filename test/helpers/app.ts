@@ -57,6 +57,8 @@ export async function createTestApp(options: {
   dispatcher?: AppDeps['dispatcher'];
   /** SQLite: how the WAL file is synced (`fs.fdatasync`; a test holds or fails the syncs). */
   syncFile?: SyncFile;
+  /** Traces (src/tracing/). */
+  tracing?: AppDeps['tracing'];
   /** Another node of `join`'s cluster: the same PostgreSQL schema and first organization. */
   join?: { stores: Stores; adminKey: string; organizationId: string };
 } = {}) {
@@ -84,6 +86,7 @@ export async function createTestApp(options: {
     ...(options.cluster === undefined ? {} : { cluster: options.cluster }),
     ...(options.rateLimitStore === undefined ? {} : { rateLimitStore: options.rateLimitStore }),
     ...(options.dispatcher === undefined ? {} : { dispatcher: options.dispatcher }),
+    ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
   });
   await app.ready();
 
