@@ -1,4 +1,4 @@
-// Podman for the image test (test/image.container.ts): Debian's podman and runc, run as root with the
+// Podman for the image test (test/image.deploy.ts): Debian's podman and runc, run as root with the
 // project's own containers.conf (deploy/podman/containers.conf: no ulimits to raise, runc, cgroupfs,
 // which this kind of machine needs), and a stand-in for the official Node base image when it cannot
 // be pulled (no registry but npm's and Debian's here): the same name, the same layout (node and npm
