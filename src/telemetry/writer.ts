@@ -75,8 +75,13 @@ export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest, 
     try {
       const outcomes = await store.commit(group.map((p) => p.batch), merge, rules);
       timed?.((performance.now() - started) / 1000);
+      let records: number | undefined;
       group.forEach((p, i) => {
-        if (p.span !== undefined) ended(p.span, group);
+        if (p.span !== undefined) {
+          records ??= group.reduce((sum, q) => sum + q.batch.records.length, 0);
+          p.span.setAttributes({ 'fleet.commit.batches': group.length, 'fleet.commit.records': records });
+          p.span.end();
+        }
         p.resolve(outcomes[i]!);
       });
     } catch (error) {
@@ -92,14 +97,6 @@ export function createGroupCommitter(store: TelemetryStore, merge: MergeLatest, 
       await commit(group.slice(0, half));
       await commit(group.slice(half));
     }
-  }
-
-  /** A traced submission's span, with the group it was committed in. */
-  function ended(span: Span, group: Pending[]) {
-    let records = 0;
-    for (const p of group) records += p.batch.records.length;
-    span.setAttributes({ 'fleet.commit.batches': group.length, 'fleet.commit.records': records });
-    span.end();
   }
 
   return {
