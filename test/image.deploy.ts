@@ -1,7 +1,7 @@
 // The container image (Containerfile), built and run with podman: it starts, answers /healthz,
 // takes telemetry over HTTP and MQTT, runs as a user that is not root, keeps its data in the volume
-// across a new container, and stops within 10 s on SIGTERM. Run by `npm run test:deploy` (CI runs it
-// as its own step: a build takes a minute, more than the rest of `npm test` should wait for).
+// across a new container, and stops within 10 s on SIGTERM. Run by `npm run test:deploy`, outside `npm test`
+// (a build takes up to a minute); CI runs it beside the typecheck and the lint.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
