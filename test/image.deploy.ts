@@ -41,12 +41,10 @@ describe('the container image', { skip, timeout: 600_000 }, () => {
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
 
-  before(() => {
-    ensureBaseImage();
-    podman(['build', '--format', 'docker', '--network', 'host', ...npmCacheVolume(), '-t', IMAGE, '-f', 'Containerfile', '.'], { timeoutMs: 480_000 });
-    podman(['volume', 'create', VOLUME]);
-  });
   before(async () => {
+    ensureBaseImage();
+    podman(['build', '--layers=false', '--format', 'docker', '--network', 'host', ...npmCacheVolume(), '-t', IMAGE, '-f', 'Containerfile', '.'], { timeoutMs: 480_000 });
+    podman(['volume', 'create', VOLUME]);
     ports = { http: await freePort(), mqtt: await freePort() };
   });
   after(async () => {

@@ -25,6 +25,13 @@ const HEADERS: TextMapGetter<Headers> = {
   keys: (headers) => Object.keys(headers),
 };
 
+/** The request's span, taken off it (so that it is ended once), or undefined when it has none. */
+function take(request: Traced): Span | undefined {
+  const span = request[SPAN];
+  request[SPAN] = undefined;
+  return span;
+}
+
 function samplerOf(config: TracingConfig['sampler']): Sampler {
   switch (config.kind) {
     case 'always_on': return new AlwaysOnSampler();
@@ -78,9 +85,8 @@ export function createTracing(config: TracingConfig): Tracing {
         context.with(trace.setSpan(context.active(), span), done);
       });
       app.addHook('onResponse', (request: Traced, reply, done) => {
-        const span = request[SPAN];
+        const span = take(request);
         if (span !== undefined) {
-          request[SPAN] = undefined;
           const route = request.routeOptions.url;
           if (route !== undefined) {
             span.updateName(`${request.method} ${route}`);
@@ -93,12 +99,9 @@ export function createTracing(config: TracingConfig): Tracing {
         done();
       });
       app.addHook('onRequestAbort', (request: Traced, done) => {
-        const span = request[SPAN];
-        if (span !== undefined) {
-          request[SPAN] = undefined;
-          span.setStatus({ code: SpanStatusCode.ERROR, message: 'the client closed the connection' });
-          span.end();
-        }
+        const span = take(request);
+        span?.setStatus({ code: SpanStatusCode.ERROR, message: 'the client closed the connection' });
+        span?.end();
         done();
       });
     },

@@ -15,15 +15,19 @@ export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BASE_IMAGE = 'docker.io/library/node:24-slim';
 const CONF = path.join(ROOT, 'deploy/podman/containers.conf');
 
-/** Runs podman with the project's configuration; throws with its output when it fails. */
-export function podman(args: string[], options: { input?: string; timeoutMs?: number } = {}): string {
-  const result = spawnSync('podman', args, {
-    cwd: ROOT, env: { ...process.env, CONTAINERS_CONF: CONF }, encoding: 'utf8',
-    input: options.input, timeout: options.timeoutMs ?? 300_000, maxBuffer: 64 * 1024 * 1024,
-  });
+/** Runs podman with the project's configuration; its stdout, or a throw with its output when it fails. */
+export function podman(args: string[], options: { input?: Buffer; timeoutMs?: number } = {}): string {
+  const result = podmanRun(args, options);
   if (result.error !== undefined) throw result.error;
   if (result.status !== 0) throw new Error(`podman ${args.join(' ')} exited ${result.status}:\n${result.stdout}\n${result.stderr}`);
   return result.stdout;
+}
+
+function podmanRun(args: string[], options: { input?: Buffer; timeoutMs?: number } = {}) {
+  return spawnSync('podman', args, {
+    cwd: ROOT, env: { ...process.env, CONTAINERS_CONF: CONF }, encoding: 'utf8',
+    input: options.input, timeout: options.timeoutMs ?? 300_000, maxBuffer: 64 * 1024 * 1024,
+  });
 }
 
 /** Why the image test cannot run here, or undefined when it can. */
@@ -41,7 +45,7 @@ export function npmCacheVolume(): string[] {
 
 /** The official base image if present (pulled earlier, or built here before), else the stand-in built now. */
 export function ensureBaseImage(): void {
-  if (spawnSync('podman', ['image', 'exists', BASE_IMAGE], { env: { ...process.env, CONTAINERS_CONF: CONF } }).status === 0) return;
+  if (podmanRun(['image', 'exists', BASE_IMAGE]).status === 0) return;
   const root = mkdtempSync(path.join(tmpdir(), 'fleet-base-'));
   try {
     const dir = (p: string, mode = 0o755) => {
@@ -74,12 +78,11 @@ export function ensureBaseImage(): void {
     execFileSync('chown', ['-R', '1000:1000', path.join(root, 'home/node')]);
     const tar = spawnSync('tar', ['-C', root, '-c', '.'], { maxBuffer: 1024 * 1024 * 1024 });
     if (tar.status !== 0) throw new Error(`tar: ${tar.stderr.toString()}`);
-    const imported = spawnSync('podman', [
+    podman([
       'import', '--change', 'ENV PATH=/usr/local/bin:/usr/bin:/bin', '--change', 'ENV NODE_VERSION=24',
       // This machine's own certificate authorities (its registry access may pass a proxy that signs with one).
       '--change', 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt', '--change', 'CMD ["node"]', '-', BASE_IMAGE,
-    ], { env: { ...process.env, CONTAINERS_CONF: CONF }, input: tar.stdout, maxBuffer: 16 * 1024 * 1024 });
-    if (imported.status !== 0) throw new Error(`podman import: ${imported.stderr.toString()}`);
+    ], { input: tar.stdout });
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
