@@ -185,10 +185,11 @@ test('the dashboard map, charts, replay and geofences', { skip, timeout: 180_000
   await t.test('the mouse wheel zooms in, and clusters open up', async () => {
     const zoom = await data('zoom');
     const markers = await data('markers');
+    // One turn of the wheel (Leaflet takes it four levels in): a second turn read against the zoom
+    // before both would pass on the first turn's zoom, and the second, landing later, takes the
+    // view in past most vehicles.
     await wheel(page, '.fleet .map-view', -400);
     await zoomSettled(`> ${zoom}`);
-    await wheel(page, '.fleet .map-view', -400);
-    await zoomSettled(`> ${zoom + 1}`);
     await until(`Number(${MAP}.markers) > ${markers}`);
     // A cluster clicked zooms in to where it splits.
     const view = await page.locator('.fleet .map-view').boundingBox();
