@@ -54,25 +54,22 @@ async function applyAlerts(client: Queryable, changes: AlertChanges, at: number)
 /** What the records of `identifying` vehicles name by their driver identifiers, and who drives each vehicle now (two statements for all). */
 async function driverContexts(client: Queryable, identifying: readonly { organizationId: string; vehicleId: string; identifiers: string[] }[]) {
   const wanted = identifying.flatMap((f) => f.identifiers.map((value) => [f.organizationId, value] as const));
-  // One after the other: a client runs one query at a time anyway.
-  const named = await client.query<{ organization_id: string; value: string; driver_id: string }>({
-    name: 'rules.identifiers',
-    text: `SELECT organization_id, value, driver_id FROM driver_identifiers
-           WHERE (organization_id, value) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-    values: [wanted.map((w) => w[0]), wanted.map((w) => w[1])],
+  // The drivers the identifiers name (`i`) and the vehicles' ongoing assignments (`a`): one round trip.
+  const { rows } = await client.query<{ kind: 'i' | 'a'; organization_id: string; key: string; driver_id: string }>({
+    name: 'rules.drivers',
+    text: `SELECT 'i' AS kind, organization_id, value AS key, driver_id FROM driver_identifiers
+           WHERE (organization_id, value) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+           UNION ALL
+           SELECT 'a', organization_id, vehicle_id, driver_id FROM driver_assignments
+           WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($3::text[], $4::text[])) AND ended_at IS NULL`,
+    values: [wanted.map((w) => w[0]), wanted.map((w) => w[1]), identifying.map((f) => f.organizationId), identifying.map((f) => f.vehicleId)],
   });
-  const driving = await client.query<{ organization_id: string; vehicle_id: string; driver_id: string }>({
-    name: 'rules.driving',
-    text: `SELECT organization_id, vehicle_id, driver_id FROM driver_assignments
-           WHERE (organization_id, vehicle_id) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND ended_at IS NULL`,
-    values: [identifying.map((f) => f.organizationId), identifying.map((f) => f.vehicleId)],
-  });
-  const byOrganization = Map.groupBy(named.rows, (r) => r.organization_id);
-  const current = new Map(driving.rows.map((r) => [keyOf(r.organization_id, r.vehicle_id), r.driver_id]));
+  const byOrganization = Map.groupBy(rows.filter((r) => r.kind === 'i'), (r) => r.organization_id);
+  const current = new Map(rows.filter((r) => r.kind === 'a').map((r) => [keyOf(r.organization_id, r.key), r.driver_id]));
   const contexts = new Map<string, DriverContext>();
   for (const f of identifying) {
     const key = keyOf(f.organizationId, f.vehicleId);
-    contexts.set(key, { current: current.get(key) ?? null, byIdentifier: new Map((byOrganization.get(f.organizationId) ?? []).map((r) => [r.value, r.driver_id])) });
+    contexts.set(key, { current: current.get(key) ?? null, byIdentifier: new Map((byOrganization.get(f.organizationId) ?? []).map((r) => [r.key, r.driver_id])) });
   }
   return contexts;
 }
