@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../src/app.ts';
+import { startTracing } from '../src/tracing/tracing.ts';
 import { createAuthService } from '../src/auth/service.ts';
 import { systemClock } from '../src/clock.ts';
 import { loadConfig } from '../src/config.ts';
@@ -94,11 +95,15 @@ export async function startBenchFleet(stores: Stores, vehicles: readonly string[
   };
 }
 
-/** Fleet on `stores` (not bootstrapped here), logs at warn, rate limits and MQTT off unless `env` says otherwise; not listening yet. */
+/**
+ * Fleet on `stores` (not bootstrapped here), logs at warn, rate limits and MQTT off unless `env`
+ * says otherwise (traces when it names an OTLP endpoint); not listening yet.
+ */
 export async function buildBenchFleet(stores: Stores, env: Record<string, string> = {}) {
   const loaded = loadConfig({ FLEET_LOG_LEVEL: 'warn', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0', FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', ...env });
   if (!loaded.ok) throw new Error(loaded.errors.join('; '));
-  return buildApp({ config: loaded.config, stores });
+  const tracing = await startTracing(loaded.config.tracing);
+  return buildApp({ config: loaded.config, stores, ...(tracing === undefined ? {} : { tracing }) });
 }
 
 /** Database files in temporary folders of their own, all removed by `removeAll` at the end of a run. */

@@ -157,4 +157,31 @@ describe('traces', () => {
     const servers = new Set(receiver.spans.filter((s) => s.span.kind === 2).map((s) => s.span.spanId));
     assert.ok(receiver.spans.every((s) => s.span.kind === 2 || servers.has(s.span.parentSpanId ?? '')));
   });
+
+  test('a request the sampler leaves out makes no span, nor do its steps; a caller\'s sampled trace is still followed', async (t) => {
+    const receiver = await otlpReceiver(t);
+    const config = testConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'parentbased_always_off' });
+    assert.ok(config.tracing);
+    const tracing = createTracing(config.tracing);
+    const app = await createTestApp({ tracing });
+    t.after(() => app.close());
+    await app.registerVehicle('van-1');
+    const unsampled = await app.request('POST', '/v2/telemetry/van-1', { body: { timestamp: new Date().toISOString(), data: { speed: 12 } } });
+    assert.equal(unsampled.statusCode, 202, unsampled.body);
+    const caller = traceparent();
+    const sampled = await app.request('POST', '/v2/telemetry/van-1', {
+      headers: { traceparent: caller.header }, body: { timestamp: new Date().toISOString(), data: { speed: 13 } },
+    });
+    assert.equal(sampled.statusCode, 202, sampled.body);
+    await tracing.shutdown();
+
+    // Only the caller's trace: its server span (with its attributes) and the commit under it.
+    assert.deepEqual([...new Set(receiver.spans.map((s) => s.span.traceId))], [caller.traceId]);
+    const server = receiver.spans.find((s) => s.span.kind === 2);
+    assert.ok(server);
+    assert.equal(server.span.name, 'POST /v2/telemetry/:vehicleId');
+    assert.equal(attribute(server.span, 'url.path'), '/v2/telemetry/van-1');
+    assert.equal(attribute(server.span, 'http.response.status_code'), 202);
+    assert.deepEqual(receiver.spans.filter((s) => s.span.kind !== 2).map((s) => [s.span.name, s.span.parentSpanId]), [['telemetry commit', server.span.spanId]]);
+  });
 });

@@ -69,24 +69,30 @@ export function createTracing(config: TracingConfig): Tracing {
         // A WebSocket lives on past its upgrade, and its stream is not one request.
         if (request.headers.upgrade !== undefined) return done();
         const parent = propagator.extract(ROOT_CONTEXT, request.headers, HEADERS);
-        // The path only: a query string may carry a stream ticket or a token.
-        const path = request.url.split('?', 1)[0]!;
-        request[SPAN] = tracer.startSpan(request.method, {
-          kind: SpanKind.SERVER,
-          attributes: { 'http.request.method': request.method, 'url.path': path, 'url.scheme': request.protocol, 'client.address': request.ip },
-        }, parent);
+        const span = tracer.startSpan(request.method, { kind: SpanKind.SERVER }, parent);
+        request[SPAN] = span;
+        // Attributes for a sampled request only (no standard sampler reads them): the others are
+        // spared reading the client's address and the scheme.
+        if (span.isRecording()) {
+          // The path only: a query string may carry a stream ticket or a token.
+          const path = request.url.split('?', 1)[0]!;
+          span.setAttributes({ 'http.request.method': request.method, 'url.path': path, 'url.scheme': request.protocol, 'client.address': request.ip });
+        }
         done();
       });
       // The handler runs inside the request's span, so what it awaits is traced under it. (Only from
       // here on: the body is read in the socket's own async context, before this hook.)
+      // A request the sampler left out has no span to be under: its steps make none either (`child`
+      // finds no active span), and it is spared the context switch.
       app.addHook('preHandler', (request: Traced, _reply, done) => {
         const span = request[SPAN];
-        if (span === undefined) return done();
+        if (span === undefined || !span.isRecording()) return done();
         context.with(trace.setSpan(context.active(), span), done);
       });
       app.addHook('onResponse', (request: Traced, reply, done) => {
         const span = take(request);
-        if (span !== undefined) {
+        // A span the sampler left out records nothing: nothing to name or end.
+        if (span?.isRecording() === true) {
           const route = request.routeOptions.url;
           if (route !== undefined) {
             span.updateName(`${request.method} ${route}`);
