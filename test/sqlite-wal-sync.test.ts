@@ -1,6 +1,7 @@
 // The embedded store's telemetry commits: SQLite writes them without syncing, and each is
-// acknowledged only once an fdatasync of the WAL file has returned. A failed sync stops telemetry
-// writes and fails readiness until a restart; every other write keeps synchronous = FULL.
+// acknowledged only once an fdatasync of the WAL file begun after its COMMIT has returned (commits
+// made during a sync share the next one). A failed sync stops telemetry writes and fails readiness
+// until a restart; every other write keeps synchronous = FULL.
 import assert from 'node:assert/strict';
 import { fdatasync, fstatSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -62,6 +63,43 @@ test('a telemetry commit resolves only after the WAL file itself is synced', asy
   assert.equal(outcome?.ok && outcome.accepted, 1);
   const stored = await stores.telemetry.history(org, 'van-1', { from: 0, to: Number.MAX_SAFE_INTEGER, after: undefined, limit: 10 });
   assert.deepEqual(stored.map((r) => r.timestamp), [T0]);
+});
+
+test('commits made while a sync is in flight wait for the next one, which they share', async () => {
+  const held: Array<(error: NodeJS.ErrnoException | null) => void> = [];
+  const { stores, org, commit } = await setUp((fd, done) => held.push((error) => fdatasync(fd, () => done(error))));
+  const first = commit(T0);
+  assert.equal(await settled(first), false);
+  assert.equal(held.length, 1);
+  // Committed after that sync began: it cannot vouch for them.
+  const second = commit(T0 + 1);
+  const third = commit(T0 + 2);
+  assert.equal(await settled(second), false);
+  assert.equal(held.length, 1, 'no second sync while one is in flight');
+  held[0]!(null);
+  await first;
+  assert.equal(await settled(second), false, 'not acknowledged by the sync that began before its commit');
+  assert.equal(held.length, 2, 'one sync for both');
+  held[1]!(null);
+  await Promise.all([second, third]);
+  assert.equal(held.length, 2);
+  const stored = await stores.telemetry.history(org, 'van-1', { from: 0, to: Number.MAX_SAFE_INTEGER, after: undefined, limit: 10 });
+  assert.deepEqual(stored.map((r) => r.timestamp), [T0, T0 + 1, T0 + 2]);
+});
+
+test('a sync that fails while commits wait for the next: they fail too, though that next sync succeeds', async () => {
+  const held: Array<(error: NodeJS.ErrnoException | null) => void> = [];
+  const { commit } = await setUp((fd, done) => held.push((error) => fdatasync(fd, () => done(error))));
+  const first = commit(T0);
+  await settled(first);
+  const second = commit(T0 + 1);
+  await settled(second);
+  const unavailable = (error: unknown) => isAppError(error) && error.code === 'service-unavailable';
+  held[0]!(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+  await assert.rejects(first, unavailable);
+  await settled(second);
+  held[1]?.(null);
+  await assert.rejects(second, unavailable);
 });
 
 test('only the transactions run through it skip SQLite\'s own sync: the connection is back at FULL after each, also after one that failed', async () => {

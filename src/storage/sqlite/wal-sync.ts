@@ -5,7 +5,9 @@
 // parsed. A telemetry commit runs with `synchronous = OFF` instead (COMMIT writes the WAL without
 // syncing it), and its promise resolves only after an `fdatasync` of the WAL file on libuv's
 // thread pool. What is acknowledged is as durable as with FULL: the WAL is written in order, so a
-// sync that starts after a COMMIT returned covers it and everything before it.
+// sync that starts after a COMMIT returned covers it and everything before it. So commits share
+// syncs: one in flight, the commits made meanwhile wait for the next, one `fdatasync` for them all
+// (commands, status changes and telemetry groups each commit on their own).
 //
 // OFF rather than NORMAL: under NORMAL, the first commit after the WAL starts over still syncs
 // the WAL's new header inside COMMIT, on this thread, about once a second under load, and on a
@@ -67,7 +69,8 @@ export function createWalSync(db: DatabaseSync, syncFile: SyncFile = fdatasync, 
     checkpoints?.committed(fstatSync(fd).size);
     return new Promise((resolve, reject) => {
       syncFile(fd!, (error) => {
-        if (error === null) return resolve();
+        // Once one sync has failed, a later one that succeeds vouches for nothing before it.
+        if (error === null && failure === undefined) return resolve();
         failure ??= new AppError('service-unavailable', 'The store could not write telemetry to disk; the service needs a restart.', { cause: error });
         reject(failure);
       });
@@ -85,6 +88,31 @@ export function createWalSync(db: DatabaseSync, syncFile: SyncFile = fdatasync, 
     }
   }
 
+  /**
+   * A sync that starts after this call: the one in flight may have started before the caller's
+   * COMMIT, so the caller waits for the next one, which every commit meanwhile shares (one
+   * `fdatasync` for all of them, however many transactions a turn of the event loop commits).
+   */
+  let running: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  function begin(): Promise<void> {
+    const started = sync();
+    running = started;
+    const done = () => {
+      if (running === started) running = undefined;
+    };
+    started.then(done, done);
+    return started;
+  }
+  function syncAfterNow(): Promise<void> {
+    if (running === undefined) return begin();
+    next ??= running.then(() => undefined, () => undefined).then(() => {
+      next = undefined;
+      return begin();
+    });
+    return next;
+  }
+
   return {
     async transaction(fn) {
       // An in-memory database has no file to sync: nothing there outlives the process anyway.
@@ -93,7 +121,7 @@ export function createWalSync(db: DatabaseSync, syncFile: SyncFile = fdatasync, 
         return transaction(db, fn);
       }
       const result = unsynced(fn);
-      await sync();
+      await syncAfterNow();
       return result;
     },
     unsynced,
