@@ -51,7 +51,7 @@ async function applyAlerts(client: Queryable, changes: AlertChanges, at: number)
   return { opened, changed, events };
 }
 
-/** What the records of `identifying` vehicles name by their driver identifiers, and who drives each vehicle now (two statements for all). */
+/** What the records of `identifying` vehicles name by their driver identifiers, and who drives each vehicle now (one statement for all). */
 async function driverContexts(client: Queryable, identifying: readonly { organizationId: string; vehicleId: string; identifiers: string[] }[]) {
   const wanted = identifying.flatMap((f) => f.identifiers.map((value) => [f.organizationId, value] as const));
   // The drivers the identifiers name (`i`) and the vehicles' ongoing assignments (`a`): one round trip.
