@@ -189,7 +189,7 @@ export function createSqliteAssignments(db: DatabaseSync) {
     driversOf(organizationId: string, identifiers: readonly string[]): Map<string, string> {
       if (identifiers.length === 1) {
         const driverId = byOneIdentifier.get(organizationId, identifiers[0]!)?.driver_id as string | undefined;
-        return driverId === undefined ? new Map() : new Map([[identifiers[0]!, driverId]]);
+        return new Map(driverId === undefined ? [] : [[identifiers[0]!, driverId]]);
       }
       const rows = byIdentifier.all(organizationId, JSON.stringify(identifiers));
       return new Map(rows.map((row) => [row.value as string, row.driver_id as string]));
