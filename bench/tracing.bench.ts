@@ -7,6 +7,8 @@
 //
 // The three take turns for BENCH_ROUNDS rounds (default 5) of BENCH_SECONDS (default 3) after a
 // warm-up; the medians are reported, with each Fleet's CPU from /proc. BENCH_CASES=single,latest.
+// BENCH_CHECKOUTS=name=/path,... adds a Fleet without an endpoint from each of those checkouts (git
+// worktrees with node_modules linked): the code before traces came, say, against the code after.
 import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -41,14 +43,18 @@ await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 const endpoint = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
 const databases = tempDatabases();
-const SIDES: Array<{ name: string; env: Record<string, string> }> = [
+const SIDES: Array<{ name: string; env: Record<string, string>; checkout?: string }> = [
   { name: 'tracing off (no endpoint)', env: {} },
   { name: 'every request traced (always_on)', env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: 'always_on' } },
   { name: 'a tenth traced (parentbased_traceidratio 0.1)', env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' } },
 ];
+for (const entry of (process.env.BENCH_CHECKOUTS ?? '').split(',').filter((e) => e !== '')) {
+  const [name, checkout] = entry.split('=') as [string, string];
+  SIDES.push({ name: `${name}, no endpoint (${checkout})`, env: {}, checkout });
+}
 const script = fileURLToPath(new URL('./tracing-server.ts', import.meta.url));
 const servers = await Promise.all(SIDES.map(async (side) => {
-  const spec: TracingServerSpec = { file: databases.file(), vehicles: VEHICLES, env: side.env };
+  const spec: TracingServerSpec = { file: databases.file(), vehicles: VEHICLES, env: side.env, ...(side.checkout === undefined ? {} : { checkout: side.checkout }) };
   const child = fork(script, [JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ready = await new Promise<TracingServerReady>((resolve, reject) => {
     child.once('message', (m) => resolve(m as TracingServerReady));
