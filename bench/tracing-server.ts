@@ -2,6 +2,8 @@
 // that each side's OpenTelemetry state (a tracer provider, a context manager) is its own: on a
 // fresh SQLite store with the given vehicles and variables, from this checkout or another one.
 // Tells the parent its URL and key, and closes when the parent goes.
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { createSqliteStores as CreateStores } from '../src/storage/sqlite/index.ts';
 import type { startBenchFleet as StartFleet } from './lib.ts';
 
@@ -15,7 +17,7 @@ export interface TracingServerSpec {
 export interface TracingServerReady { url: string; headers: Record<string, string> }
 
 const spec = JSON.parse(process.argv[2]!) as TracingServerSpec;
-const root = spec.checkout === undefined ? new URL('../', import.meta.url) : new URL(`file://${spec.checkout.replace(/\/?$/, '/')}`);
+const root = spec.checkout === undefined ? new URL('../', import.meta.url) : pathToFileURL(path.join(spec.checkout, '/'));
 const { createSqliteStores } = await import(new URL('src/storage/sqlite/index.ts', root).href) as { createSqliteStores: typeof CreateStores };
 const { startBenchFleet } = await import(new URL('bench/lib.ts', root).href) as { startBenchFleet: typeof StartFleet };
 const stores = createSqliteStores(spec.file);
