@@ -144,15 +144,23 @@ export type Measured = LoadOutcome & { serverCpu: number };
  * `interleaved` a warm-up of each then `rounds` rounds in turn, so a slow spell falls on all of
  * them, and `summary` the medians of one's rounds.
  */
-export function turnTaking(settings: { seconds: number; rounds: number; warmupSeconds: number; plan: (size: number) => Plan }) {
+export function turnTaking(settings: {
+  seconds: number; rounds: number; warmupSeconds: number; plan: (size: number) => Plan;
+  /** The CPU seconds used so far by the server `spec` loads; default this process's (Fleets in it). */
+  cpuSeconds?: (spec: LoadSpec) => number;
+}) {
+  const cpuSeconds = settings.cpuSeconds ?? (() => {
+    const used = process.cpuUsage();
+    return (used.user + used.system) / 1e6;
+  });
   async function once(spec: LoadSpec, forSeconds: number): Promise<Measured> {
     const body = spec.body === undefined ? {} : { body: { ...spec.body, ...settings.plan(spec.body.size) } };
-    const cpu = process.cpuUsage();
+    const cpu = cpuSeconds(spec);
     const started = performance.now();
     const result = await loadVarying({ ...spec, ...body, seconds: forSeconds });
-    const used = process.cpuUsage(cpu);
+    const used = cpuSeconds(spec) - cpu;
     if (result.non2xx + result.errors > 0) throw new Error(`${spec.name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-    return { ...result, serverCpu: (used.user + used.system) / 1000 / (performance.now() - started) };
+    return { ...result, serverCpu: used / ((performance.now() - started) / 1000) };
   }
   async function interleaved(specs: LoadSpec[]): Promise<Measured[][]> {
     for (const spec of specs) await once(spec, settings.warmupSeconds);

@@ -16,6 +16,14 @@ function statFields(file: string): string[] | undefined {
   }
 }
 
+/** CPU time `pid` has used so far, seconds (utime + stime, its threads together). */
+export function processCpuSeconds(pid: number): number {
+  const fields = statFields(`/proc/${pid}/stat`);
+  if (fields === undefined) throw new Error(`no process ${pid}`);
+  // utime and stime are the 14th and 15th fields; fields[0] is the 2nd.
+  return (Number(fields[12]) + Number(fields[13])) / TICKS_PER_SECOND;
+}
+
 /** `pid` and every process descended from it. */
 export function processTree(root: number): number[] {
   const children = new Map<number, number[]>();

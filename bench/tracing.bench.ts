@@ -12,11 +12,11 @@
 import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { loadVarying, median, runPlans, tempDatabases } from './lib.ts';
-import type { LoadOutcome, LoadSpec } from './load.ts';
+import { runPlans, tempDatabases, turnTaking } from './lib.ts';
+import type { LoadSpec } from './load.ts';
+import { processCpuSeconds } from './proc-cpu.ts';
 import type { TracingServerReady, TracingServerSpec } from './tracing-server.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -63,41 +63,23 @@ const servers = await Promise.all(SIDES.map(async (side) => {
   return { ...side, ...ready, pid: child.pid!, child };
 }));
 
-/** The process's CPU time so far, seconds (utime + stime, 100 ticks a second). */
-function cpuSeconds(pid: number): number {
-  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
+const { interleaved, summary } = turnTaking({
+  seconds, rounds: ROUNDS, warmupSeconds, plan, cpuSeconds: (spec) => processCpuSeconds(servers.find((s) => s.url === spec.url)!.pid),
+});
 
-type Measured = LoadOutcome & { serverCpu: number };
-
-async function once(server: (typeof servers)[number], spec: LoadSpec, forSeconds: number): Promise<Measured> {
-  const body = spec.body === undefined ? {} : { body: { ...spec.body, ...plan(spec.body.size) } };
-  const cpu = cpuSeconds(server.pid);
-  const started = performance.now();
-  const result = await loadVarying({ ...spec, ...body, url: server.url, headers: server.headers, seconds: forSeconds });
-  if (result.non2xx + result.errors > 0) throw new Error(`${server.name}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return { ...result, serverCpu: (cpuSeconds(server.pid) - cpu) / ((performance.now() - started) / 1000) };
-}
-
-async function compare(title: string, spec: LoadSpec) {
-  for (const server of servers) await once(server, spec, warmupSeconds);
-  const rounds: Measured[][] = servers.map(() => []);
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, server] of servers.entries()) rounds[i]!.push(await once(server, spec, seconds));
-  }
+async function compare(title: string, spec: Omit<LoadSpec, 'url' | 'headers'>) {
+  const rounds = await interleaved(servers.map((server) => ({ ...spec, url: server.url, headers: server.headers })));
+  const offRps = summary(rounds[0]!).rps;
   print();
   print(`### ${title}`);
   print();
   print('| case | req/s | p50 ms | p99 ms | server CPU | req/s / off (rounds) |');
   print('|---|---|---|---|---|---|');
   for (const [i, server] of servers.entries()) {
-    const rs = rounds[i]!;
-    const ratios = rs.map((r, k) => r.rps / rounds[0]![k]!.rps);
-    const rps = median(rs.map((r) => r.rps));
-    print(`| ${server.name} | ${rps.toFixed(0)} | ${median(rs.map((r) => r.p50)).toFixed(2)} | ${median(rs.map((r) => r.p99)).toFixed(2)} | ` +
-      `${(median(rs.map((r) => r.serverCpu)) * 100).toFixed(0)} % | ${i === 0 ? '1' : `**${(rps / median(rounds[0]!.map((r) => r.rps))).toFixed(2)} ×** (${Math.min(...ratios).toFixed(2)} to ${Math.max(...ratios).toFixed(2)})`} |`);
+    const r = summary(rounds[i]!);
+    const ratios = rounds[i]!.map((round, k) => round.rps / rounds[0]![k]!.rps);
+    print(`| ${server.name} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${(r.serverCpu * 100).toFixed(0)} % | ` +
+      `${i === 0 ? '1' : `**${(r.rps / offRps).toFixed(2)} ×** (${Math.min(...ratios).toFixed(2)} to ${Math.max(...ratios).toFixed(2)})`} |`);
   }
 }
 
@@ -106,7 +88,7 @@ print(`Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'unkno
 
 if (cases.has('single')) {
   await compare('Single-record ingest, 100 connections', {
-    name: 'POST /v2/telemetry/{id}', method: 'POST', path: '/v2/telemetry/{vehicle}', connections: 100, seconds, url: '', body: { kind: 'single', ...plan(1) },
+    name: 'POST /v2/telemetry/{id}', method: 'POST', path: '/v2/telemetry/{vehicle}', connections: 100, seconds, body: { kind: 'single', ...plan(1) },
   });
 }
 if (cases.has('latest')) {
@@ -116,7 +98,7 @@ if (cases.has('latest')) {
     });
     if (res.status !== 202) throw new Error(`${server.name}: seeding answered ${res.status}`);
   }
-  await compare('GET latest, 50 connections', { name: 'GET /v2/telemetry/veh-001', method: 'GET', path: '/v2/telemetry/veh-001', connections: 50, seconds, url: '' });
+  await compare('GET latest, 50 connections', { name: 'GET /v2/telemetry/veh-001', method: 'GET', path: '/v2/telemetry/veh-001', connections: 50, seconds });
 }
 
 // What the traced Fleets sent, once their exporters have flushed (every 5 s).

@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { manualClock } from './helpers/clock.ts';
 import { skipUnlessPostgres } from './helpers/postgres.ts';
-import { waitUntil } from './helpers/wait.ts';
+import { feedEvents } from './helpers/events.ts';
 
 const skipPostgres = await skipUnlessPostgres();
 
@@ -118,13 +118,8 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         }
         assert.equal((await ctx.request('GET', `/v2/commands/${command.id}`)).json<Command>().status, 'expired');
         problem(await ctx.request('DELETE', `/v2/commands/${command.id}`), 409, 'command-not-queued');
-        // On PostgreSQL the feed holds an event back until every older transaction on the server has ended.
-        let types: string[] = [];
-        await waitUntil(async () => {
-          types = (await ctx.request('GET', '/v2/events', { query: { vehicleId: 'van-3', types: 'command.queued,command.expired' } })).json<{ events: Array<{ type: string }> }>().events.map((e) => e.type);
-          return types.length >= 2;
-        }, 'the command\'s two events in the feed', 5_000, { seen: () => types.join(', ') });
-        assert.deepEqual(types, ['command.queued', 'command.expired']);
+        const events = await feedEvents<{ type: string }>(ctx, 'vehicleId=van-3&types=command.queued,command.expired', 2);
+        assert.deepEqual(events.map((e) => e.type), ['command.queued', 'command.expired']);
         await ctx.request('DELETE', '/v2/fleet/vehicles/van-3');
         problem(await ctx.request('GET', `/v2/commands/${command.id}`), 404, 'command-not-found');
       } finally {

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { manualClock } from './helpers/clock.ts';
 import { skipUnlessPostgres } from './helpers/postgres.ts';
-import { waitUntil } from './helpers/wait.ts';
+import { feedEvents } from './helpers/events.ts';
 
 const skipPostgres = await skipUnlessPostgres();
 
@@ -35,15 +35,9 @@ async function assign(ctx: TestApp, body: Record<string, unknown>, status = 201,
 
 const driverOf = async (ctx: TestApp, vehicleId: string) => (await ctx.request('GET', `/v2/fleet/vehicles/${vehicleId}`)).json<{ driverId: string | null }>().driverId;
 
-/** The driver.* events of the feed, as `type driverId vehicleId`, once there are `count`. */
+/** The driver.* events of the feed, as `type driverId vehicleId`, once there are `count` (helpers/events.ts). */
 async function driverEvents(ctx: TestApp, count: number): Promise<string[]> {
-  // On PostgreSQL the feed holds back events until every transaction that began before theirs has
-  // ended, on the whole server: another suite's long commit delays them.
-  let events: Array<{ type: string; vehicleId: string; data: Assignment }> = [];
-  await waitUntil(async () => {
-    events = (await ctx.request('GET', '/v2/events?limit=1000&types=driver.assigned,driver.unassigned')).json<{ events: typeof events }>().events;
-    return events.length >= count;
-  }, `${count} driver events in the feed`, 5_000, { seen: () => `${events.length}` });
+  const events = await feedEvents<{ type: string; vehicleId: string; data: Assignment }>(ctx, 'types=driver.assigned,driver.unassigned', count);
   return events.map((e) => `${e.type} ${e.data.driverId === undefined ? '?' : 'd'} ${e.vehicleId}${e.data.endedAt === null ? '' : ' ended'}`);
 }
 

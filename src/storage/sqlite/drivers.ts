@@ -150,10 +150,7 @@ export function createSqliteAssignments(db: DatabaseSync) {
   };
   const endOne = db.prepare('UPDATE driver_assignments SET ended_at = ? WHERE organization_id = ? AND id = ? AND ended_at IS NULL');
   const insertAssignment = db.prepare(`INSERT INTO driver_assignments (${ASSIGNMENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`);
-  const byIdentifier = db.prepare('SELECT value, driver_id FROM driver_identifiers WHERE organization_id = ? AND value IN (SELECT value FROM json_each(?))');
-  // What a commit asks of each record naming a driver: one identifier's driver, the vehicle's driver.
-  const byOneIdentifier = db.prepare('SELECT driver_id FROM driver_identifiers WHERE organization_id = ? AND value = ?');
-  const currentDriver = db.prepare('SELECT driver_id FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? AND ended_at IS NULL');
+  const byIdentifier = db.prepare('SELECT driver_id FROM driver_identifiers WHERE organization_id = ? AND value = ?');
   const driverAt = db.prepare(
     `SELECT driver_id FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? AND started_at <= ? AND (ended_at IS NULL OR ended_at > ?)
      ORDER BY started_at DESC LIMIT 1`,
@@ -187,16 +184,13 @@ export function createSqliteAssignments(db: DatabaseSync) {
     },
     /** The driver of each of `identifiers` that one has. */
     driversOf(organizationId: string, identifiers: readonly string[]): Map<string, string> {
-      if (identifiers.length === 1) {
-        const driverId = byOneIdentifier.get(organizationId, identifiers[0]!)?.driver_id as string | undefined;
-        return new Map(driverId === undefined ? [] : [[identifiers[0]!, driverId]]);
+      // A commit's records name one or two (an identifier in its two cases): a point read each.
+      const drivers = new Map<string, string>();
+      for (const value of identifiers) {
+        const driverId = byIdentifier.get(organizationId, value)?.driver_id as string | undefined;
+        if (driverId !== undefined) drivers.set(value, driverId);
       }
-      const rows = byIdentifier.all(organizationId, JSON.stringify(identifiers));
-      return new Map(rows.map((row) => [row.value as string, row.driver_id as string]));
-    },
-    /** The driver of the vehicle's ongoing assignment, or null. */
-    currentDriver(organizationId: string, vehicleId: string): string | null {
-      return (currentDriver.get(organizationId, vehicleId)?.driver_id as string | undefined) ?? null;
+      return drivers;
     },
     /** The driver assigned to the vehicle at `at` (ms), or null. */
     driverAt(organizationId: string, vehicleId: string, at: number): string | null {

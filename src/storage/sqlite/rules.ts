@@ -126,7 +126,7 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
         unresolved: alerts ? unresolved.all(organizationId, vehicleId).map(rows.alert) : [],
         // The rollups' first record needs the driver assigned then, identifier or not.
         drivers: identifiers.length === 0 && (!rollups || (state?.roll ?? null) !== null) ? undefined : {
-          current: assignments.currentDriver(organizationId, vehicleId),
+          current: assignments.ongoing('vehicle_id', organizationId, vehicleId)?.driverId ?? null,
           byIdentifier: identifiers.length === 0 ? new Map() : assignments.driversOf(organizationId, identifiers),
         },
       };
