@@ -1,8 +1,9 @@
 // Maintenance rows to records, for both backends (JSON arrives as text from SQLite, decoded from
-// PostgreSQL; bigints as strings from PostgreSQL).
+// PostgreSQL; bigints as strings from PostgreSQL; SQLite's meters in the form of state-blobs.ts).
 import type { MeterState } from '../meters/state.ts';
 import type { Interval, ItemRecord, ItemState, ScheduleRecord, ServiceRecord } from '../maintenance/model.ts';
 import type { Row } from './rows.ts';
+import { decodeMeters } from './state-blobs.ts';
 
 export const SCHEDULE_COLUMNS = 'organization_id, id, name, vehicle_ids, group_id, every, due_soon, created_at, updated_at';
 export const SERVICE_COLUMNS = 'organization_id, id, vehicle_id, schedule_id, performed_at, odometer_km, engine_hours, notes, cost_amount, cost_currency, created_at';
@@ -56,7 +57,7 @@ export function itemOf(row: Row): ItemRecord {
 
 /** Each vehicle's meters from rows of (vehicle_id, meters). */
 export function metersOf(rows: readonly Row[]): Map<string, MeterState> {
-  return new Map(rows.flatMap((row) => (row.meters === null || row.meters === undefined ? [] : [[row.vehicle_id as string, json<MeterState>(row.meters)]])));
+  return new Map(rows.flatMap((row) => (row.meters === null || row.meters === undefined ? [] : [[row.vehicle_id as string, row.meters instanceof Uint8Array ? decodeMeters(row.meters) : json<MeterState>(row.meters)]])));
 }
 
 /** A service record's values in SERVICE_COLUMNS order. */

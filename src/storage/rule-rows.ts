@@ -1,16 +1,20 @@
 // Rows of geofences, alert rules, alerts and rule states to records, for both backends (they
-// differ in how JSON and lists arrive: text in SQLite, decoded in PostgreSQL).
+// differ in how JSON and lists arrive: text in SQLite, decoded in PostgreSQL; SQLite keeps the
+// meters and the rollups' state in the form of state-blobs.ts).
 import type { TripState } from '../history/trips.ts';
 import type { MeterState } from '../meters/state.ts';
 import type { RollupState } from '../reports/rollup.ts';
 import type { GeofenceRecord, Geometry } from '../geofences/model.ts';
 import type { AlertRecord, AlertRuleRecord, AlertStatus, Condition, RuleState, TriggerValue } from '../rules/model.ts';
 import type { Row } from './rows.ts';
+import { decodeMeters, decodeRoll } from './state-blobs.ts';
 
 export interface RuleDecoders {
   json<T>(value: unknown): T;
   list(value: unknown): string[];
   bool(value: unknown): boolean;
+  meters(value: unknown): MeterState;
+  roll(value: unknown): RollupState;
 }
 
 /**
@@ -82,8 +86,8 @@ export function ruleRows(d: RuleDecoders) {
       inside: d.list(row.inside),
       held: d.json<Record<string, number>>(row.held),
       trip: row.trip === null || row.trip === undefined ? null : d.json<TripState>(row.trip),
-      meters: row.meters === null || row.meters === undefined ? null : d.json<MeterState>(row.meters),
-      roll: row.rollup === null || row.rollup === undefined ? null : d.json<RollupState>(row.rollup),
+      meters: row.meters === null || row.meters === undefined ? null : d.meters(row.meters),
+      roll: row.rollup === null || row.rollup === undefined ? null : d.roll(row.rollup),
     }),
   };
 }
@@ -92,12 +96,16 @@ export const sqliteRuleRows = ruleRows({
   json: <T>(value: unknown) => JSON.parse(value as string) as T,
   list: (value) => JSON.parse(value as string) as string[],
   bool: (value) => value === 1,
+  meters: decodeMeters,
+  roll: decodeRoll,
 });
 
 export const postgresRuleRows = ruleRows({
   json: <T>(value: unknown) => value as T,
   list: (value) => value as string[],
   bool: (value) => value as boolean,
+  meters: (value) => value as MeterState,
+  roll: (value) => value as RollupState,
 });
 
 export const ALERT_COLUMNS = `seq, id, organization_id, rule_id, rule_name, vehicle_id, status, opened_at, acknowledged_at,

@@ -151,6 +151,7 @@ export function createSqliteAssignments(db: DatabaseSync) {
   const endOne = db.prepare('UPDATE driver_assignments SET ended_at = ? WHERE organization_id = ? AND id = ? AND ended_at IS NULL');
   const insertAssignment = db.prepare(`INSERT INTO driver_assignments (${ASSIGNMENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`);
   const byIdentifier = db.prepare('SELECT driver_id FROM driver_identifiers WHERE organization_id = ? AND value = ?');
+  const driverNow = db.prepare('SELECT driver_id FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? AND ended_at IS NULL');
   const driverAt = db.prepare(
     `SELECT driver_id FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? AND started_at <= ? AND (ended_at IS NULL OR ended_at > ?)
      ORDER BY started_at DESC LIMIT 1`,
@@ -191,6 +192,10 @@ export function createSqliteAssignments(db: DatabaseSync) {
         if (driverId !== undefined) drivers.set(value, driverId);
       }
       return drivers;
+    },
+    /** The driver assigned to the vehicle now, or null (a commit's question: one column, not the assignment). */
+    driverNow(organizationId: string, vehicleId: string): string | null {
+      return (driverNow.get(organizationId, vehicleId)?.driver_id as string | undefined) ?? null;
     },
     /** The driver assigned to the vehicle at `at` (ms), or null. */
     driverAt(organizationId: string, vehicleId: string, at: number): string | null {

@@ -6,10 +6,11 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Judged } from '../../rules/store.ts';
 import { rollupData } from '../../history/motion-data.ts';
-import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type PackedTally, type TallyRow, feedRollup, firstDayOfMonth, initialMark, monthOfDay, replayable, unpackTally } from '../../reports/rollup.ts';
+import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type TallyRow, feedRollup, firstDayOfMonth, initialMark, monthOfDay, replayable, unpackTally } from '../../reports/rollup.ts';
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
 import { type AssignmentTimeline, assignmentTimeline, mergeSums, rollupReadSql, staleBatch, sumInto } from '../rollup-rows.ts';
 import type { WalSync } from './wal-sync.ts';
+import { decodeRoll } from '../state-blobs.ts';
 
 const TALLY_COLUMNS = 'distance_m, driving_s, idle_s, engine_s, trips, max_speed';
 /** The hour a replay without a mark starts from: before any record. */
@@ -180,10 +181,7 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
     if (prepared === undefined) statements.set(sql, (prepared = reader.prepare(sql)));
     return prepared;
   };
-  const pending = reader.prepare(
-    `SELECT vehicle_id, json_extract(rollup, '$.pend') AS pend FROM vehicle_rule_state
-     WHERE organization_id = ? AND rollup IS NOT NULL AND json_array_length(rollup, '$.pend') > 0`,
-  );
+  const pending = reader.prepare('SELECT vehicle_id, rollup FROM vehicle_rule_state WHERE organization_id = ? AND rollup IS NOT NULL');
   return {
     repair(organizationId, limit = staleBatch) {
       return repairAll(organizationId ?? null, limit);
@@ -193,9 +191,10 @@ export function createSqliteRollupStore(db: DatabaseSync, reader: DatabaseSync, 
     },
     async pending(organizationId, vehicles) {
       const wanted = vehicles === null ? undefined : new Set(vehicles);
-      return (pending.all(organizationId) as { vehicle_id: string; pend: string }[])
+      return (pending.all(organizationId) as { vehicle_id: string; rollup: unknown }[])
         .filter((r) => wanted === undefined || wanted.has(r.vehicle_id))
-        .map((r) => ({ vehicleId: r.vehicle_id, tallies: (JSON.parse(r.pend) as PackedTally[]).map(unpackTally) }));
+        .map((r) => ({ vehicleId: r.vehicle_id, tallies: decodeRoll(r.rollup).pend.map(unpackTally) }))
+        .filter((p) => p.tallies.length > 0);
     },
     async sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]> {
       return mergeSums(reads(organizationId, query).map(({ sql, params }) => statement(sql).all(...(params as (string | number | null)[])) as unknown as SumsRow[]));

@@ -17,6 +17,7 @@ import type { WalSync } from './wal-sync.ts';
 import type { AppendEvents } from './events.ts';
 import type { SqliteRollupWrites } from './rollups.ts';
 import type { Mark } from '../../reports/rollup.ts';
+import { encodeMeters, encodeRoll } from '../state-blobs.ts';
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value));
 const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
@@ -101,7 +102,10 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
     return known;
   }
   function put(organizationId: string, vehicleId: string, s: RuleState): void {
-    upsert.run(organizationId, vehicleId, storedTs(s.ts), JSON.stringify(s.inside), JSON.stringify(s.held), json(s.trip), json(s.meters), json(s.roll));
+    upsert.run(
+      organizationId, vehicleId, storedTs(s.ts), JSON.stringify(s.inside), JSON.stringify(s.held), json(s.trip),
+      s.meters === null ? null : encodeMeters(s.meters), s.roll === null ? null : encodeRoll(s.roll),
+    );
     states.set(keyOf(organizationId, vehicleId), s);
   }
 
@@ -126,7 +130,7 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
         unresolved: alerts ? unresolved.all(organizationId, vehicleId).map(rows.alert) : [],
         // The rollups' first record needs the driver assigned then, identifier or not.
         drivers: identifiers.length === 0 && (!rollups || (state?.roll ?? null) !== null) ? undefined : {
-          current: assignments.ongoing('vehicle_id', organizationId, vehicleId)?.driverId ?? null,
+          current: assignments.driverNow(organizationId, vehicleId),
           byIdentifier: identifiers.length === 0 ? new Map() : assignments.driversOf(organizationId, identifiers),
         },
       };
