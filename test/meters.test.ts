@@ -191,6 +191,12 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         await post(ctx, 'van-2', alone);
         const other = await ctx.request('GET', `/v2/fleet/vehicles/van-2/trips?from=${at(0)}&to=${at(3000)}`);
         assert.deepEqual(other.json<{ trips: Array<{ driverId: string | null }> }>().trips.map((t) => t.driverId), [null]);
+
+        // van-1 deleted (its assignments with it) and registered again: Bob's card in its first record assigns him anew.
+        assert.equal((await ctx.request('DELETE', '/v2/fleet/vehicles/van-1')).statusCode, 204);
+        await ctx.registerVehicle('van-1');
+        await post(ctx, 'van-1', [{ timestamp: at(2100), data: { speed: 0, driverIdentifier: 'card42' } }]);
+        assert.equal((await ctx.request('GET', '/v2/fleet/vehicles/van-1')).json<{ driverId: string | null }>().driverId, bob);
       } finally {
         await ctx.close();
       }

@@ -1,8 +1,10 @@
 // Group commit isolation (docs/ARCHITECTURE.md "Group commit"): one request's batch that fails
 // inside the shared transaction fails alone; every other batch of the group commits exactly once,
-// with its events, on both stores.
+// with its events, on both stores; and what the failed transaction read (a vehicle's driver) is
+// not taken for stored when the others commit again.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { createRuleEngine } from '../src/rules/engine.ts';
 import type { CommitRules } from '../src/rules/store.ts';
 import { mergeLatest } from '../src/telemetry/latest.ts';
 import type { BatchOutcome, CommitBatch } from '../src/telemetry/store.ts';
@@ -80,6 +82,38 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         assert.deepEqual(history.json().records, [], `${v}: nothing stored`);
         assert.equal((await ctx.request('GET', `/v2/fleet/vehicles/${v}`, { key: other.key })).json().status, 'registered');
       }
+    });
+
+    test('what a failed group read is not trusted: the driver its records named is assigned when they commit again', async () => {
+      const other = await ctx.otherOrganization('Poisoned too');
+      await ctx.registerVehicle('iso-driven');
+      await ctx.registerVehicle('iso-bad-3', {}, other.key);
+      const made = await ctx.request('POST', '/v2/drivers', { body: { name: 'Ada', identifiers: [{ kind: 'rfid', value: 'adacard7' }] } });
+      assert.equal(made.statusCode, 201, made.body);
+      const ada = made.json<{ id: string }>().id;
+      const engine = createRuleEngine({ store: ctx.stores.rules, trips: true });
+      await engine.prepare(ctx.organizationId);
+      const real = engine.commitRules;
+      const rules: CommitRules = {
+        rollups: real.rollups,
+        alerts: (organizationId) => real.alerts(organizationId),
+        judges: (organizationId) => organizationId === other.organizationId || real.judges(organizationId),
+        judge(organizationId, ...rest) {
+          if (organizationId === other.organizationId) throw new Error('judging failed');
+          return real.judge(organizationId, ...rest);
+        },
+      };
+      const t0 = Date.now() - 60_000;
+      const record = (vehicleId: string, i: number) => ({ vehicleId, timestamp: t0 + i * 1000, data: { speed: 0, driverIdentifier: 'adacard7' } });
+      const writer = createGroupCommitter(ctx.stores.telemetry, mergeLatest, rules, () => {});
+      // One group: the first batch assigns Ada, the second reads her as the vehicle's driver, the third fails them all.
+      const settled = await Promise.allSettled([
+        writer.submit({ organizationId: ctx.organizationId, at: Date.now(), records: [record('iso-driven', 0)] }),
+        writer.submit({ organizationId: ctx.organizationId, at: Date.now(), records: [record('iso-driven', 1)] }),
+        writer.submit({ organizationId: other.organizationId, at: Date.now(), records: [record('iso-bad-3', 0)] }),
+      ]);
+      assert.deepEqual(settled.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected']);
+      assert.equal((await ctx.request('GET', '/v2/fleet/vehicles/iso-driven')).json<{ driverId: string | null }>().driverId, ada);
     });
   });
 }

@@ -152,6 +152,14 @@ export function createSqliteAssignments(db: DatabaseSync) {
   const insertAssignment = db.prepare(`INSERT INTO driver_assignments (${ASSIGNMENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`);
   const byIdentifier = db.prepare('SELECT driver_id FROM driver_identifiers WHERE organization_id = ? AND value = ?');
   const driverNow = db.prepare('SELECT driver_id FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? AND ended_at IS NULL');
+  /**
+   * Each vehicle's current driver as last read: a commit asks with every record that names one.
+   * One process owns the file, and every change of an assignment passes through `start` or
+   * `endNow`, which drop the vehicle's entry; a deleted vehicle's goes with its rule state, and
+   * all of them when a commit fails (what it read inside may not have been kept).
+   */
+  const now = new Map<string, string | null>();
+  const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
   const driverAt = db.prepare(
     `SELECT driver_id FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? AND started_at <= ? AND (ended_at IS NULL OR ended_at > ?)
      ORDER BY started_at DESC LIMIT 1`,
@@ -163,6 +171,7 @@ export function createSqliteAssignments(db: DatabaseSync) {
   }
   function endNow(a: AssignmentRecord, at: number): EventRecord {
     endOne.run(at, a.organizationId, a.id);
+    now.delete(keyOf(a.organizationId, a.vehicleId));
     return unassignedEvent({ ...a, endedAt: at });
   }
 
@@ -180,6 +189,7 @@ export function createSqliteAssignments(db: DatabaseSync) {
       if (conflict !== undefined) return { conflict };
       const events = ending.map((e) => endNow(e, a.startedAt));
       insertAssignment.run(a.organizationId, a.id, a.driverId, a.vehicleId, a.startedAt, a.endedAt, a.source);
+      now.delete(keyOf(a.organizationId, a.vehicleId));
       events.push(assignedEvent(a));
       return { assignment: a, events };
     },
@@ -193,9 +203,17 @@ export function createSqliteAssignments(db: DatabaseSync) {
       }
       return drivers;
     },
-    /** The driver assigned to the vehicle now, or null (a commit's question: one column, not the assignment). */
+    /** The driver assigned to the vehicle now, or null (a commit's question). */
     driverNow(organizationId: string, vehicleId: string): string | null {
-      return (driverNow.get(organizationId, vehicleId)?.driver_id as string | undefined) ?? null;
+      const key = keyOf(organizationId, vehicleId);
+      let driverId = now.get(key);
+      if (driverId === undefined) now.set(key, (driverId = (driverNow.get(organizationId, vehicleId)?.driver_id as string | undefined) ?? null));
+      return driverId;
+    },
+    /** Forgets the vehicle's current driver as read (the vehicle was deleted), or every vehicle's. */
+    forget(organizationId?: string, vehicleId?: string): void {
+      if (organizationId === undefined || vehicleId === undefined) now.clear();
+      else now.delete(keyOf(organizationId, vehicleId));
     },
     /** The driver assigned to the vehicle at `at` (ms), or null. */
     driverAt(organizationId: string, vehicleId: string, at: number): string | null {

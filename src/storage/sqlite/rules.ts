@@ -160,9 +160,11 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
     },
     forget(organizationId, vehicleId) {
       states.delete(keyOf(organizationId, vehicleId));
+      assignments.forget(organizationId, vehicleId);
     },
     forgetAll() {
       states.clear();
+      assignments.forget();
     },
     apply,
   };
