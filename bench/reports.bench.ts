@@ -8,10 +8,11 @@
 // the identification add to it. Maintenance adds nothing here: its check runs beside the commits,
 // once a minute (maintenance/check.ts).
 //
-// The store's commits are called directly (no HTTP, no load generator, so less at the mercy of a
-// busy machine): each commit holds 100 requests of one vehicle each, of 1 record (as single-record
-// ingest groups them) or of 100. SQLite: the CPU time per record of this process (the store runs
-// in it). PostgreSQL (FLEET_BENCH_DATABASE_URL, else FLEET_TEST_DATABASE_URL, else the local
+// Each side is a process of its own (bench/reports-side.ts), as a deployed Fleet runs one
+// configuration. The store's commits are called directly (no HTTP, no load generator, so less at
+// the mercy of a busy machine): each commit holds 100 requests of one vehicle each, of 1 record (as
+// single-record ingest groups them) or of 100. SQLite: the CPU time per record of the side's
+// process (the store runs in it). PostgreSQL (FLEET_BENCH_DATABASE_URL, else FLEET_TEST_DATABASE_URL, else the local
 // server): the wall time per record, the database being another process. The two sides take
 // turns for BENCH_ROUNDS rounds (default 5) of 400 single-record commits or 50 of 100 records
 // after a warm-up round; medians.
@@ -21,15 +22,10 @@
 // Europe/Berlin (whole days plus the hours at both ends); and, on a fleet whose records went through
 // the commit (20 vehicles, 14 days, a record a minute), the same rows from the rollups and computed
 // from history (reports/summary.ts `fromHistory`), in the same run: the ratio.
+import { fork } from 'node:child_process';
 import { cpus, release } from 'node:os';
-import { createRuleEngine } from '../src/rules/engine.ts';
-import { createPostgresStores } from '../src/storage/postgres/index.ts';
-import { createSqliteStores } from '../src/storage/sqlite/index.ts';
-import type { Stores } from '../src/storage/stores.ts';
-import { mergeLatest } from '../src/telemetry/latest.ts';
-import type { CommitBatch } from '../src/telemetry/store.ts';
-import { BENCH_DATABASE_URL, connectAdmin, median, startBenchFleet, tempDatabases } from './lib.ts';
-import { trackDataText } from './rows.ts';
+import { BENCH_DATABASE_URL, connectAdmin, median, tempDatabases } from './lib.ts';
+import type { ReportsSideCost, ReportsSideSpec } from './reports-side.ts';
 import { summaryBench } from './summary-sample.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -41,76 +37,68 @@ const parts = new Set((process.env.BENCH_CASES ?? 'sqlite,postgres,summaries').s
  * to 1.12).
  */
 const commitsOf = (per: number) => (per === 1 ? 400 : 50);
-const VEHICLES = Array.from({ length: 100 }, (_, i) => `veh-${String(i).padStart(3, '0')}`);
+const VEHICLE_COUNT = 100;
 const url = BENCH_DATABASE_URL;
 const print = (line = '') => console.log(line);
 const lines: string[] = [];
 
-/** Half the vehicles read their driver's iButton; every record says whether the engine runs. */
-const iButtonOf = (v: number) => (v % 2 === 0 ? `00000000${String(v).padStart(8, '0')}` : undefined);
-
-function dataOf(v: number, n: number): CommitBatch['records'][number]['data'] {
-  const data = JSON.parse(trackDataText(v, n)) as CommitBatch['records'][number]['data'];
-  data.ignition = n % 10 !== 0;
-  const iButton = iButtonOf(v);
-  if (iButton !== undefined) data.driverIdentifier = iButton;
-  return data;
-}
-
 interface Side {
-  stores: Stores;
-  fleet: Awaited<ReturnType<typeof startBenchFleet>>;
-  engine: ReturnType<typeof createRuleEngine>;
-  commits: number;
+  child: ReturnType<typeof fork>;
   cost: number[];
 }
 
-async function side(stores: Stores, meters: boolean): Promise<Side> {
-  const fleet = await startBenchFleet(stores, VEHICLES);
-  for (const [v] of VEHICLES.entries()) {
-    const value = iButtonOf(v);
-    if (value === undefined) continue;
-    const res = await fleet.app.inject({ method: 'POST', url: '/v2/drivers', headers: fleet.headers, payload: { name: `Driver ${v}`, identifiers: [{ kind: 'ibutton', value }] } });
-    if (res.statusCode !== 201) throw new Error(res.body);
-  }
-  const engine = createRuleEngine({ store: stores.rules, trips: true, meters });
-  await engine.prepare(fleet.organizationId);
-  return { stores, fleet, engine, commits: 0, cost: [] };
+/** A side's process (bench/reports-side.ts), once it is ready. */
+async function side(spec: ReportsSideSpec): Promise<Side> {
+  const child = fork(new URL('./reports-side.ts', import.meta.url), [JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  await new Promise((resolve, reject) => {
+    const exited = (code: number | null) => reject(new Error(`a side exited (${code})`));
+    child.once('exit', exited);
+    child.once('message', (m) => {
+      child.off('exit', exited);
+      resolve(m);
+    });
+  });
+  return { child, cost: [] };
 }
 
-/** Both sides in turns; the cost per record of each round: CPU (this process) or wall time, µs. */
-async function compare(label: string, off: Side, on: Side, per: number, measure: 'cpu' | 'wall') {
-  const start = Date.now() - 20 * 86_400_000;
-  for (let round = 0; round <= ROUNDS; round++) {
-    for (const s of [off, on]) {
-      const cpu = process.cpuUsage();
-      const wall = performance.now();
-      for (let c = 0; c < commitsOf(per); c++, s.commits++) {
-        const batches: CommitBatch[] = VEHICLES.map((vehicleId, v) => ({
-          organizationId: s.fleet.organizationId, at: Date.now(),
-          records: Array.from({ length: per }, (_, i) => {
-            const n = s.commits * per + i;
-            return { vehicleId, timestamp: start + n * 1000, data: dataOf(v, n) };
-          }),
-        }));
-        const outcomes = await s.stores.telemetry.commit(batches, mergeLatest, s.engine.commitRules);
-        if (outcomes.some((o) => !o.ok || o.accepted !== per)) throw new Error('a commit did not store every record');
+/** One round of `commits` commits on `s`: its cost per record, µs. */
+function round(s: Side, commits: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const exited = (code: number | null) => reject(new Error(`a side exited (${code})`));
+    s.child.once('exit', exited);
+    s.child.once('message', (m) => {
+      s.child.off('exit', exited);
+      resolve((m as ReportsSideCost).cost);
+    });
+    s.child.send({ commits });
+  });
+}
+
+/** Both sides in turns; the cost per record of each round: CPU (of the side's process) or wall time, µs. */
+async function compare(label: string, specs: (meters: boolean) => ReportsSideSpec, per: number, measure: 'cpu' | 'wall') {
+  const off = await side(specs(false));
+  const on = await side(specs(true));
+  try {
+    for (let r = 0; r <= ROUNDS; r++) {
+      for (const s of [off, on]) {
+        const cost = await round(s, commitsOf(per));
+        if (r > 0) s.cost.push(cost); // the first round warms up
       }
-      const used = process.cpuUsage(cpu);
-      const records = commitsOf(per) * VEHICLES.length * per;
-      const cost = measure === 'cpu' ? (used.user + used.system) / records : ((performance.now() - wall) * 1000) / records;
-      if (round > 0) s.cost.push(cost); // the first round warms up
+    }
+  } finally {
+    for (const s of [off, on]) {
+      const exited = new Promise((resolve) => s.child.once('exit', resolve));
+      s.child.disconnect();
+      await exited;
     }
   }
   const ratios = on.cost.map((c, i) => off.cost[i]! / c);
   const speed = median(off.cost) / median(on.cost);
   const what = measure === 'cpu' ? 'CPU' : 'wall time';
-  print(`| ${label} | ${VEHICLES.length} × ${per} | ${median(off.cost).toFixed(1)} | ${median(on.cost).toFixed(1)} | ` +
+  print(`| ${label} | ${VEHICLE_COUNT} × ${per} | ${median(off.cost).toFixed(1)} | ${median(on.cost).toFixed(1)} | ` +
     `**${speed.toFixed(2)} ×** (${Math.min(...ratios).toFixed(2)} to ${Math.max(...ratios).toFixed(2)}) |`);
-  lines.push(`${label} commits of ${VEHICLES.length} × ${per} record${per === 1 ? '' : 's'}: ingest with rollups, meters and driver identification at ` +
+  lines.push(`${label} commits of ${VEHICLE_COUNT} × ${per} record${per === 1 ? '' : 's'}: ingest with rollups, meters and driver identification at ` +
     `**${speed.toFixed(2)} ×** the rate without (${what} per record ${median(off.cost).toFixed(1)} → ${median(on.cost).toFixed(1)} µs).`);
-  off.cost = [];
-  on.cost = [];
 }
 
 print(`Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Linux ${release()}. ` +
@@ -121,35 +109,16 @@ print('|---|---|---|---|---|');
 
 if (parts.has('sqlite')) {
   const databases = tempDatabases();
-  for (const per of [1, 100]) {
-    const off = await side(createSqliteStores(databases.file()), false);
-    const on = await side(createSqliteStores(databases.file()), true);
-    await compare('SQLite (CPU)', off, on, per, 'cpu');
-    for (const s of [off, on]) {
-      await s.fleet.app.close();
-      await s.stores.close();
-    }
-  }
+  for (const per of [1, 100]) await compare('SQLite (CPU)', (meters) => ({ meters, per, file: databases.file() }), per, 'cpu');
   databases.removeAll();
 }
 
 const admin = parts.has('postgres') ? await connectAdmin(url) : undefined;
 if (admin !== undefined) {
   for (const per of [1, 100]) {
-    const schemas: string[] = [];
-    const open = async (label: string): Promise<Stores> => {
-      const schema = `fleet_bench_meters_${label}_${per}_${process.pid}`;
-      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
-      schemas.push(schema);
-      return createPostgresStores({ url, poolSize: 10, schema, keepDays: 30 });
-    };
-    const off = await side(await open('off'), false);
-    const on = await side(await open('on'), true);
-    await compare('PostgreSQL (wall)', off, on, per, 'wall');
-    for (const s of [off, on]) {
-      await s.fleet.app.close();
-      await s.stores.close();
-    }
+    const schemas = [false, true].map((meters) => `fleet_bench_meters_${meters ? 'on' : 'off'}_${per}_${process.pid}`);
+    for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+    await compare('PostgreSQL (wall)', (meters) => ({ meters, per, url, schema: schemas[meters ? 1 : 0]! }), per, 'wall');
     for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   }
   await admin.end();
