@@ -8,15 +8,7 @@ export const M_PER_DEG_LAT = 111_195;
 export const M_PER_DEG_LNG = M_PER_DEG_LAT * Math.cos((CENTER[1] * Math.PI) / 180);
 
 /** mulberry32: a full-period generator (an LCG on doubles loses bits and falls into short cycles). */
-export function seeded(start: number): () => number {
-  let seed = start;
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+export { rng as seeded } from '../test/helpers/random.ts';
 
 /** A position in the area, `dx`/`dy` meters from the center. */
 export const at = (dx: number, dy: number): [number, number] => [CENTER[0] + dx / M_PER_DEG_LNG, CENTER[1] + dy / M_PER_DEG_LAT];

@@ -11,22 +11,12 @@ import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import { decodeMeters, decodeRoll, encodeMeters, encodeRoll } from '../src/storage/state-blobs.ts';
 import { createTestApp } from './helpers/app.ts';
 import { manualClock } from './helpers/clock.ts';
-
-/** A small deterministic generator (mulberry32), so a failure names its seed. */
-function random(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from './helpers/random.ts';
 
 const TEXTS = ['drv_MBlOC5HmorxChPA6Eypt', '', '0000000000000001', 'Fahrerin Jürgen-Ölçü', '運転手 🚚', 'x'.repeat(300)];
 
 function states(seed: number): { meters: MeterState; roll: RollupState } {
-  const r = random(seed);
+  const r = rng(seed);
   const maybe = <T>(value: T): T | null => (r() < 0.3 ? null : value);
   const text = () => maybe(TEXTS[Math.floor(r() * TEXTS.length)]!);
   const number = () => (r() < 0.5 ? Math.floor(r() * 1e13) : (r() - 0.5) * 1e5);

@@ -7,6 +7,7 @@ import { FORMATS } from '../src/history/formats.ts';
 import { motionData, readMotionData } from '../src/history/motion-data.ts';
 import { EXPORT_FORMATS } from '../src/history/schema.ts';
 import type { TelemetryData } from '../src/telemetry/schema.ts';
+import { rng } from './helpers/random.ts';
 
 /** What JSON.parse gives of the three fields (absent ones left out). */
 function expected(text: string) {
@@ -14,19 +15,9 @@ function expected(text: string) {
   return { ...(location === undefined ? {} : { location }), ...(speed === undefined ? {} : { speed }), ...(odometer === undefined ? {} : { odometer }) };
 }
 
-/** A deterministic generator (mulberry32), so that a failure can be replayed. */
-function random(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** `count` random records' stored text (JSON.stringify of data the schema allows), the same every run. */
 function records(count: number): string[] {
-  const next = random(20261127);
+  const next = rng(20261127);
   const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]!;
   // Numbers as JSON.stringify writes them: short and long decimals, integers, exponents, zero.
   const number = (scale: number) => pick([
