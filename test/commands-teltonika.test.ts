@@ -140,6 +140,21 @@ describe('over a tracker\'s connection', () => {
     assert.equal((await command(first.id)).result, 'DOUT1:0 DOUT2:1');
   });
 
+  test('commands sent while one is in flight go out after its answer, in order, each after the one before is answered', async () => {
+    const tracker = await online('tc-8');
+    const first = await send('tc-8', { type: 'positionSingle' });
+    await frame(tracker, 'getgps');
+    const second = await send('tc-8', { type: 'custom', params: { text: 'getver' } });
+    const third = await send('tc-8', { type: 'custom', params: { text: 'getinfo' } });
+    tracker.send(answer('GPS:1'));
+    await frame(tracker, 'getver');
+    tracker.send(answer('Ver:03.28'));
+    await frame(tracker, 'getinfo');
+    tracker.send(answer('INI:2026/11/29'));
+    await statusBecomes(third.id, 'succeeded');
+    assert.deepEqual([(await command(first.id)).result, (await command(second.id)).result], ['GPS:1', 'Ver:03.28']);
+  });
+
   test('no answer within the timeout: timed_out, and the next command goes out', async () => {
     const tracker = await online('tc-3');
     const first = await send('tc-3', { type: 'reboot' });

@@ -45,7 +45,7 @@ const PRESENCE_RENEW_MS = 10_000;
 export function createCommandService(deps: {
   store: CommandStore;
   vehicles: Pick<VehicleStore, 'get'>;
-  devices: Pick<DeviceStore, 'list'>;
+  devices: Pick<DeviceStore, 'protocolsOf'>;
   clock: Clock;
   events: EventPort;
   scope: VehicleScope;
@@ -73,9 +73,9 @@ export function createCommandService(deps: {
 
   /** The channel a new command takes by default: a Teltonika device of the vehicle, else an OsmAnd one, else MQTT. */
   async function defaultChannel(organizationId: string, vehicleId: string): Promise<ChannelName> {
-    const { devices } = await deps.devices.list(organizationId, { vehicleId, limit: 100, offset: 0 });
-    if (devices.some((d) => d.protocol === 'teltonika')) return 'teltonika';
-    if (devices.some((d) => d.protocol === 'osmand')) return 'osmand';
+    const protocols = await deps.devices.protocolsOf(organizationId, vehicleId);
+    if (protocols.includes('teltonika')) return 'teltonika';
+    if (protocols.includes('osmand')) return 'osmand';
     return 'mqtt';
   }
 

@@ -34,6 +34,8 @@ export interface DeviceStore {
   get(organizationId: string, id: string): Promise<DeviceRecord | undefined>;
   /** Oldest first (then by id), so pages are stable. */
   list(organizationId: string, filter: DeviceFilter): Promise<{ devices: DeviceRecord[]; total: number }>;
+  /** The protocols of the vehicle's devices, each once, in no order (a command's default channel). */
+  protocolsOf(organizationId: string, vehicleId: string): Promise<Protocol[]>;
   delete(organizationId: string, id: string): Promise<boolean>;
   find(protocol: Protocol, identifier: string): Promise<DeviceRecord | undefined>;
   /** Records when devices were last heard from, in one write; a stored time never moves back. */

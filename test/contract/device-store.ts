@@ -68,6 +68,21 @@ export function deviceStoreContract(name: string, makeStores: MakeStores): void 
       assert.deepEqual(await stores.devices.list(a, { limit: 10, offset: 10 }), { devices: [], total: 5 });
     });
 
+    test('protocolsOf: the protocols of one vehicle\'s devices, each once, in its organization only', async () => {
+      const stores = await fresh();
+      const [a, b] = [await addOrganization(stores), await addOrganization(stores)];
+      for (const [org, vehicle] of [[a, 'v1'], [a, 'v2'], [a, 'v3'], [b, 'v1']] as const) await addVehicle(stores, org, vehicle);
+      await stores.devices.insert(deviceRecord(a, 'v1'));
+      await stores.devices.insert(deviceRecord(a, 'v1', { protocol: 'teltonika' }));
+      await stores.devices.insert(deviceRecord(a, 'v1'));
+      await stores.devices.insert(deviceRecord(a, 'v2'));
+      await stores.devices.insert(deviceRecord(b, 'v1', { protocol: 'teltonika' }));
+      assert.deepEqual((await stores.devices.protocolsOf(a, 'v1')).sort(), ['osmand', 'teltonika']);
+      assert.deepEqual(await stores.devices.protocolsOf(a, 'v2'), ['osmand']);
+      assert.deepEqual(await stores.devices.protocolsOf(a, 'v3'), []);
+      assert.deepEqual(await stores.devices.protocolsOf(b, 'v2'), []);
+    });
+
     test('delete removes only the organization\'s own device; deleting the vehicle deletes its devices', async () => {
       const stores = await fresh();
       const [a, b] = [await addOrganization(stores), await addOrganization(stores)];

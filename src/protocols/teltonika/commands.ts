@@ -25,6 +25,11 @@ interface Slot {
   pumping: boolean;
   /** Asked to look again while a look was under way. */
   again: boolean;
+  /**
+   * The queue may hold a command for this connection: one was offered while another was in flight
+   * or being sent, or more were queued than the last look sent. Only then does an answer look again.
+   */
+  more: boolean;
 }
 
 const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
@@ -57,13 +62,16 @@ export function createTeltonikaCommands(link: CommandLink, log: FastifyBaseLogge
             await link.settle(taken.organizationId, taken.id, { status: 'timed_out', error: 'the device\'s connection closed as the command was sent' });
             return;
           }
+          slot.more = slot.again || queued.indexOf(command) < queued.length - 1;
           slot.inFlight = { command: taken, timer: link.after(link.timeoutMs, () => void timedOut(connection, slot, taken)) };
           connection.socket.write(encodeCodec12(teltonikaText(taken)));
           log.debug({ imei: device.identifier, commandId: taken.id }, 'Teltonika command sent');
           return;
         }
       } while (slot.again);
+      slot.more = false;
     } catch (error) {
+      slot.more = true;
       log.warn({ err: error, imei: device.identifier }, 'Teltonika commands not sent; tried again at the next offer or login');
     } finally {
       slot.pumping = false;
@@ -82,12 +90,18 @@ export function createTeltonikaCommands(link: CommandLink, log: FastifyBaseLogge
     name: 'teltonika',
     connected: (organizationId, vehicleId) => (byVehicle.get(keyOf(organizationId, vehicleId))?.size ?? 0) > 0,
     offer(command) {
-      for (const connection of byVehicle.get(keyOf(command.organizationId, command.vehicleId)) ?? []) {
+      const connections = byVehicle.get(keyOf(command.organizationId, command.vehicleId)) ?? [];
+      for (const connection of connections) {
         const slot = slots.get(connection);
         if (slot !== undefined && slot.inFlight === undefined) {
           void pump(connection);
           return;
         }
+      }
+      // Every connection has a command in flight: the first answer takes this one.
+      for (const connection of connections) {
+        const slot = slots.get(connection);
+        if (slot !== undefined) slot.more = true;
       }
     },
   };
@@ -105,7 +119,7 @@ export function createTeltonikaCommands(link: CommandLink, log: FastifyBaseLogge
         link.present(device.organizationId, device.vehicleId, 'teltonika', true);
       }
       set.add(connection);
-      slots.set(connection, { inFlight: undefined, pumping: false, again: false });
+      slots.set(connection, { inFlight: undefined, pumping: false, again: false, more: true });
       void pump(connection);
     },
 
@@ -138,7 +152,7 @@ export function createTeltonikaCommands(link: CommandLink, log: FastifyBaseLogge
         // Not recorded: the sweep times the command out; the connection goes on.
         log.warn({ err: error, imei, commandId: inFlight.command.id }, 'Teltonika command answer not recorded');
       }
-      await pump(connection);
+      if (slot.more) await pump(connection);
     },
   };
 }

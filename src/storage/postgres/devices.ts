@@ -75,6 +75,13 @@ export function createPostgresDeviceStore(db: Database): DeviceStore {
       return { devices: page.rows.map(deviceOf), total: count.rows[0]!.n };
     },
 
+    async protocolsOf(organizationId, vehicleId) {
+      const result = await db.query<{ protocol: Protocol }>({
+        name: 'devices.protocols', text: 'SELECT DISTINCT protocol FROM devices WHERE organization_id = $1 AND vehicle_id = $2', values: [organizationId, vehicleId],
+      });
+      return result.rows.map((row) => row.protocol);
+    },
+
     async delete(organizationId, id) {
       const result = await db.query({ name: 'devices.delete', text: 'DELETE FROM devices WHERE organization_id = $1 AND id = $2', values: [organizationId, id] });
       return (result.rowCount ?? 0) > 0;

@@ -33,6 +33,7 @@ export function createSqliteDeviceStore(db: DatabaseSync, wal: WalSync): DeviceS
     `SELECT ${COLUMNS} FROM devices WHERE organization_id = ? AND vehicle_id = ? ORDER BY +created_at, id LIMIT ? OFFSET ?`,
   );
   const countOfVehicle = db.prepare('SELECT count(*) AS n FROM devices WHERE organization_id = ? AND vehicle_id = ?');
+  const protocolsOf = db.prepare('SELECT DISTINCT protocol FROM devices WHERE organization_id = ? AND vehicle_id = ?');
   const inGroups = `organization_id = ? AND vehicle_id IN (${MEMBERS_OF_GROUPS})`;
   const pageInGroups = db.prepare(`SELECT ${COLUMNS} FROM devices WHERE ${inGroups} ORDER BY created_at, id LIMIT ? OFFSET ?`);
   const countInGroups = db.prepare(`SELECT count(*) AS n FROM devices WHERE ${inGroups}`);
@@ -72,6 +73,10 @@ export function createSqliteDeviceStore(db: DatabaseSync, wal: WalSync): DeviceS
         devices: page.all(organizationId, filter.limit, filter.offset).map(deviceOf),
         total: Number(count.get(organizationId)?.n ?? 0),
       };
+    },
+
+    async protocolsOf(organizationId, vehicleId) {
+      return protocolsOf.all(organizationId, vehicleId).map((row) => row.protocol as Protocol);
     },
 
     async delete(organizationId, id) {
