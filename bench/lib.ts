@@ -1,6 +1,6 @@
 // Load generation for the benchmarks: autocannon runs in its own process, so the client never
 // competes with the server for the server's event loop.
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -196,4 +196,16 @@ export async function connectAdmin(url = BENCH_DATABASE_URL): Promise<pg.Client 
     console.log(`PostgreSQL at ${redactUrl(url)} is unreachable (${(error as Error).message}): its cases are skipped. Set FLEET_BENCH_DATABASE_URL to run them.`);
     return undefined;
   }
+}
+
+/** The next message of a forked child, or an error naming `what` if the child exits first. */
+export function nextMessage<T>(child: ChildProcess, what: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const exited = (code: number | null) => reject(new Error(`${what} exited (${code})`));
+    child.once('exit', exited);
+    child.once('message', (m) => {
+      child.off('exit', exited);
+      resolve(m as T);
+    });
+  });
 }

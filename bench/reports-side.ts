@@ -21,7 +21,7 @@ export type ReportsSideSpec = { meters: boolean; per: number } & ({ file: string
 export interface ReportsSideRound { commits: number }
 export interface ReportsSideCost { cost: number }
 
-export const VEHICLES = Array.from({ length: 100 }, (_, i) => `veh-${String(i).padStart(3, '0')}`);
+const VEHICLES = Array.from({ length: 100 }, (_, i) => `veh-${String(i).padStart(3, '0')}`);
 
 /** Half the vehicles read their driver's iButton; every record says whether the engine runs. */
 const iButtonOf = (v: number) => (v % 2 === 0 ? `00000000${String(v).padStart(8, '0')}` : undefined);

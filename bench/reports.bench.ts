@@ -24,7 +24,7 @@
 // from history (reports/summary.ts `fromHistory`), in the same run: the ratio.
 import { fork } from 'node:child_process';
 import { cpus, release } from 'node:os';
-import { BENCH_DATABASE_URL, connectAdmin, median, tempDatabases } from './lib.ts';
+import { BENCH_DATABASE_URL, connectAdmin, median, nextMessage, tempDatabases } from './lib.ts';
 import type { ReportsSideCost, ReportsSideSpec } from './reports-side.ts';
 import { summaryBench } from './summary-sample.ts';
 
@@ -50,28 +50,15 @@ interface Side {
 /** A side's process (bench/reports-side.ts), once it is ready. */
 async function side(spec: ReportsSideSpec): Promise<Side> {
   const child = fork(new URL('./reports-side.ts', import.meta.url), [JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  await new Promise((resolve, reject) => {
-    const exited = (code: number | null) => reject(new Error(`a side exited (${code})`));
-    child.once('exit', exited);
-    child.once('message', (m) => {
-      child.off('exit', exited);
-      resolve(m);
-    });
-  });
+  await nextMessage(child, 'a side');
   return { child, cost: [] };
 }
 
 /** One round of `commits` commits on `s`: its cost per record, µs. */
-function round(s: Side, commits: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const exited = (code: number | null) => reject(new Error(`a side exited (${code})`));
-    s.child.once('exit', exited);
-    s.child.once('message', (m) => {
-      s.child.off('exit', exited);
-      resolve((m as ReportsSideCost).cost);
-    });
-    s.child.send({ commits });
-  });
+async function round(s: Side, commits: number): Promise<number> {
+  const reply = nextMessage<ReportsSideCost>(s.child, 'a side');
+  s.child.send({ commits });
+  return (await reply).cost;
 }
 
 /** Both sides in turns; the cost per record of each round: CPU (of the side's process) or wall time, µs. */

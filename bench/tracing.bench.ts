@@ -14,7 +14,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, release } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { runPlans, tempDatabases, turnTaking } from './lib.ts';
+import { nextMessage, runPlans, tempDatabases, turnTaking } from './lib.ts';
 import type { LoadSpec } from './load.ts';
 import { processCpuSeconds } from './proc-cpu.ts';
 import type { TracingServerReady, TracingServerSpec } from './tracing-server.ts';
@@ -56,10 +56,7 @@ const script = fileURLToPath(new URL('./tracing-server.ts', import.meta.url));
 const servers = await Promise.all(SIDES.map(async (side) => {
   const spec: TracingServerSpec = { file: databases.file(), vehicles: VEHICLES, env: side.env, ...(side.checkout === undefined ? {} : { checkout: side.checkout }) };
   const child = fork(script, [JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ready = await new Promise<TracingServerReady>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as TracingServerReady));
-    child.once('exit', (code) => reject(new Error(`${side.name}: the server exited (${code})`)));
-  });
+  const ready = await nextMessage<TracingServerReady>(child, `${side.name}: the server`);
   return { ...side, ...ready, pid: child.pid!, child };
 }));
 
