@@ -11,15 +11,26 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createTestApp, type TestApp } from './helpers/app.ts';
+import { waitUntil } from './helpers/wait.ts';
 import { type BrowserPage, PAGE_TIMEOUT, cleanups, deadOrigin, freePort, openBrowser, signInWithPassword, skipUnlessChromium } from './helpers/browser.ts';
 
 const skip = skipUnlessChromium('the dashboard first-hour walk');
 const PASSWORD = 'correct horse battery staple';
 
+/** The requests of each watched page still under way, tiles excepted. */
+const underWay = new WeakMap<BrowserPage, Set<unknown>>();
+
 /** What went wrong on the page since the last look, tiles excepted. */
 function watch(tab: BrowserPage, tiles: string): () => string[] {
   const requests: string[] = [];
+  const pending = new Set<unknown>();
+  underWay.set(tab, pending);
+  tab.page.on('request', (request) => {
+    if (!request.url().startsWith(tiles)) pending.add(request);
+  });
+  tab.page.on('requestfinished', (request) => pending.delete(request));
   tab.page.on('requestfailed', (request) => {
+    pending.delete(request);
     if (!request.url().startsWith(tiles)) requests.push(`${request.method()} ${request.url()} failed: ${request.failure()?.errorText ?? '?'}`);
   });
   tab.page.on('response', (response) => {
@@ -52,11 +63,17 @@ const WIDTH = `(async () => {
   return { scroll: doc.scrollWidth, client: doc.clientWidth, wide };
 })()`;
 
-/** Waits until the page has nothing left loading, then checks it is no wider than the window at 1280 and 1440 px. */
+/**
+ * Waits until the page has nothing left loading, and no request under way (a page leaving cancels
+ * what it still reads, such as the fleet's counts, which show no loading box), then checks it is
+ * no wider than the window at 1280 and 1440 px.
+ */
 async function settled(tab: BrowserPage, what: string): Promise<void> {
   const { page } = tab;
   await page.locator('#main > :not([hidden])').first().waitFor();
   await page.locator('#main .loading').first().waitFor({ state: 'detached', timeout: PAGE_TIMEOUT });
+  const pending = underWay.get(tab);
+  if (pending !== undefined) await waitUntil(() => pending.size === 0, `${what}: no request under way`, PAGE_TIMEOUT);
   for (const width of [1280, 1440]) {
     await page.setViewportSize({ width, height: 900 });
     const { scroll, client, wide } = await page.evaluate<{ scroll: number; client: number; wide: string[] }>(WIDTH);
