@@ -274,3 +274,57 @@ test('a worker stopped with nothing to record, then started again, records what 
   assert.deepEqual(await statuses(), ids.map(() => 'succeeded'));
   assert.deepEqual(received.sort(), [0, 1, 2, 3, 4, 5]);
 });
+
+test('an attempt that has ended frees its endpoint\'s place at once: the next goes out while the first\'s result is still being recorded', async (t) => {
+  const { stores, outbound, received } = await setUpReceiving(t);
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  let recorded = 0;
+  const worker = createDeliveryWorker({
+    store: {
+      ...stores.webhooks,
+      async complete(results, disableAfter) {
+        await gate;
+        recorded += results.length;
+        return stores.webhooks.complete(results, disableAfter);
+      },
+    },
+    outbound, clock: systemClock, log: quiet,
+    // One place for the endpoint; every result recorded at once, nothing gathered first.
+    settings: { ...DEFAULT_DELIVERY_SETTINGS, concurrency: 4, endpointConcurrency: 1, pollMs: 50, recordDelayMs: 0 },
+  });
+  t.after(() => {
+    open();
+    return worker.stop();
+  });
+  worker.start();
+  // Not one result is recorded yet, yet every delivery went out, one after the other.
+  await waitUntil(() => received.length === 6, 'all six deliveries sent while no result could be recorded', 10_000, { seen: () => `received ${received.join(',')}` });
+  assert.equal(recorded, 0);
+  open();
+  await waitUntil(() => recorded === 6, 'the six results recorded', 10_000);
+  assert.deepEqual(received.sort(), [0, 1, 2, 3, 4, 5], 'each sent once');
+});
+
+test('results are recorded together: those that end within the gathering time in one transaction, and at once on a stop', async (t) => {
+  const { stores, outbound, received } = await setUpReceiving(t);
+  const batches: number[] = [];
+  const store = {
+    ...stores.webhooks,
+    async complete(results: Parameters<typeof stores.webhooks.complete>[0], disableAfter: number) {
+      batches.push(results.length);
+      return stores.webhooks.complete(results, disableAfter);
+    },
+  };
+  // A gathering time far longer than the test: only the stop records.
+  const worker = createDeliveryWorker({
+    store, outbound, clock: systemClock, log: quiet, settings: { ...DEFAULT_DELIVERY_SETTINGS, concurrency: 64, pollMs: 50, recordDelayMs: 600_000 },
+  });
+  t.after(() => worker.stop());
+  worker.start();
+  await waitUntil(() => received.length === 6, 'the six deliveries sent', 10_000);
+  assert.deepEqual(batches, [], 'six results, fewer than half the concurrency: still gathering');
+  await worker.stop();
+  assert.deepEqual(batches, [6], 'the stop records them, in one transaction');
+  assert.equal((await stores.webhooks.getDelivery('wh_1', 'whd_5'))?.status, 'succeeded');
+});

@@ -32,6 +32,12 @@ export interface DeliverySettings {
    * step per commit.
    */
   wakeDelayMs: number;
+  /**
+   * Ended attempts' results wait up to this long to be recorded together (or until half the
+   * concurrency of them are in hand): one transaction for many. Their deliveries stay leased
+   * meanwhile, outside the caps.
+   */
+  recordDelayMs: number;
 }
 
 const MINUTE = 60_000;
@@ -47,4 +53,5 @@ export const DEFAULT_DELIVERY_SETTINGS: DeliverySettings = {
   endpointConcurrency: 32,
   pollMs: 1000,
   wakeDelayMs: 20,
+  recordDelayMs: 5,
 };

@@ -138,9 +138,12 @@ export interface WebhookStore {
   /**
    * Claims up to `limit` due deliveries of enabled endpoints, leased until `leaseUntil`: fairly,
    * within `caps` of what each endpoint and organization has leased at once (fair.ts), in the
-   * order to attempt them.
+   * order to attempt them. `ended`: deliveries of this node whose attempts have ended, their
+   * results not yet recorded; still leased, but their endpoint is no longer being sent them, so
+   * a store that keeps its leases in memory (the embedded one) does not count them against the
+   * caps. (PostgreSQL counts the leases on the rows, as every node sees them.)
    */
-  claim(now: number, leaseUntil: number, limit: number, caps?: ClaimCaps): Promise<ClaimedDelivery[]>;
+  claim(now: number, leaseUntil: number, limit: number, caps?: ClaimCaps, ended?: ReadonlySet<string>): Promise<ClaimedDelivery[]>;
   /** Gives back claimed deliveries not attempted: due again at once, for any node. */
   release(ids: readonly string[]): Promise<void>;
   /**

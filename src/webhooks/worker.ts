@@ -93,6 +93,14 @@ export function createDeliveryWorker(deps: {
   // No organization holds every place in hand: the claims of the others find room.
   const caps: ClaimCaps = { perEndpoint: settings.endpointConcurrency, perOrganization: Math.max(1, 2 * settings.concurrency - reserve) };
   let results: AttemptResult[] = [];
+  /** Ends the wait of a flush gathering results (`gather`): enough of them are in hand. */
+  let gathered: (() => void) | undefined;
+  /**
+   * Deliveries whose attempts have ended, until their results are recorded: still leased, but no
+   * longer counted against the caps (store.ts, `claim`), so a slow disk sync does not hold back
+   * the endpoint's next attempts.
+   */
+  const recording = new Set<string>();
   let flushing: Promise<void> | undefined;
   /** Aborted by `stop`: the attempts under way end at once (outbound.ts, `aborted`). */
   let stopping = new AbortController();
@@ -169,7 +177,7 @@ export function createDeliveryWorker(deps: {
         moreDue = true;
       } else if (!stopped && pacing.allowed()) {
         const now = clock.now();
-        const claimed = await timed(() => store.claim(now, now + settings.leaseMs, room, caps));
+        const claimed = await timed(() => store.claim(now, now + settings.leaseMs, room, caps, recording));
         for (const delivery of claimed) ready.push({ delivery, claimedAt: now });
         // A full claim, or one held to the caps, may have left more due: look again once the ready
         // ones run low (an attempt's end frees a place of its endpoint and organization).
@@ -269,6 +277,8 @@ export function createDeliveryWorker(deps: {
     };
     deps.attempted?.(result);
     results.push(result);
+    recording.add(result.id);
+    if (results.length >= lowWater) gathered?.();
     void flush();
     pump();
     if (moreDue && ready.length <= lowWater) within(0);
@@ -282,6 +292,7 @@ export function createDeliveryWorker(deps: {
       flushing = (async () => {
         try {
           while (results.length > 0) {
+            await gather();
             const batch = results;
             results = [];
             try {
@@ -290,6 +301,8 @@ export function createDeliveryWorker(deps: {
             } catch (error) {
               // Not recorded: each delivery's lease runs out and it is sent again (at least once).
               log.warn({ err: error, deliveries: batch.length }, 'webhooks: could not record delivery attempts');
+            } finally {
+              for (const r of batch) recording.delete(r.id);
             }
           }
         } finally {
@@ -298,6 +311,24 @@ export function createDeliveryWorker(deps: {
       })();
     }
     return flushing ?? Promise.resolve();
+  }
+
+  /**
+   * Before a flush: until `lowWater` results are in hand, or `recordDelayMs` has passed, or a stop.
+   * A transaction's commit costs as much as some ten results' statements: recorded a few at a
+   * time, the results cost the store more than their attempts.
+   */
+  function gather(): Promise<void> {
+    if (stopped || results.length >= lowWater || settings.recordDelayMs <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, settings.recordDelayMs);
+      function done(): void {
+        clearTimeout(timer);
+        gathered = undefined;
+        resolve();
+      }
+      gathered = done;
+    });
   }
 
   /** Claimed deliveries not attempted, or whose attempt was cut short: due again at once, for any node. */
@@ -325,6 +356,7 @@ export function createDeliveryWorker(deps: {
      */
     async stop(): Promise<void> {
       stopped = true;
+      gathered?.();
       clearTimeout(timer);
       dueAt = undefined;
       stopping.abort();

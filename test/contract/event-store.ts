@@ -226,6 +226,36 @@ export function eventStoreContract(name: string, makeStores: MakeStores): void {
       assert.equal((await stores.webhooks.retryNow(two!.webhookId, two!.id, T0 + 2))?.nextAt, T0 + 2);
     });
 
+    test('claims read on after what the last one took, and still find each delivery that became due again before it', async () => {
+      const stores = await fresh();
+      const a = await addOrganization(stores);
+      assert.equal(await stores.webhooks.insert(webhook(a, 'wh_c', ['*']), 10), 'created');
+      // A backlog: eight deliveries due at the same time.
+      for (let i = 1; i <= 8; i++) {
+        await stores.webhooks.addDelivery({ id: `dlv_${i}`, webhookId: 'wh_c', eventId: `evt_${i}`, eventType: 'webhook.test', payload: '{}', recordedAt: T0 }, T0);
+      }
+      const claim = async (now: number, limit: number) => (await stores.webhooks.claim(now, now + 1000, limit)).map((d) => d.id);
+      assert.deepEqual(await claim(T0, 2), ['dlv_1', 'dlv_2']);
+      assert.deepEqual(await claim(T0, 2), ['dlv_3', 'dlv_4'], 'the next claim takes the next ones');
+      await stores.webhooks.release(['dlv_1']);
+      assert.deepEqual(await claim(T0, 10), ['dlv_1', 'dlv_5', 'dlv_6', 'dlv_7', 'dlv_8'], 'one given back is due again at once, first');
+      const seqOf = async (id: string) => (await stores.webhooks.getDelivery('wh_c', id))!.seq;
+      // An attempt failed and is due again before the rest (a clock set back): first.
+      await stores.webhooks.complete([
+        { seq: await seqOf('dlv_3'), id: 'dlv_3', webhookId: 'wh_c', ok: false, responseStatus: 500, durationMs: 1, error: 'answered 500', at: T0, nextAt: T0 - 1 },
+      ], 60_000);
+      assert.deepEqual(await claim(T0, 10), ['dlv_3']);
+      // One that succeeded, sent again by hand: due at once.
+      await stores.webhooks.complete([
+        { seq: await seqOf('dlv_2'), id: 'dlv_2', webhookId: 'wh_c', ok: true, responseStatus: 204, durationMs: 1, error: null, at: T0, nextAt: null },
+      ], 60_000);
+      await stores.webhooks.retryNow('wh_c', 'dlv_2', T0 - 1);
+      assert.deepEqual(await claim(T0, 10), ['dlv_2']);
+      assert.deepEqual(await claim(T0, 10), []);
+      // Every lease run out: all eight are due again.
+      assert.deepEqual((await claim(T0 + 1000, 10)).sort(), ['dlv_1', 'dlv_2', 'dlv_3', 'dlv_4', 'dlv_5', 'dlv_6', 'dlv_7', 'dlv_8']);
+    });
+
     test('with no endpoint enabled, the log is stepped over; an endpoint made afterwards gets only what comes after it', async () => {
       const stores = await fresh();
       const a = await addOrganization(stores);
