@@ -94,20 +94,26 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
      WHERE webhook_id = ? AND status = 'pending' AND next_at <= ? AND seq NOT IN (SELECT value FROM json_each(?))
      ORDER BY next_at, seq LIMIT ?`,
   );
-  // The same, after the endpoint's cursor (see `cursors` above): no leased row is read again. In
-  // two ranges of the index, the cursor's own due time (seqs after it) and the times after it: a
-  // row-value comparison would search from the due time on and read every row of it again (a
-  // backlog's deliveries share one due time).
-  const dueAfter = db.prepare(
-    `SELECT seq, next_at FROM (
-       SELECT seq, next_at FROM webhook_deliveries INDEXED BY webhook_deliveries_endpoint_due
-       WHERE webhook_id = ?1 AND status = 'pending' AND next_at = ?3 AND seq > ?4 AND next_at <= ?2 ORDER BY seq LIMIT ?5)
-     UNION ALL
-     SELECT seq, next_at FROM (
-       SELECT seq, next_at FROM webhook_deliveries INDEXED BY webhook_deliveries_endpoint_due
-       WHERE webhook_id = ?1 AND status = 'pending' AND next_at > ?3 AND next_at <= ?2 ORDER BY next_at, seq LIMIT ?5)
-     ORDER BY next_at, seq LIMIT ?5`,
+  // The same, after the endpoint's cursor (see `cursors` above): no leased row is read again.
+  // In two steps, the rest of the cursor's own due time (a backlog's deliveries share one) and
+  // then the times after it: one statement with a row-value comparison searches from the due time
+  // on, reading every row of it again, and a UNION of the two sorts both. Rows as arrays: half the
+  // cost of objects for rows this small.
+  const dueAtCursor = db.prepare(
+    `SELECT seq, next_at FROM webhook_deliveries INDEXED BY webhook_deliveries_endpoint_due
+     WHERE webhook_id = ? AND status = 'pending' AND next_at = ? AND seq > ? ORDER BY seq LIMIT ?`,
   );
+  const dueAfterCursor = db.prepare(
+    `SELECT seq, next_at FROM webhook_deliveries INDEXED BY webhook_deliveries_endpoint_due
+     WHERE webhook_id = ? AND status = 'pending' AND next_at > ? AND next_at <= ? ORDER BY next_at, seq LIMIT ?`,
+  );
+  for (const statement of [dueOf, dueAtCursor, dueAfterCursor]) statement.setReturnArrays(true);
+  /** Of `webhookId`, up to `room` due deliveries after `cursor`, as [seq, next_at]. */
+  function dueAfter(webhookId: string, now: number, cursor: { nextAt: number; seq: number }, room: number): [number, number][] {
+    const due = (cursor.nextAt <= now ? dueAtCursor.all(webhookId, cursor.nextAt, cursor.seq, room) : []) as unknown as [number, number][];
+    if (due.length < room) due.push(...(dueAfterCursor.all(webhookId, cursor.nextAt, now, room - due.length) as unknown as [number, number][]));
+    return due;
+  }
   const bySeq = db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE seq IN (SELECT value FROM json_each(?))`);
   const endpointOf = db.prepare('SELECT url, secret, previous_secret, previous_secret_until FROM webhooks WHERE id = ?');
   // By seq, the rowid: no search of the id index. The attempt's number comes back for its record.
@@ -249,13 +255,13 @@ export function createSqliteWebhookStore(db: DatabaseSync, wal: WalSync): Webhoo
         if (room <= 0) continue;
         const cursor = cursors.get(webhookId);
         const due = cursor === undefined
-          ? dueOf.all(webhookId, now, JSON.stringify(own.map((l) => l.seq)), room)
-          : dueAfter.all(webhookId, now, cursor.nextAt, cursor.seq, room);
+          ? dueOf.all(webhookId, now, JSON.stringify(own.map((l) => l.seq)), room) as unknown as [number, number][]
+          : dueAfter(webhookId, now, cursor, room);
         // A leased one is never taken again, cursor or not.
         const leased = cursor === undefined ? undefined : new Set(own.map((l) => l.seq));
-        for (const row of due) {
-          if (leased?.has(row.seq as number) === true) continue;
-          found.push({ seq: row.seq as number, nextAt: row.next_at as number, webhookId, organizationId });
+        for (const [seq, nextAt] of due) {
+          if (leased?.has(seq) === true) continue;
+          found.push({ seq, nextAt, webhookId, organizationId });
         }
       }
       for (const webhookId of cursors.keys()) if (!enabled.has(webhookId)) cursors.delete(webhookId);
