@@ -217,7 +217,7 @@ describe('npm run simulate', { concurrency: 2 }, () => {
     const port = await freePort();
     const fleet = await startFleet(t, { env: { FLEET_ADMIN_KEY: key, FLEET_MQTT_PORT: String(port), FLEET_MQTT_HOST: '127.0.0.1' } });
     const mqttUrl = `mqtt://127.0.0.1:${port}`;
-    await fleet.waitFor(() => fleet.logs().some((l) => typeof l.msg === 'string' && l.msg.startsWith('MQTT listener on')), 'the MQTT listener');
+    await fleet.waitFor(() => fleet.logs().some((l) => typeof l.msg === 'string' && l.msg === 'MQTT listener started'), 'the MQTT listener');
 
     // Only --url and the key: the listener is the one the service names, on the port it bound.
     const sim = simulate(t, ['--url', fleet.url, '--mqtt', '--vehicles', '3', '--rate', '30', '--prefix', 'mq'], key);

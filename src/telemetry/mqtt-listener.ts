@@ -17,7 +17,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AuthService } from '../auth/service.ts';
 import type { Principal } from '../auth/scopes.ts';
 import { isAppError } from '../errors.ts';
-import type { CheckState } from '../readiness.ts';
+import { createProtocolListener } from '../protocols/listener.ts';
 import { PacketTooLarge, limitPacketSize } from './mqtt-packet-limit.ts';
 import type { MqttIngest, MqttIngestion } from './mqtt.ts';
 import { type MqttCommands, resultTopic, vehicleOfCommandsTopic } from './mqtt-commands.ts';
@@ -60,9 +60,7 @@ export function createMqttListener(deps: {
   const answering = new Set<Promise<void>>();
   let broker: Aedes | undefined;
   let server: net.Server | undefined;
-  let state: CheckState = { degraded: 'starting' };
   let closing = false;
-  let listening: number | undefined;
 
   async function principalOf(secret: string): Promise<Principal | number> {
     try {
@@ -159,7 +157,8 @@ export function createMqttListener(deps: {
     },
   };
 
-  async function start() {
+  /** Listens with a new broker; holds nothing open when it cannot (protocols/listener.ts). */
+  async function listen(): Promise<number> {
     const aedes = await Aedes.createBroker({ ...options, connectTimeout: 10_000 });
     const closedOnError = (clientId: string | null, error: Error) => {
       if (error instanceof PacketTooLarge) log.info({ clientId, err: error }, 'MQTT connection closed: packet too large');
@@ -206,31 +205,22 @@ export function createMqttListener(deps: {
         });
       });
     } catch (error) {
-      // The service runs on without MQTT (HTTP ingestion still works) and /readyz says why.
-      const code = (error as NodeJS.ErrnoException).code;
-      const why = code === 'EADDRINUSE' ? `port ${port} on ${host} is in use` : `cannot listen on ${host}:${port} (${code ?? String(error)})`;
-      state = { degraded: `${why}; MQTT ingestion is off` };
-      log.warn({ err: error, host, port }, `MQTT listener not started: ${why}. The service runs without MQTT ingestion.`);
       await new Promise<void>((resolve) => aedes.close(() => resolve()));
-      return;
+      throw error;
     }
     tcp.on('error', (error) => log.error({ err: error }, 'MQTT listener error'));
     broker = aedes;
     server = tcp;
-    state = 'up';
     const address = tcp.address();
-    listening = typeof address === 'object' && address !== null ? address.port : port;
-    log.info({ host, port: listening }, `MQTT listener on ${host}:${port}`);
+    return typeof address === 'object' && address !== null ? address.port : port;
   }
 
   /**
    * Graceful: stop accepting, answer every publish already received (its commit and PUBACK; any
    * arriving now is left unacknowledged, to be resent), then close every connection.
    */
-  async function stop() {
+  async function close() {
     closing = true;
-    state = { degraded: 'shutting down' };
-    listening = undefined;
     if (broker === undefined || server === undefined) return;
     const tcp = server;
     const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
@@ -242,5 +232,5 @@ export function createMqttListener(deps: {
     log.info('MQTT listener closed');
   }
 
-  return { start, stop, readiness: async () => state, address: () => (listening === undefined ? undefined : { host, port: listening }) };
+  return createProtocolListener({ name: 'MQTT', ingestion: 'MQTT', host, port, log, listen, close });
 }
