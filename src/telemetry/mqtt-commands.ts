@@ -14,6 +14,7 @@ import type { CommandChannel, CommandLink, CommandOutcome } from '../commands/ch
 import type { CommandRecord } from '../commands/model.ts';
 import { compileDataValidator } from '../schema/validation.ts';
 import { VehicleId } from '../vehicles/schema.ts';
+import { vehicleKey } from '../vehicles/key.ts';
 
 const COMMANDS_TOPIC = /^fleet\/([^/+#]*)\/commands$/;
 const RESULT_TOPIC = /^fleet\/([^/+#]*)\/commands\/(cmd_[A-Za-z0-9]{20})\/result$/;
@@ -69,7 +70,6 @@ export function createMqttCommands<C extends object>(deps: {
   /** Per connection: its organization, the vehicles it subscribed to, the commands published to it (each once), awaiting PUBACK. */
   const connections = new Map<C, { organizationId: string; vehicles: Set<string>; published: Map<string, CommandRecord> }>();
   const results = createResultWaits(link, log);
-  const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
 
   function publish(client: C, command: CommandRecord) {
     const state = connections.get(client);
@@ -91,7 +91,7 @@ export function createMqttCommands<C extends object>(deps: {
     const state = connections.get(client);
     if (vehicleId === undefined || state === undefined) return;
     state.vehicles.delete(vehicleId);
-    const key = keyOf(state.organizationId, vehicleId);
+    const key = vehicleKey(state.organizationId, vehicleId);
     const set = subscribers.get(key);
     if (set?.delete(client) !== true || set.size > 0) return;
     subscribers.delete(key);
@@ -100,9 +100,9 @@ export function createMqttCommands<C extends object>(deps: {
 
   const channel: CommandChannel = {
     name: 'mqtt',
-    connected: (organizationId, vehicleId) => (subscribers.get(keyOf(organizationId, vehicleId))?.size ?? 0) > 0,
+    connected: (organizationId, vehicleId) => (subscribers.get(vehicleKey(organizationId, vehicleId))?.size ?? 0) > 0,
     offer(command) {
-      for (const client of subscribers.get(keyOf(command.organizationId, command.vehicleId)) ?? []) publish(client, command);
+      for (const client of subscribers.get(vehicleKey(command.organizationId, command.vehicleId)) ?? []) publish(client, command);
     },
   };
 
@@ -121,7 +121,7 @@ export function createMqttCommands<C extends object>(deps: {
       let state = connections.get(client);
       if (state === undefined) connections.set(client, (state = { organizationId, vehicles: new Set(), published: new Map() }));
       state.vehicles.add(vehicleId);
-      const key = keyOf(organizationId, vehicleId);
+      const key = vehicleKey(organizationId, vehicleId);
       let set = subscribers.get(key);
       if (set === undefined) {
         subscribers.set(key, (set = new Set()));

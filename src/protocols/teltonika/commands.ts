@@ -11,6 +11,7 @@ import type { CommandChannel, CommandLink } from '../../commands/channel.ts';
 import { type CommandRecord, teltonikaText } from '../../commands/model.ts';
 import type { DeviceRecord } from '../../devices/store.ts';
 import { RESPONSE_TYPE, decodeCodec12, encodeCodec12 } from './codec12.ts';
+import { vehicleKey } from '../../vehicles/key.ts';
 
 /** What this part needs of a connection: its socket and, once logged in, its device. */
 export interface CommandConnection {
@@ -31,8 +32,6 @@ interface Slot {
    */
   more: boolean;
 }
-
-const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
 
 export function createTeltonikaCommands(link: CommandLink, log: FastifyBaseLogger) {
   const byVehicle = new Map<string, Set<CommandConnection>>();
@@ -88,9 +87,9 @@ export function createTeltonikaCommands(link: CommandLink, log: FastifyBaseLogge
 
   const channel: CommandChannel = {
     name: 'teltonika',
-    connected: (organizationId, vehicleId) => (byVehicle.get(keyOf(organizationId, vehicleId))?.size ?? 0) > 0,
+    connected: (organizationId, vehicleId) => (byVehicle.get(vehicleKey(organizationId, vehicleId))?.size ?? 0) > 0,
     offer(command) {
-      const connections = byVehicle.get(keyOf(command.organizationId, command.vehicleId)) ?? [];
+      const connections = byVehicle.get(vehicleKey(command.organizationId, command.vehicleId)) ?? [];
       for (const connection of connections) {
         const slot = slots.get(connection);
         if (slot !== undefined && slot.inFlight === undefined) {
@@ -112,7 +111,7 @@ export function createTeltonikaCommands(link: CommandLink, log: FastifyBaseLogge
     /** A tracker logged in: it takes its vehicle's queued commands, oldest first. */
     loggedIn(connection: CommandConnection) {
       const device = connection.device!;
-      const key = keyOf(device.organizationId, device.vehicleId);
+      const key = vehicleKey(device.organizationId, device.vehicleId);
       let set = byVehicle.get(key);
       if (set === undefined) {
         byVehicle.set(key, (set = new Set()));
@@ -127,7 +126,7 @@ export function createTeltonikaCommands(link: CommandLink, log: FastifyBaseLogge
     closed(connection: CommandConnection) {
       const device = connection.device;
       if (device === undefined) return;
-      const key = keyOf(device.organizationId, device.vehicleId);
+      const key = vehicleKey(device.organizationId, device.vehicleId);
       const set = byVehicle.get(key);
       if (set?.delete(connection) !== true || set.size > 0) return;
       byVehicle.delete(key);

@@ -16,8 +16,7 @@ import { positionCount } from '../../geofences/schema.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
 import { appendEvents } from './events.ts';
 import { markStaleIn, writeRollups } from './rollups.ts';
-
-const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
+import { vehicleKey } from '../../vehicles/key.ts';
 
 /** Alert changes inside the caller's transaction: the ids opened and changed (their events are the caller's to write). */
 async function writeAlerts(client: Queryable, changes: AlertChanges): Promise<{ opened: string[]; changed: string[] }> {
@@ -65,10 +64,10 @@ async function driverContexts(client: Queryable, identifying: readonly { organiz
     values: [wanted.map((w) => w[0]), wanted.map((w) => w[1]), identifying.map((f) => f.organizationId), identifying.map((f) => f.vehicleId)],
   });
   const byOrganization = Map.groupBy(rows.filter((r) => r.kind === 'i'), (r) => r.organization_id);
-  const current = new Map(rows.filter((r) => r.kind === 'a').map((r) => [keyOf(r.organization_id, r.key), r.driver_id]));
+  const current = new Map(rows.filter((r) => r.kind === 'a').map((r) => [vehicleKey(r.organization_id, r.key), r.driver_id]));
   const contexts = new Map<string, DriverContext>();
   for (const f of identifying) {
-    const key = keyOf(f.organizationId, f.vehicleId);
+    const key = vehicleKey(f.organizationId, f.vehicleId);
     contexts.set(key, { current: current.get(key) ?? null, byIdentifier: new Map((byOrganization.get(f.organizationId) ?? []).map((r) => [r.key, r.driver_id])) });
   }
   return contexts;
@@ -113,7 +112,7 @@ export async function judgeInCommit(
   const written: EventRecord[][] = fresh.map(() => []);
   const wanted = fresh.filter((f) => f.records.length > 0 && rules.judges(f.organizationId));
   if (wanted.length === 0) return written;
-  const keys = [...new Set(wanted.map((f) => keyOf(f.organizationId, f.vehicleId)))].sort();
+  const keys = [...new Set(wanted.map((f) => vehicleKey(f.organizationId, f.vehicleId)))].sort();
   await client.query({
     name: 'rules.lock',
     text: 'SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM unnest($1::text[]) AS k ORDER BY k',
@@ -136,12 +135,12 @@ export async function judgeInCommit(
       values: [alerting.map((k) => k.split('\n')[0]!), alerting.map((k) => k.split('\n')[1]!)],
     }),
   ]);
-  const states = new Map<string, RuleState>(stateRows.rows.map((row) => [keyOf(row.organization_id as string, row.vehicle_id as string), rows.state(row)]));
+  const states = new Map<string, RuleState>(stateRows.rows.map((row) => [vehicleKey(row.organization_id as string, row.vehicle_id as string), rows.state(row)]));
   // Records naming drivers, and a vehicle's first records for the rollups, need who drives it.
   const identifying = wanted.map((f) => ({ ...f, identifiers: identifiersOf(f.records) }))
-    .filter((f) => f.identifiers.length > 0 || (rules.rollups && (states.get(keyOf(f.organizationId, f.vehicleId))?.roll ?? null) === null));
+    .filter((f) => f.identifiers.length > 0 || (rules.rollups && (states.get(vehicleKey(f.organizationId, f.vehicleId))?.roll ?? null) === null));
   const drivers = identifying.length === 0 ? new Map<string, DriverContext>() : await driverContexts(client, identifying);
-  const unresolved = Map.groupBy(alertRows.rows.map(rows.alert), (a: AlertRecord) => keyOf(a.organizationId, a.vehicleId));
+  const unresolved = Map.groupBy(alertRows.rows.map(rows.alert), (a: AlertRecord) => vehicleKey(a.organizationId, a.vehicleId));
   const changedStates = new Map<string, Judged>();
   const allJudged: Judged[] = [];
   const events: EventRecord[] = [];
@@ -150,7 +149,7 @@ export async function judgeInCommit(
   let at = -Infinity;
   for (const [i, f] of fresh.entries()) {
     if (f.records.length === 0 || !rules.judges(f.organizationId)) continue;
-    const key = keyOf(f.organizationId, f.vehicleId);
+    const key = vehicleKey(f.organizationId, f.vehicleId);
     const judged: Judged | undefined = rules.judge(f.organizationId, f.vehicleId, f.records, states.get(key), unresolved.get(key) ?? [], f.at, drivers.get(key));
     if (judged === undefined) continue;
     const assigned = await writeDrivers(client, judged);
@@ -211,7 +210,7 @@ export function createPostgresMeterStore(db: Database): MeterStore {
     async setMeters(organizationId, vehicleId, change) {
       return db.transaction(async (client) => {
         await client.query({
-          name: 'meters.lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', values: [`fleet:rules:${keyOf(organizationId, vehicleId)}`],
+          name: 'meters.lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', values: [`fleet:rules:${vehicleKey(organizationId, vehicleId)}`],
         });
         const { rows: found } = await client.query({ name: 'meters.get', text: read, values: [organizationId, vehicleId] });
         const meters = change(found[0] === undefined ? null : rows.state(found[0]).meters);

@@ -22,12 +22,10 @@ import type pg from 'pg';
 import type { Database, Queryable } from './database.ts';
 import { aggregatePostgres } from './telemetry-aggregate.ts';
 import { AHEAD_DAYS, DAY_MS, dayOf, ensurePartitions, prunePartitions } from './partitions.ts';
-
-type Key = string; // `${organizationId}\n${vehicleId}`: ids never hold a newline
-const keyOf = (organizationId: string, vehicleId: string): Key => `${organizationId}\n${vehicleId}`;
+import { type VehicleKey, vehicleKey } from '../../vehicles/key.ts';
 
 /** (organization, vehicle) pairs as two parallel arrays, in byte order (COLLATE "C", as the SQL sorts). */
-function pairs(keys: Iterable<Key>): [string[], string[]] {
+function pairs(keys: Iterable<VehicleKey>): [string[], string[]] {
   const organizations: string[] = [];
   const vehicles: string[] = [];
   for (const key of [...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
@@ -51,11 +49,11 @@ const stateOf = (row: LatestRow): LatestState => ({
 });
 
 /** The rows of each vehicle merged into its one latest state. */
-function mergeRows(rows: readonly LatestRow[], skip?: (row: LatestRow) => boolean): Map<Key, LatestState> {
-  const states = new Map<Key, LatestState>();
+function mergeRows(rows: readonly LatestRow[], skip?: (row: LatestRow) => boolean): Map<VehicleKey, LatestState> {
+  const states = new Map<VehicleKey, LatestState>();
   for (const row of rows) {
     if (skip?.(row) === true) continue;
-    const key = keyOf(row.organization_id, row.vehicle_id);
+    const key = vehicleKey(row.organization_id, row.vehicle_id);
     states.set(key, mergeStates(states.get(key), stateOf(row)));
   }
   return states;
@@ -75,7 +73,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
     batches: CommitBatch[], merge: MergeLatest, rules: CommitRules | undefined, organizationIds: string[], vehicleIds: string[],
   ): Promise<BatchOutcome[]> {
     return db.transaction(async (client) => {
-      const status = new Map<Key, string>();
+      const status = new Map<VehicleKey, string>();
       const vehicles = await client.query<{ organization_id: string; id: string; status: string }>({
         name: 'telemetry.lock-vehicles',
         text: `SELECT organization_id, id, status FROM vehicles
@@ -83,13 +81,13 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
                ORDER BY organization_id, id FOR KEY SHARE`,
         values: [organizationIds, vehicleIds],
       });
-      for (const row of vehicles.rows) status.set(keyOf(row.organization_id, row.id), row.status);
+      for (const row of vehicles.rows) status.set(vehicleKey(row.organization_id, row.id), row.status);
 
       const accepted: { batch: CommitBatch; byVehicle: Map<string, StoredRecord[]>; outcome: BatchOutcome & { ok: true } }[] = [];
       const outcomes: BatchOutcome[] = [];
       for (const batch of batches) {
         const org = batch.organizationId;
-        const judged = judgeBatch(batch, (vehicleId) => status.get(keyOf(org, vehicleId)));
+        const judged = judgeBatch(batch, (vehicleId) => status.get(vehicleKey(org, vehicleId)));
         if (judged.refused !== undefined) {
           outcomes.push(judged.refused);
           continue;
@@ -113,7 +111,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
           });
           activated = registered.filter((id) => rows.some((row) => row.vehicle_id === id));
           for (const vehicleId of activated) {
-            status.set(keyOf(org, vehicleId), ACTIVATION.to);
+            status.set(vehicleKey(org, vehicleId), ACTIVATION.to);
             events.push(activation(org, vehicleId, batch.at).event);
           }
           await appendEvents(client, events, batch.at);
@@ -159,10 +157,10 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
         });
         // Only the stored ones count for the latest state: a duplicate sent with other values does
         // not change it, as its record in the history does not change.
-        const fresh = new Set(rows.map((row) => `${keyOf(row.organization_id, row.vehicle_id)}\n${row.ts}`));
+        const fresh = new Set(rows.map((row) => `${vehicleKey(row.organization_id, row.vehicle_id)}\n${row.ts}`));
         for (const entry of accepted) {
           const { batch, outcome } = entry;
-          const stored = batch.records.filter((record) => fresh.delete(`${keyOf(batch.organizationId, record.vehicleId)}\n${record.timestamp}`));
+          const stored = batch.records.filter((record) => fresh.delete(`${vehicleKey(batch.organizationId, record.vehicleId)}\n${record.timestamp}`));
           outcome.accepted = stored.length;
           outcome.duplicates = batch.records.length - stored.length;
           entry.byVehicle = groupByVehicle(stored);
@@ -171,8 +169,8 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
 
       // Then the latest states of the accepted batches' vehicles: this node's own rows of them, so
       // other nodes' commits never wait for these locks (the vehicle's state is all its rows merged).
-      const touched = new Set<Key>();
-      for (const { batch, byVehicle } of accepted) for (const vehicleId of byVehicle.keys()) touched.add(keyOf(batch.organizationId, vehicleId));
+      const touched = new Set<VehicleKey>();
+      for (const { batch, byVehicle } of accepted) for (const vehicleId of byVehicle.keys()) touched.add(vehicleKey(batch.organizationId, vehicleId));
       if (touched.size === 0) return outcomes; // nothing new
       const [touchedOrganizations, touchedVehicles] = pairs(touched);
       let at = -Infinity;
@@ -196,7 +194,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       for (const { batch, byVehicle, outcome } of accepted) {
         const org = batch.organizationId;
         for (const [vehicleId, records] of byVehicle) {
-          const key = keyOf(org, vehicleId);
+          const key = vehicleKey(org, vehicleId);
           const state = merge(latest.get(key), org, vehicleId, records);
           latest.set(key, state);
           outcome.latest.push(state);
@@ -238,8 +236,8 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
      * moment).
      */
     async commit(batches, merge, rules) {
-      const named = new Set<Key>();
-      for (const batch of batches) for (const r of batch.records) named.add(keyOf(batch.organizationId, r.vehicleId));
+      const named = new Set<VehicleKey>();
+      for (const batch of batches) for (const r of batch.records) named.add(vehicleKey(batch.organizationId, r.vehicleId));
       const [organizationIds, vehicleIds] = pairs(named);
 
       // Two commits inserting the same records (one device's retry reaching two nodes at once) can
@@ -391,5 +389,5 @@ async function foldStale(client: Queryable, before: number): Promise<number> {
     text: `DELETE FROM telemetry_latest WHERE (organization_id, vehicle_id, writer) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`,
     values: [stale.map((row) => row.organization_id), stale.map((row) => row.vehicle_id), stale.map((row) => row.writer)],
   });
-  return new Set(stale.map((row) => keyOf(row.organization_id, row.vehicle_id))).size;
+  return new Set(stale.map((row) => vehicleKey(row.organization_id, row.vehicle_id))).size;
 }

@@ -8,6 +8,7 @@ import { ASSIGNMENT_COLUMNS, DRIVER_READ, assignmentOf, containsPattern, driverO
 import type { AppendEvents } from './events.ts';
 import type { WalSync } from './wal-sync.ts';
 import type { SqliteRollupWrites } from './rollups.ts';
+import { vehicleKey } from '../../vehicles/key.ts';
 
 /** Writes commit through `wal` (wal-sync.ts): durable when they answer, their sync off the event loop. */
 /**
@@ -159,7 +160,6 @@ export function createSqliteAssignments(db: DatabaseSync) {
    * all of them when a commit fails (what it read inside may not have been kept).
    */
   const now = new Map<string, string | null>();
-  const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
   const driverAt = db.prepare(
     `SELECT driver_id FROM driver_assignments WHERE organization_id = ? AND vehicle_id = ? AND started_at <= ? AND (ended_at IS NULL OR ended_at > ?)
      ORDER BY started_at DESC LIMIT 1`,
@@ -171,7 +171,7 @@ export function createSqliteAssignments(db: DatabaseSync) {
   }
   function endNow(a: AssignmentRecord, at: number): EventRecord {
     endOne.run(at, a.organizationId, a.id);
-    now.delete(keyOf(a.organizationId, a.vehicleId));
+    now.delete(vehicleKey(a.organizationId, a.vehicleId));
     return unassignedEvent({ ...a, endedAt: at });
   }
 
@@ -189,7 +189,7 @@ export function createSqliteAssignments(db: DatabaseSync) {
       if (conflict !== undefined) return { conflict };
       const events = ending.map((e) => endNow(e, a.startedAt));
       insertAssignment.run(a.organizationId, a.id, a.driverId, a.vehicleId, a.startedAt, a.endedAt, a.source);
-      now.delete(keyOf(a.organizationId, a.vehicleId));
+      now.delete(vehicleKey(a.organizationId, a.vehicleId));
       events.push(assignedEvent(a));
       return { assignment: a, events };
     },
@@ -205,7 +205,7 @@ export function createSqliteAssignments(db: DatabaseSync) {
     },
     /** The driver assigned to the vehicle now, or null (a commit's question). */
     driverNow(organizationId: string, vehicleId: string): string | null {
-      const key = keyOf(organizationId, vehicleId);
+      const key = vehicleKey(organizationId, vehicleId);
       let driverId = now.get(key);
       if (driverId === undefined) now.set(key, (driverId = (driverNow.get(organizationId, vehicleId)?.driver_id as string | undefined) ?? null));
       return driverId;
@@ -213,7 +213,7 @@ export function createSqliteAssignments(db: DatabaseSync) {
     /** Forgets the vehicle's current driver as read (the vehicle was deleted), or every vehicle's. */
     forget(organizationId?: string, vehicleId?: string): void {
       if (organizationId === undefined || vehicleId === undefined) now.clear();
-      else now.delete(keyOf(organizationId, vehicleId));
+      else now.delete(vehicleKey(organizationId, vehicleId));
     },
     /** The driver assigned to the vehicle at `at` (ms), or null. */
     driverAt(organizationId: string, vehicleId: string, at: number): string | null {

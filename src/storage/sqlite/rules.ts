@@ -18,9 +18,9 @@ import type { AppendEvents } from './events.ts';
 import type { SqliteRollupWrites } from './rollups.ts';
 import type { Mark } from '../../reports/rollup.ts';
 import { encodeMeters, encodeRoll } from '../state-blobs.ts';
+import { vehicleKey } from '../../vehicles/key.ts';
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value));
-const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`;
 
 /** What a telemetry commit needs of the rule tables, inside its transaction. */
 export interface SqliteRuleWrites {
@@ -93,7 +93,7 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
   }
 
   function stateOf(organizationId: string, vehicleId: string): RuleState | undefined {
-    const key = keyOf(organizationId, vehicleId);
+    const key = vehicleKey(organizationId, vehicleId);
     let known = states.get(key);
     if (known === undefined) {
       const row = state.get(organizationId, vehicleId);
@@ -106,7 +106,7 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
       organizationId, vehicleId, storedTs(s.ts), JSON.stringify(s.inside), JSON.stringify(s.held), json(s.trip),
       s.meters === null ? null : encodeMeters(s.meters), s.roll === null ? null : encodeRoll(s.roll),
     );
-    states.set(keyOf(organizationId, vehicleId), s);
+    states.set(vehicleKey(organizationId, vehicleId), s);
   }
 
   /** The assignments the records started (one a later one would end is skipped), then the drivers of the trips. */
@@ -159,7 +159,7 @@ export function createSqliteRuleWrites(db: DatabaseSync, appendEvents: AppendEve
       return meters;
     },
     forget(organizationId, vehicleId) {
-      states.delete(keyOf(organizationId, vehicleId));
+      states.delete(vehicleKey(organizationId, vehicleId));
       assignments.forget(organizationId, vehicleId);
     },
     forgetAll() {

@@ -21,9 +21,9 @@ import { createSqliteAggregate } from './telemetry-aggregate.ts';
 import { WRITTEN_TIMES, prepareWrittenPage } from './telemetry-export.ts';
 import type { VehicleStatuses } from './vehicle-status.ts';
 import type { WalSync } from './wal-sync.ts';
+import { vehicleKey } from '../../vehicles/key.ts';
 
 type Row = Record<string, SQLInputValue>;
-const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`; // ids never hold a newline
 
 /** Records gathered in `telemetry_recent` before a commit moves them all. */
 export const MOVE_AT = 2000;
@@ -89,7 +89,7 @@ export function createSqliteTelemetryStore(
    */
   const newest = new Map<string, number>();
   function mayBeStored(organizationId: string, vehicleId: string, timestamp: number): boolean {
-    const key = keyOf(organizationId, vehicleId);
+    const key = vehicleKey(organizationId, vehicleId);
     let known = newest.get(key);
     if (known === undefined) {
       known = (newestStored.get(organizationId, vehicleId)?.ts as number | null) ?? -Infinity;
@@ -98,7 +98,7 @@ export function createSqliteTelemetryStore(
     return timestamp <= known && stored.get(organizationId, vehicleId, timestamp) !== undefined;
   }
   function storedUpTo(organizationId: string, vehicleId: string, timestamp: number): void {
-    const key = keyOf(organizationId, vehicleId);
+    const key = vehicleKey(organizationId, vehicleId);
     const known = newest.get(key);
     if (known !== undefined && timestamp > known) newest.set(key, timestamp);
   }
@@ -120,7 +120,7 @@ export function createSqliteTelemetryStore(
   const pending = new Map<string, { state: LatestState; count: number }>();
   let pendingComplete = recent === 0;
   function remember(state: LatestState, count: number): void {
-    const key = keyOf(state.organizationId, state.vehicleId);
+    const key = vehicleKey(state.organizationId, state.vehicleId);
     const known = pending.get(key);
     pending.set(key, known === undefined ? { state, count } : { state: mergeStates(known.state, state), count: known.count + count });
   }
@@ -168,7 +168,7 @@ export function createSqliteTelemetryStore(
     for (const row of allRecent.iterate()) {
       const organizationId = row.organization_id as string;
       const vehicleId = row.vehicle_id as string;
-      if (only !== undefined && !only.has(keyOf(organizationId, vehicleId))) continue;
+      if (only !== undefined && !only.has(vehicleKey(organizationId, vehicleId))) continue;
       if (current === undefined || current.organizationId !== organizationId || current.vehicleId !== vehicleId) {
         if (current !== undefined) yield current;
         current = { organizationId, vehicleId, records: [] };
@@ -197,7 +197,7 @@ export function createSqliteTelemetryStore(
     for (const row of recentPerVehicle.iterate()) {
       const organizationId = row.organization_id as string;
       const vehicleId = row.vehicle_id as string;
-      const key = keyOf(organizationId, vehicleId);
+      const key = vehicleKey(organizationId, vehicleId);
       storedUpTo(organizationId, vehicleId, row.ts as number);
       const known = pendingComplete ? pending.get(key) : undefined;
       if (known !== undefined && known.count === Number(row.n)) foldIntoLatest(known.state);
@@ -238,7 +238,7 @@ export function createSqliteTelemetryStore(
         // Many records of one vehicle fill its pages in `telemetry` in order: written there at
         // once, with its latest state. Those already in `telemetry_recent` are duplicates; while
         // `pending` counts every row there, a vehicle with no entry has none to look up.
-        const mayBeRecent = !pendingComplete || pending.has(keyOf(org, vehicleId));
+        const mayBeRecent = !pendingComplete || pending.has(vehicleKey(org, vehicleId));
         let newestFresh = -Infinity;
         for (const r of records) {
           if (mayBeRecent && inRecent.get(org, vehicleId, r.timestamp) !== undefined) continue;
@@ -342,10 +342,10 @@ export function createSqliteTelemetryStore(
       const states = new Map<string, LatestState>();
       for (const row of allLatest.all()) {
         const state = toLatest(row.organization_id as string, row.vehicle_id as string, row);
-        states.set(keyOf(state.organizationId, state.vehicleId), state);
+        states.set(vehicleKey(state.organizationId, state.vehicleId), state);
       }
       for (const { organizationId, vehicleId, records } of recentByVehicle()) {
-        const key = keyOf(organizationId, vehicleId);
+        const key = vehicleKey(organizationId, vehicleId);
         states.set(key, mergeLatest(states.get(key), organizationId, vehicleId, records));
       }
       return [...states.values()];

@@ -11,8 +11,7 @@ import type { StatusChange, VehicleRecord } from '../../vehicles/store.ts';
 import type { VehicleStatus } from '../../vehicles/schema.ts';
 import { VEHICLE_COLUMNS, VEHICLE_RELATIONS, sqliteRows } from '../rows.ts';
 import type { AppendEvents } from './events.ts';
-
-const keyOf = (organizationId: string, vehicleId: string) => `${organizationId}\n${vehicleId}`; // ids never hold a newline
+import { vehicleKey } from '../../vehicles/key.ts';
 
 export interface VehicleStatuses {
   /** The vehicle's status, undefined when it does not exist. */
@@ -49,18 +48,18 @@ export function createVehicleStatuses(db: DatabaseSync, appendEvents: AppendEven
   function write(organizationId: string, vehicleId: string, change: StatusChange & { from: VehicleStatus }, events: readonly EventRecord[]) {
     const row = update.get(change.to, change.at, change.at, organizationId, vehicleId, change.from);
     if (row === undefined) {
-      known.delete(keyOf(organizationId, vehicleId));
+      known.delete(vehicleKey(organizationId, vehicleId));
       return undefined;
     }
     insertChange.run(organizationId, vehicleId, change.from, change.to, change.reason, change.at, change.by);
     appendEvents(events, change.at);
-    known.set(keyOf(organizationId, vehicleId), change.to);
+    known.set(vehicleKey(organizationId, vehicleId), change.to);
     return sqliteRows.vehicle(row);
   }
 
   return {
     get(organizationId, vehicleId) {
-      const key = keyOf(organizationId, vehicleId);
+      const key = vehicleKey(organizationId, vehicleId);
       let status = known.get(key);
       if (status === undefined) {
         status = select.get(organizationId, vehicleId)?.status as string | undefined;
@@ -76,10 +75,10 @@ export function createVehicleStatuses(db: DatabaseSync, appendEvents: AppendEven
     change: write,
     registered(organizationId, vehicleId, change) {
       insertChange.run(organizationId, vehicleId, change.from, change.to, change.reason, change.at, change.by);
-      known.set(keyOf(organizationId, vehicleId), change.to);
+      known.set(vehicleKey(organizationId, vehicleId), change.to);
     },
     forget(organizationId, vehicleId) {
-      known.delete(keyOf(organizationId, vehicleId));
+      known.delete(vehicleKey(organizationId, vehicleId));
     },
     clear() {
       known.clear();
