@@ -21,7 +21,7 @@
 // are in an uncapped one, both weighted 8 × a process outside them (bench/cgroup.ts), so other work
 // on a shared machine does not starve them. Without root the run says so and runs uncapped.
 import { type ChildProcess, fork, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -31,6 +31,7 @@ import { freePort } from '../test/helpers/mqtt.ts';
 import { type CpuGroup, cpuCgroups, cpuGroup, leaveGroup, removeAll } from './cgroup.ts';
 import type { CommandClientMessage, CommandClientSetup, CommandPhase, CommandPhaseResult } from './command-clients.ts';
 import { median } from './lib.ts';
+import { processCpuSeconds } from './proc-cpu.ts';
 
 const DEVICES = Number(process.env.BENCH_DEVICES ?? 1000);
 const RATE = Number(process.env.BENCH_RATE ?? 500);
@@ -43,16 +44,9 @@ const SERVER_CPU = Number(process.env.BENCH_SERVER_CPU ?? 1);
 /** Weight of the benchmark's groups against other work on a shared machine (see cgroup.ts). */
 const WEIGHT = 8;
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-const TICKS_PER_SECOND = 100;
 
 const dir = mkdtempSync(path.join(tmpdir(), 'fleet-bench-commands-'));
 const cgroups = SERVER_CPU > 0 ? cpuCgroups() : { kind: 'none' as const, why: 'BENCH_SERVER_CPU=0' };
-/** CPU time a process has used, seconds (utime + stime). */
-function cpuSeconds(pid: number): number {
-  const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-}
 
 function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -146,13 +140,13 @@ async function run(): Promise<void> {
   type Measured = CommandPhaseResult & { name: string; serverCpu: number; throttled: number | undefined };
   const results: Measured[] = [];
   async function phase(name: string, spec: CommandPhase): Promise<Measured> {
-    const cpu = cpuSeconds(serverPid);
+    const cpu = processCpuSeconds(serverPid);
     const capped = group?.stat();
     const wall = performance.now();
     const result = await ask<CommandPhaseResult>({ kind: 'phase', phase: spec });
     const now = group?.stat();
     const throttled = capped === undefined || now === undefined ? undefined : (now.throttled - capped.throttled) / Math.max(1, now.periods - capped.periods);
-    const done = { ...result, name, serverCpu: (cpuSeconds(serverPid) - cpu) / ((performance.now() - wall) / 1000), throttled };
+    const done = { ...result, name, serverCpu: (processCpuSeconds(serverPid) - cpu) / ((performance.now() - wall) / 1000), throttled };
     results.push(done);
     console.log(`- ${describe(done)}`);
     return done;
