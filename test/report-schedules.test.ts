@@ -18,6 +18,7 @@ import { SCOPES, createTestApp, type TestApp } from './helpers/app.ts';
 import { manualClock, type ManualClock } from './helpers/clock.ts';
 import { eventValidator, feedEvents } from './helpers/events.ts';
 import { skipUnlessPostgres } from './helpers/postgres.ts';
+import { waitUntil } from './helpers/wait.ts';
 
 const skipPostgres = await skipUnlessPostgres();
 const HOUR = 3_600_000;
@@ -278,8 +279,15 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         assert.equal((await reports(ctx, '?scheduleId=rps_00000000000000000000')).total, 0);
         runs += 2;
         // (The check, as the clock passed, made the other schedules' reports of the periods it passed, and deleted those 90 days old.)
-        const events = await readyEvents(ctx, runs);
-        const mine = events.filter((e) => e.data.scheduleId === daily);
+        // The other schedules' events may be in the feed before these two (PostgreSQL's feed holds an
+        // event back while an older transaction is open): read until both are there.
+        let events: ReadyEvent[] = [];
+        let mine: ReadyEvent[] = [];
+        await waitUntil(async () => {
+          events = await readyEvents(ctx, runs);
+          mine = events.filter((e) => e.data.scheduleId === daily);
+          return mine.length >= 2;
+        }, 'the daily schedule\'s two report.ready events in the feed', 15_000);
         assert.deepEqual(mine.map((e) => [e.type, e.vehicleId, e.occurredAt, e.data]), [
           ['report.ready', undefined, json.createdAt, json], ['report.ready', undefined, csv.createdAt, csv],
         ]);
