@@ -8,10 +8,12 @@ import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type PackedTally,
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
 import { assignmentTimeline, mergeSums, rollupReadSql, staleBatch } from '../rollup-rows.ts';
 import type { Database, Queryable } from './database.ts';
+import { vehicleKey } from '../../vehicles/key.ts';
 
 type Keyed = Tally & { o: string; v: string; b: number; d: string };
 
-const rulesLock = (organizationId: string, vehicleId: string) => `fleet:rules:${organizationId}\n${vehicleId}`;
+/** The advisory lock a vehicle's rule state is written under (its commits, meters and rollup replays). */
+export const rulesLock = (organizationId: string, vehicleId: string) => `fleet:rules:${vehicleKey(organizationId, vehicleId)}`;
 /** The hour a replay without a mark starts from: before any record. */
 const NO_MARK = -24e6;
 /** Records a replay reads at once. */
@@ -97,7 +99,7 @@ export async function writeRollups(client: Queryable, judged: readonly Judged[])
   const late = new Map<string, Judged>();
   for (const j of judged) {
     if (j.late === null) continue;
-    const key = `${j.organizationId}\n${j.vehicleId}`;
+    const key = vehicleKey(j.organizationId, j.vehicleId);
     const known = late.get(key);
     if (known === undefined || j.late < known.late!) late.set(key, j);
   }

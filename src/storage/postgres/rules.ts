@@ -15,7 +15,7 @@ import type { MeterStore } from '../../meters/store.ts';
 import { positionCount } from '../../geofences/schema.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
 import { appendEvents } from './events.ts';
-import { markStaleIn, writeRollups } from './rollups.ts';
+import { markStaleIn, rulesLock, writeRollups } from './rollups.ts';
 import { vehicleKey } from '../../vehicles/key.ts';
 
 /** Alert changes inside the caller's transaction: the ids opened and changed (their events are the caller's to write). */
@@ -210,7 +210,7 @@ export function createPostgresMeterStore(db: Database): MeterStore {
     async setMeters(organizationId, vehicleId, change) {
       return db.transaction(async (client) => {
         await client.query({
-          name: 'meters.lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', values: [`fleet:rules:${vehicleKey(organizationId, vehicleId)}`],
+          name: 'meters.lock', text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', values: [rulesLock(organizationId, vehicleId)],
         });
         const { rows: found } = await client.query({ name: 'meters.get', text: read, values: [organizationId, vehicleId] });
         const meters = change(found[0] === undefined ? null : rows.state(found[0]).meters);
