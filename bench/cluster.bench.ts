@@ -25,8 +25,6 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { cpus, release, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -41,6 +39,7 @@ import { type CpuGroup, cpuCgroups, cpuGroup, leaveGroup, removeAll } from './cg
 import { BENCH_DATABASE_URL, connectAdmin, loadVarying, ms, redactUrl } from './lib.ts';
 import type { LoadOutcome, LoadSpec } from './load.ts';
 import type { Plan } from './rows.ts';
+import { freePort } from '../test/helpers/ports.ts';
 
 const url = BENCH_DATABASE_URL;
 const redisUrl = process.env.FLEET_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -91,13 +90,6 @@ function machine(): { busy: number; steal: number } {
   return { busy: (v[0]! + v[1]! + v[2]! + v[5]! + v[6]!) / TICKS, steal: v[7]! / TICKS };
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 interface Node {
   name: string;

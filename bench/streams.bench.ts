@@ -29,6 +29,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { writeHeapSnapshot } from 'node:v8';
 import WebSocket, { WebSocketServer } from 'ws';
+import { freePort } from '../test/helpers/ports.ts';
 
 const CLIENTS = Number(process.env.BENCH_STREAM_CLIENTS ?? 10_000);
 const VEHICLES = Number(process.env.BENCH_STREAM_VEHICLES ?? 100);
@@ -294,13 +295,6 @@ async function startBare() {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, key: 'none' };
 }
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 // ---- subscribers -------------------------------------------------------------------------------
 

@@ -4,7 +4,6 @@
 // 'service-unavailable', never as a crash.
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
-import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createAuthService } from '../src/auth/service.ts';
 import { systemClock } from '../src/clock.ts';
@@ -20,6 +19,7 @@ import { T0, addOrganization, addVehicle } from './contract/fixtures.ts';
 import {
   TEST_DATABASE_URL, adminQuery, freshSchema, openAnotherNode, openPostgresTestStores, skipUnlessPostgres, terminateConnections,
 } from './helpers/postgres.ts';
+import { freePort } from './helpers/ports.ts';
 
 const skip = await skipUnlessPostgres();
 const ALL = { from: 0, to: Number.MAX_SAFE_INTEGER, after: undefined, limit: 100_000 };
@@ -385,13 +385,6 @@ function withPort(url: string, port: number): string {
   return parsed.toString();
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Stores on an already migrated schema whose pool connects to `port` (nothing is opened at start). */
 function storesAt(schema: string, port: number): Stores {

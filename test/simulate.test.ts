@@ -12,6 +12,7 @@ import { generateApiKey } from '../src/auth/keys.ts';
 import { teltonikaTransport } from '../src/cli/simulate-devices.ts';
 import { COMPILE_CACHE, type Exit, request, type RunningFleet, startFleet, withTimeout } from './helpers/process.ts';
 import { waitUntil } from './helpers/wait.ts';
+import { freePort } from './helpers/ports.ts';
 
 const SIMULATE = fileURLToPath(new URL('../src/cli/simulate.ts', import.meta.url));
 // Bounds, not expectations: two tests run at once beside other test files on a busy machine.
@@ -99,15 +100,6 @@ async function history(fleet: RunningFleet, key: string, vehicleId: string): Pro
   return records;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 // Each test has a service and simulators of its own, and most of its time is theirs, spent waiting
 // for a simulator's records or its vehicles' moves: two at a time.

@@ -6,13 +6,15 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { createTestApp, type TestApp } from './app.ts';
 import { skipUnless } from './skip.ts';
+import { freePort } from './ports.ts';
+
+export { freePort };
 
 export const CHROMIUM = process.env.FLEET_TEST_CHROMIUM ?? '/usr/bin/chromium';
 /**
@@ -30,14 +32,6 @@ export function skipUnlessChromium(suites: string): string | false {
     'Install Debian\'s chromium package (apt-get install chromium)');
 }
 
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  assert.ok(address !== null && typeof address === 'object');
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return address.port;
-}
 
 /**
  * A test app served on a port of its own at 127.0.0.1, which is its public URL, without map tiles,

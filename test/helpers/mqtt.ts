@@ -1,24 +1,12 @@
 // Real MQTT clients over real sockets for the MQTT suites. Every wait is bounded; every client a
 // test opens is registered with `t.after` (or the suite's after hook) and ended there.
-import net from 'node:net';
 import { type IClientOptions, type MqttClient, connect } from 'mqtt';
 import type { TestApp } from './app.ts';
 import { withTimeout } from './process.ts';
+export { freePort } from './ports.ts';
 
 export { withTimeout };
 
-/** A port nothing listens on right now: bind to 0, read the port, close. */
-export async function freePort(host = '127.0.0.1'): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, host, resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (typeof address !== 'object' || address === null) throw new Error('no port');
-  return address.port;
-}
 
 /**
  * Connects (no automatic reconnect unless asked), bounded. The client joins `opened` before it

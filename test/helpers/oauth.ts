@@ -2,10 +2,10 @@
 // counts the requests it gets (to prove a URL named in a token is never fetched).
 import assert from 'node:assert/strict';
 import { type Server, type IncomingMessage, type ServerResponse, createServer } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Scope } from '../../src/auth/scopes.ts';
 import type { TestApp } from './app.ts';
+export { freePort } from './ports.ts';
 
 export const FORM = 'application/x-www-form-urlencoded';
 
@@ -17,15 +17,6 @@ export interface TestClient {
   secret: string;
 }
 
-/** A port that was free a moment ago (bind to 0, read the port, close). */
-export async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  assert.ok(address !== null && typeof address === 'object');
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return address.port;
-}
 
 /** RFC 6749 §2.3.1: both parts form-urlencoded, then Basic. */
 export function basic(clientId: string, secret: string): string {
