@@ -73,4 +73,15 @@ describe('the OsmAnd port keeps the main port\'s timeouts', () => {
     assert.equal(response.status, 400, response.text.slice(0, 400));
     assert.equal(JSON.parse(response.body).code, 'bad-request');
   });
+
+  test('a request asking for a WebSocket upgrade: answered as any request (the port has none), not left open', async () => {
+    await ctx.registerVehicle('p-2');
+    await ctx.request('POST', '/v2/devices', { body: { protocol: 'osmand', identifier: 'phone-p2', vehicleId: 'p-2' } });
+    const response = await trickle([
+      'GET /?id=phone-p2&lat=52.5&lon=13.4 HTTP/1.1', 'Host: fleet', 'Connection: Upgrade, close', 'Upgrade: websocket',
+      'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', '', '',
+    ].join('\r\n'), '', 5_000);
+    assert.equal(response.status, 200, response.text.slice(0, 400));
+    assert.equal((await ctx.request('GET', '/v2/telemetry/p-2/history')).json().records.length, 1);
+  });
 });

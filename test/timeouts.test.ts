@@ -124,3 +124,80 @@ describe('shutdown', () => {
     assertTimeoutProblem((await slow.result).response);
   });
 });
+
+/**
+ * Asks `port` for a WebSocket upgrade on a connection of its own; resolves with what came back and
+ * whether the server closed the connection (false: it was still open after `limitMs`, destroyed).
+ */
+function upgradeAttempt(targetPort: number, path: string, limitMs = 10_000): Promise<{ response: RawResponse; closedByServer: boolean }> {
+  return new Promise((resolve) => {
+    const socket = net.connect(targetPort, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let closedByServer = true;
+    const limit = setTimeout(() => {
+      closedByServer = false;
+      socket.destroy();
+    }, limitMs);
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      clearTimeout(limit);
+      resolve({ response: parseResponse(Buffer.concat(chunks).toString('latin1')), closedByServer });
+    });
+    socket.write([
+      `GET ${path} HTTP/1.1`, 'Host: fleet', 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13',
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', '', '',
+    ].join('\r\n'));
+  });
+}
+
+describe('an upgrade request while the service is closing', () => {
+  // The service's order of plugins: this one, then (between it and the WebSocket plugin) hooks that
+  // stop other parts at close, which take their time; the WebSocket plugin; hooks after it.
+  test('is answered 503 and its connection closed, before and after the WebSocket plugin stops listening', { timeout: 60_000 }, async (t) => {
+    const { default: Fastify } = await import('fastify');
+    const { default: websocket } = await import('@fastify/websocket');
+    const { shutdownArrivalsPlugin } = await import('../src/http/timeouts.ts');
+    const gate = () => {
+      let open!: () => void;
+      let entered!: () => void;
+      const opened = new Promise<void>((resolve) => { open = resolve; });
+      const reached = new Promise<void>((resolve) => { entered = resolve; });
+      return { open, reached, hook: async () => { entered(); await opened; } };
+    };
+    const [before, after] = [gate(), gate()];
+    const app = Fastify();
+    await app.register(shutdownArrivalsPlugin, { requestMs: 2_000, webSockets: true });
+    app.addHook('preClose', before.hook);
+    await app.register(websocket);
+    await app.register(async (scope) => {
+      scope.get('/live', { websocket: true }, (socket) => socket.send('hello'));
+      scope.addHook('preClose', after.hook);
+    });
+    const appPort = await listeningPort(app);
+    let closing: Promise<undefined> | undefined = undefined;
+    t.after(() => {
+      before.open();
+      after.open();
+      return closing ?? app.close();
+    });
+    const open = await upgradeAttempt(appPort, '/live', 2_000);
+    assert.equal(open.response.status, 101, 'an upgrade before the close is taken up');
+
+    closing = app.close();
+    await withTimeout(before.reached, 5_000, 'the close to reach the first preClose hook');
+    const routed = await upgradeAttempt(appPort, '/live');
+    assert.equal(routed.response.status, 503, routed.response.text);
+    assert.ok(routed.closedByServer, 'the connection answered 503 by Fastify is closed by the service');
+
+    before.open();
+    await withTimeout(after.reached, 5_000, 'the close to pass the WebSocket plugin\'s preClose hook');
+    const unheard = await upgradeAttempt(appPort, '/live');
+    assert.equal(unheard.response.status, 503, unheard.response.text);
+    assert.equal(JSON.parse(unheard.response.body).code, 'service-unavailable');
+    assert.ok(unheard.closedByServer, 'a connection no plugin takes up any more is answered and closed');
+
+    after.open();
+    await withTimeout(closing, 10_000, 'the close to end');
+  });
+});

@@ -142,7 +142,7 @@ export async function registerHttp(app: FastifyInstance, parts: Services, deps: 
   await app.register(corsPlugin, { origins: config.cors.origins });
   // Next: an overloaded process refuses at once, before any work is spent on the request.
   await app.register(overloadPlugin, { config: config.overload });
-  await app.register(shutdownArrivalsPlugin, { requestMs: config.http.timeouts.requestMs });
+  await app.register(shutdownArrivalsPlugin, { requestMs: config.http.timeouts.requestMs, webSockets: true });
   // Before auth: its hooks must see every request, so that an upgrade refused by auth (a bad ticket,
   // a foreign origin) still has its socket closed after the error response.
   await app.register(websocket, {

@@ -36,14 +36,31 @@ export function timeoutOptions(timeouts: HttpTimeoutConfig): Pick<FastifyServerO
  * (its headers, or a body not yet complete) and closes it. Requests whose body has arrived run on
  * to their answer; idle connections are closed by Fastify; WebSockets by their own plugin.
  */
-export const shutdownArrivalsPlugin = fp(async function shutdownArrivals(app: FastifyInstance, opts: { requestMs: number }) {
+export const shutdownArrivalsPlugin = fp(async function shutdownArrivals(app: FastifyInstance, opts: { requestMs: number; webSockets?: boolean }) {
   const sockets = new Set<Socket>();
   app.server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  // An upgraded socket speaks WebSocket now; the streams plugin closes it at shutdown.
-  app.server.on('upgrade', (_request, socket: Socket) => sockets.delete(socket));
+  // An upgraded socket speaks WebSocket now; the streams plugin closes it at shutdown. But Fastify
+  // answers a request arriving once it is closing with 503 and none of its hooks, so the WebSocket
+  // plugin's hook that ends an upgrade socket after an HTTP answer does not run: the socket would
+  // stay open, and the close wait for the client to go (a page's live view reconnecting, for one).
+  // Routing is synchronous then; a socket answered by the next turn is ended here. And once that
+  // plugin has stopped listening for upgrades, this listener is the only one (Node hands the socket
+  // to whoever listens): such a socket is answered 503 and closed.
+  // Without WebSockets, no listener: Node then serves a request asking for an upgrade as any other.
+  const onUpgrade = (_request: unknown, socket: Socket) => {
+    sockets.delete(socket);
+    if (app.server.listenerCount('upgrade') === 1) {
+      answerOnSocket(socket, 'service-unavailable', app.log);
+      return;
+    }
+    setImmediate(() => {
+      if (responseOn(socket)?.writableEnded === true && !socket.destroyed) socket.end();
+    });
+  };
+  if (opts.webSockets === true) app.server.on('upgrade', onUpgrade);
 
   let timer: NodeJS.Timeout | undefined;
   app.addHook('preClose', (done) => {
