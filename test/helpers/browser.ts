@@ -4,7 +4,7 @@
 // Browser suites run beside other test files, each other included: every wait for what a page
 // shows is for the condition, bounded by PAGE_TIMEOUT.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -41,7 +41,12 @@ export async function servedTestApp(t: TestContext): Promise<{ ctx: TestApp; ori
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const ctx = await createTestApp({ env: { FLEET_PUBLIC_URL: origin, FLEET_MAP_TILE_URL: '' } });
-  t.after(() => ctx.close());
+  // The browsers go first: the service's close waits for the connections they hold (a page's live
+  // WebSocket among them), and a test's own `t.after(close)`, registered later, would run after it.
+  t.after(async () => {
+    await Promise.all([...openBrowsers].map((opened) => opened.close()));
+    await ctx.close();
+  });
   await ctx.app.listen({ host: '127.0.0.1', port });
   return { ctx, origin };
 }
@@ -76,13 +81,39 @@ export async function openBrowser(viewport = { width: 1360, height: 900 }, timeo
     if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
     if (message.type() === 'error') consoleErrors.push(`${message.text()} ${message.location().url}`);
   });
-  return {
+  let closing: Promise<void> | undefined;
+  const opened: BrowserPage = {
     browser, page, pageErrors, cspViolations, consoleErrors,
-    async close() {
-      await browser.close();
-      rmSync(profile, { recursive: true, force: true });
+    close() {
+      closing ??= (async () => {
+        openBrowsers.delete(opened);
+        const closed = browser.close().then(() => true, () => false);
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), BROWSER_CLOSE_MS); });
+        if (!await Promise.race([closed, late])) killProfile(profile);
+        clearTimeout(timer);
+        rmSync(profile, { recursive: true, force: true });
+      })();
+      return closing;
     },
   };
+  openBrowsers.add(opened);
+  return opened;
+}
+
+/** Browsers open in this process, closed before the service they talk to (see servedTestApp). */
+const openBrowsers = new Set<BrowserPage>();
+const BROWSER_CLOSE_MS = 15_000;
+
+/** Kills the Chromium processes of a profile (its directory is on their command line): a browser that did not close. */
+function killProfile(profile: string): void {
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(profile)) process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
 }
 
 export type Cleanup = (step: () => Promise<unknown> | void) => void;
