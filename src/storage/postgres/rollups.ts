@@ -8,12 +8,13 @@ import { DAY_MS, HOUR_MS, type Mark, type Tallies, type Tally, type PackedTally,
 import type { RollupStore, SumsQuery, SumsRow } from '../../reports/store.ts';
 import { assignmentTimeline, mergeSums, rollupReadSql, staleBatch } from '../rollup-rows.ts';
 import type { Database, Queryable } from './database.ts';
-import { vehicleKey } from '../../vehicles/key.ts';
+import { type VehicleKey, vehicleKey } from '../../vehicles/key.ts';
 
 type Keyed = Tally & { o: string; v: string; b: number; d: string };
 
-/** The advisory lock a vehicle's rule state is written under (its commits, meters and rollup replays). */
-export const rulesLock = (organizationId: string, vehicleId: string) => `fleet:rules:${vehicleKey(organizationId, vehicleId)}`;
+/** The advisory lock a vehicle's rule state is written under (its commits, meters and rollup replays), by its key. */
+export const rulesLockOf = (key: VehicleKey) => `fleet:rules:${key}`;
+export const rulesLock = (organizationId: string, vehicleId: string) => rulesLockOf(vehicleKey(organizationId, vehicleId));
 /** The hour a replay without a mark starts from: before any record. */
 const NO_MARK = -24e6;
 /** Records a replay reads at once. */

@@ -15,7 +15,7 @@ import type { MeterStore } from '../../meters/store.ts';
 import { positionCount } from '../../geofences/schema.ts';
 import { type Database, type Queryable, advisoryLock } from './database.ts';
 import { appendEvents } from './events.ts';
-import { markStaleIn, rulesLock, writeRollups } from './rollups.ts';
+import { markStaleIn, rulesLock, rulesLockOf, writeRollups } from './rollups.ts';
 import { vehicleKey } from '../../vehicles/key.ts';
 
 /** Alert changes inside the caller's transaction: the ids opened and changed (their events are the caller's to write). */
@@ -116,7 +116,7 @@ export async function judgeInCommit(
   await client.query({
     name: 'rules.lock',
     text: 'SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM unnest($1::text[]) AS k ORDER BY k',
-    values: [keys.map((k) => `fleet:rules:${k}`)],
+    values: [keys.map(rulesLockOf)],
   });
   const orgs = keys.map((k) => k.split('\n')[0]!);
   const vehicles = keys.map((k) => k.split('\n')[1]!);
