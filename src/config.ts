@@ -10,7 +10,15 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export type DatabaseConfig =
   | { kind: 'sqlite'; path: string }
   /** Cluster mode. `url` may hold a password: never log it (redactUrl). */
-  | { kind: 'postgres'; url: string; poolSize: number };
+  | { kind: 'postgres'; url: string; poolSize: number; read?: ReadReplicaConfig };
+
+/** A streaming replica for the reads that may be a little behind (FLEET_DATABASE_READ_URL). */
+export interface ReadReplicaConfig {
+  /** May hold a password: never log it. */
+  url: string;
+  /** Reads go to the replica only while it is at most this far behind the primary. */
+  maxLagMs: number;
+}
 
 export interface RateLimitConfig {
   /** Requests per credential per window; 0 turns per-credential limits off. */
@@ -194,6 +202,11 @@ export const VARIABLES = {
   },
   FLEET_REDIS_PREFIX: { default: 'fleet:', doc: 'Cluster mode: prefix of every Redis key and channel, so that several deployments can share one Redis.' },
   FLEET_DATABASE_POOL_SIZE: { default: '10', doc: 'PostgreSQL only: connections each node opens at most (1 to 1000).' },
+  FLEET_DATABASE_READ_URL: {
+    default: '',
+    doc: 'PostgreSQL only: a streaming replica of `FLEET_DATABASE_URL` (`postgres://…`) that takes history, trips, exports, aggregates and reports while it is at most `FLEET_DATABASE_READ_MAX_LAG_SECONDS` behind; the primary takes them otherwise. Each node opens up to `FLEET_DATABASE_POOL_SIZE` connections to it too.',
+  },
+  FLEET_DATABASE_READ_MAX_LAG_SECONDS: { default: '5', doc: 'How far behind the primary (1 to 3600 s) the replica of `FLEET_DATABASE_READ_URL` may be and still take reads; measured every second.' },
   FLEET_LOG_LEVEL: { default: 'info', doc: `One of ${LOG_LEVELS.join(', ')}.` },
   FLEET_ADMIN_KEY: {
     default: '',
@@ -450,6 +463,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const ssoAllowPrivate = read('FLEET_SSO_ALLOW_PRIVATE');
   if (ssoAllowPrivate !== 'true' && ssoAllowPrivate !== 'false') errors.push(`FLEET_SSO_ALLOW_PRIVATE: "${ssoAllowPrivate}" is neither true nor false`);
   const poolSize = int('FLEET_DATABASE_POOL_SIZE', 1, 1000);
+  const readMaxLagSeconds = int('FLEET_DATABASE_READ_MAX_LAG_SECONDS', 1, 3600);
+  const readReplica = parseReadUrl(read('FLEET_DATABASE_READ_URL'), database, errors);
   const tokenTtlSeconds = int('FLEET_OAUTH_TOKEN_TTL_SECONDS', 60, 86_400);
   const retentionDays = int('FLEET_TELEMETRY_RETENTION_DAYS', 1, 36_500);
   const external = parseExternalIssuer(read, errors);
@@ -478,7 +493,9 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     config: {
       host, port, publicUrl, logLevel, adminKey, rateLimit, quotas,
       http: { timeouts },
-      database: database.kind === 'postgres' ? { ...database, poolSize } : database,
+      database: database.kind === 'postgres'
+        ? { ...database, poolSize, ...(readReplica === undefined ? {} : { read: { url: readReplica, maxLagMs: readMaxLagSeconds * 1000 } }) }
+        : database,
       oauth: { tokenTtlSeconds, external },
       telemetry: { retentionDays },
       events: { retentionDays: eventRetentionDays },
@@ -715,6 +732,20 @@ function parseRedis(
     errors.push('FLEET_REDIS_URL: cluster mode needs a PostgreSQL FLEET_DATABASE_URL (the nodes share one database)');
   }
   return { url, prefix };
+}
+
+function parseReadUrl(url: string, database: ReturnType<typeof parseDatabaseUrl>, errors: string[]): string | undefined {
+  if (url === '') return undefined;
+  const parsed = URL.canParse(url) ? new URL(url) : undefined;
+  if (parsed === undefined || !['postgres:', 'postgresql:'].includes(parsed.protocol) || (parsed.hostname === '' && !parsed.searchParams.has('host'))) {
+    errors.push(`FLEET_DATABASE_READ_URL: "${redactUrl(url)}" is not a PostgreSQL URL (postgres://user:password@host:5432/database)`);
+    return undefined;
+  }
+  if (database !== undefined && database.kind !== 'postgres') {
+    errors.push('FLEET_DATABASE_READ_URL: a read replica needs a PostgreSQL FLEET_DATABASE_URL (the primary it follows)');
+    return undefined;
+  }
+  return url;
 }
 
 function parseDatabaseUrl(

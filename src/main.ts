@@ -19,7 +19,7 @@ const { config } = loaded;
 
 let stores: Awaited<ReturnType<typeof openStores>>;
 try {
-  stores = await openStores(config);
+  stores = await openStores(config, pino({ level: config.logLevel }));
 } catch (error) {
   // PostgreSQL unreachable or refusing the login, or a migration failed: nothing to serve with.
   const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message || error.cause.name})` : '';

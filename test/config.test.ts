@@ -239,6 +239,30 @@ describe('FLEET_DATABASE_URL', () => {
   });
 });
 
+describe('FLEET_DATABASE_READ_URL', () => {
+  const pg = { FLEET_DATABASE_URL: 'postgres://db/fleet' };
+
+  test('absent: every read on the primary', () => {
+    assert.deepEqual(ok(pg).database, { kind: 'postgres', url: 'postgres://db/fleet', poolSize: 10 });
+  });
+
+  test('a PostgreSQL URL with a PostgreSQL primary: the replica, with a lag bound of 5 s unless given', () => {
+    assert.deepEqual(ok({ ...pg, FLEET_DATABASE_READ_URL: 'postgres://u:pw@replica/fleet' }).database, {
+      kind: 'postgres', url: 'postgres://db/fleet', poolSize: 10, read: { url: 'postgres://u:pw@replica/fleet', maxLagMs: 5_000 },
+    });
+    const database = ok({ ...pg, FLEET_DATABASE_READ_URL: 'postgresql://replica/fleet', FLEET_DATABASE_READ_MAX_LAG_SECONDS: '30' }).database;
+    assert.deepEqual(database.kind === 'postgres' ? database.read : undefined, { url: 'postgresql://replica/fleet', maxLagMs: 30_000 });
+  });
+
+  test('with SQLite, another scheme or garbage it is refused without echoing a password; the bound is 1 to 3600 s', () => {
+    assert.match(rejectsOnly({ FLEET_DATABASE_READ_URL: 'postgres://replica/fleet' }, 'FLEET_DATABASE_READ_URL'), /PostgreSQL FLEET_DATABASE_URL/);
+    const message = rejectsOnly({ ...pg, FLEET_DATABASE_READ_URL: 'mysql://u:hunter2@replica/fleet' }, 'FLEET_DATABASE_READ_URL');
+    assert.doesNotMatch(message, /hunter2/);
+    rejectsOnly({ ...pg, FLEET_DATABASE_READ_URL: 'not a url' }, 'FLEET_DATABASE_READ_URL');
+    for (const value of ['0', '3601', 'soon']) rejectsOnly({ ...pg, FLEET_DATABASE_READ_MAX_LAG_SECONDS: value }, 'FLEET_DATABASE_READ_MAX_LAG_SECONDS');
+  });
+});
+
 describe('FLEET_REDIS_URL', () => {
   const pg = { FLEET_DATABASE_URL: 'postgres://db/fleet' };
 

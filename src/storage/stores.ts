@@ -1,5 +1,6 @@
 // Every store the service uses, as one bundle handed to app.ts. Each backend (SQLite embedded,
 // PostgreSQL for cluster mode) provides the same bundle, and test/contract/ holds both to it.
+import type { Logger } from 'pino';
 import type { RollupStore } from '../reports/store.ts';
 import type { AuditStore } from '../audit/store.ts';
 import type { CommandStore } from '../commands/store.ts';
@@ -47,12 +48,21 @@ export interface Stores {
 }
 
 /** The configured backend's stores, migrated and ready; throws when PostgreSQL cannot be reached. */
-export async function openStores(config: Pick<Config, 'database' | 'telemetry'>): Promise<Stores> {
+export async function openStores(config: Pick<Config, 'database' | 'telemetry'>, log?: Pick<Logger, 'info' | 'warn'>): Promise<Stores> {
   const { database } = config;
   switch (database.kind) {
     case 'sqlite':
       return createSqliteStores(database.path);
-    case 'postgres':
-      return createPostgresStores({ url: database.url, poolSize: database.poolSize, keepDays: config.telemetry.retentionDays });
+    case 'postgres': {
+      const { read } = database;
+      // Reads on the replica are the rule; going back to the primary is worth a warning.
+      const onChange = (onReplica: boolean, reason: string) => (onReplica
+        ? log?.info({ reason }, 'reads go to the replica (FLEET_DATABASE_READ_URL)')
+        : log?.warn({ reason }, 'reads go to the primary: the replica is behind or unreachable'));
+      return createPostgresStores({
+        url: database.url, poolSize: database.poolSize, keepDays: config.telemetry.retentionDays,
+        ...(read === undefined ? {} : { read: { ...read, onChange } }),
+      });
+    }
   }
 }

@@ -17,12 +17,18 @@ import { createPostgresDriverStore } from './drivers.ts';
 import { createPostgresPeopleStore } from './people.ts';
 import { createPostgresSsoStore } from './sso.ts';
 import { createPostgresTelemetryStore } from './telemetry.ts';
+import { type ReadRouter, type ReplicaOptions, readRouter } from './replica.ts';
 import { createPostgresVehicleStore } from './vehicles.ts';
 
 export interface PostgresStoresOptions extends PostgresOptions {
   /** Telemetry is kept this many days (FLEET_TELEMETRY_RETENTION_DAYS): its partitions are made from then on. */
   keepDays: number;
+  /** A streaming replica for the reads that may be a little behind (FLEET_DATABASE_READ_URL). */
+  read?: { url: string; maxLagMs: number; onChange?: ReplicaOptions['onChange'] };
 }
+
+/** How often a replica's lag is measured. */
+const REPLICA_PROBE_MS = 1_000;
 
 /** Opens the pool, applies migrations and creates the telemetry partitions due; throws if it cannot. */
 export async function createPostgresStores(options: PostgresStoresOptions): Promise<Stores> {
@@ -30,30 +36,34 @@ export async function createPostgresStores(options: PostgresStoresOptions): Prom
     throw new Error(`not a plain schema name: ${options.schema}`);
   }
   const db = openPostgres(options);
-  const stores = postgresStores(db);
+  const { read } = options;
+  const reads = read === undefined ? undefined : readRouter(db, openPostgres({ ...options, url: read.url, applicationName: `${options.applicationName ?? 'fleet'}-reads` }), {
+    maxLagMs: read.maxLagMs, probeMs: REPLICA_PROBE_MS, ...(read.onChange === undefined ? {} : { onChange: read.onChange }),
+  });
+  const stores = postgresStores(db, reads);
   try {
     await migrate(db);
     await stores.telemetry.maintain(Date.now(), options.keepDays);
   } catch (error) {
-    await db.end();
+    await stores.close();
     throw error;
   }
   return stores;
 }
 
 /** The stores over an open pool, as they are: no migration, no partitions made. */
-export function postgresStores(db: Database): Stores {
+export function postgresStores(db: Database, reads?: ReadRouter): Stores {
   return {
     auth: createPostgresAuthStore(db),
     oauth: createPostgresOAuthStore(db),
     vehicles: createPostgresVehicleStore(db),
-    telemetry: createPostgresTelemetryStore(db),
+    telemetry: createPostgresTelemetryStore(db, undefined, reads),
     events: createPostgresEventStore(db),
     rules: createPostgresRulesStore(db),
     meters: createPostgresMeterStore(db),
     maintenance: createPostgresMaintenanceStore(db),
     reportSchedules: createPostgresReportScheduleStore(db),
-    rollups: createPostgresRollupStore(db),
+    rollups: createPostgresRollupStore(db, reads),
     webhooks: createPostgresWebhookStore(db),
     devices: createPostgresDeviceStore(db),
     people: createPostgresPeopleStore(db),
@@ -65,6 +75,9 @@ export function postgresStores(db: Database): Stores {
     async ping() {
       await db.query({ name: 'ping', text: 'SELECT 1' });
     },
-    close: () => db.end(),
+    async close() {
+      await reads?.end();
+      await db.end();
+    },
   };
 }

@@ -188,7 +188,8 @@ async function replay(client: Queryable, organizationId: string, vehicleId: stri
   });
 }
 
-export function createPostgresRollupStore(db: Database): RollupStore {
+/** `readDb` takes the reads of reports, which may be a little behind (a replica's, see replica.ts). */
+export function createPostgresRollupStore(db: Database, readDb: Queryable = db): RollupStore {
   const reads = rollupReadSql('postgres');
   return {
     async repair(organizationId, limit = staleBatch) {
@@ -212,7 +213,7 @@ export function createPostgresRollupStore(db: Database): RollupStore {
       await markStaleIn(db, organizationId, vehicleId, from);
     },
     async pending(organizationId, vehicles) {
-      const { rows } = await db.query<{ vehicle_id: string; pend: PackedTally[] }>({
+      const { rows } = await readDb.query<{ vehicle_id: string; pend: PackedTally[] }>({
         name: 'rollups.pending',
         text: `SELECT vehicle_id, rollup->'pend' AS pend FROM vehicle_rule_state
                WHERE organization_id = $1 AND ($2::text[] IS NULL OR vehicle_id = ANY($2::text[])) AND json_array_length(rollup->'pend') > 0`,
@@ -221,7 +222,7 @@ export function createPostgresRollupStore(db: Database): RollupStore {
       return rows.map((r) => ({ vehicleId: r.vehicle_id, tallies: r.pend.map(unpackTally) }));
     },
     async sums(organizationId: string, query: SumsQuery): Promise<SumsRow[]> {
-      const parts = await Promise.all(reads(organizationId, query).map(async ({ sql, params }) => (await db.query(sql, params)).rows.map((r): SumsRow => ({
+      const parts = await Promise.all(reads(organizationId, query).map(async ({ sql, params }) => (await readDb.query(sql, params)).rows.map((r): SumsRow => ({
         key: r.key as string | number, distanceM: Number(r.distanceM), drivingS: Number(r.drivingS), idleS: Number(r.idleS), engineS: Number(r.engineS),
         trips: Number(r.trips), maxSpeed: r.maxSpeed === null ? null : Number(r.maxSpeed),
       }))));

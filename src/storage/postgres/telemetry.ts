@@ -63,7 +63,8 @@ function mergeRows(rows: readonly LatestRow[], skip?: (row: LatestRow) => boolea
  * `writer` names this store's latest-state rows (see migration 0004): a fresh random id per
  * process unless given, so that no two nodes share one.
  */
-export function createPostgresTelemetryStore(db: Database, writer = randomBytes(6).toString('base64url')): TelemetryStore {
+/** `readDb` takes history, scans and aggregates, which may be a little behind (a replica's, see replica.ts). */
+export function createPostgresTelemetryStore(db: Database, writer = randomBytes(6).toString('base64url'), readDb: Queryable = db): TelemetryStore {
   /** Partitions are known to exist up to this day (per process; the catalog is asked again past it). */
   let coveredUntil = -Infinity;
   let coveredFrom = Infinity;
@@ -257,7 +258,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       // its generic plan (estimating a handful of rows) appends the partitions and sorts all the
       // rest of the range for each page, where a plan for the actual values reads the key in order
       // and stops at the limit; planning costs a millisecond or two.
-      const { rows } = await db.query<{ ts: number; data: TelemetryData }>({
+      const { rows } = await readDb.query<{ ts: number; data: TelemetryData }>({
         text: `SELECT ts, data FROM telemetry
                WHERE organization_id = $1 AND vehicle_id = $2 AND ts >= $3 AND ts < $4 AND ts > $5
                ORDER BY ts LIMIT $6`,
@@ -278,7 +279,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
       const readSize = Math.max(pageSize, asked ?? pageSize);
       type Row = [ts: number, data: string];
       const read = (after: number) => {
-        const rows = db.query<Row>({
+        const rows = readDb.query<Row>({
           text: `SELECT ts, data::text AS data FROM telemetry
                  WHERE organization_id = $1 AND vehicle_id = $2 AND ts >= $3 AND ts < $4 AND ts > $5
                  ORDER BY ts LIMIT $6`,
@@ -310,7 +311,7 @@ export function createPostgresTelemetryStore(db: Database, writer = randomBytes(
     },
 
     aggregate(organizationId, vehicleId, query) {
-      return aggregatePostgres(db, organizationId, vehicleId, query);
+      return aggregatePostgres(readDb, organizationId, vehicleId, query);
     },
 
     async loadLatest() {
