@@ -137,8 +137,13 @@ describe('a service process with FLEET_DATABASE_READ_URL', { skip, timeout: 120_
     await pair.onReplica('SELECT pg_wal_replay_resume()');
     await waitUntil(async () => (await history()) === 2, 'the second record in history once replayed', 20_000);
 
+    const metrics = async () => (await (await request(fleet, 'GET', '/metrics', { key })).text());
+    assert.match(await metrics(), /^fleet_database_reads_on_replica 1$/m);
+    assert.match(await metrics(), /^fleet_database_replica_lag_seconds \d/m);
+
     await pair.stopReplica();
     assert.equal(await history(), 2, 'read on the primary');
     await fleet.waitFor(() => logged('reads go to the primary: the replica is behind or unreachable') === 1, 'the warning', 20_000);
+    assert.match(await metrics(), /^fleet_database_reads_on_replica 0$/m);
   });
 });

@@ -155,6 +155,13 @@ export async function createServices(deps: AppDeps, core: { clock: Clock; events
     () => streams.stats().sockets);
   registerReading(metrics, { name: 'fleet_stream_messages_sent_total', type: 'counter', help: 'Messages sent on live-stream WebSockets by this node.' },
     () => streams.stats().messagesSent);
+  const { replica } = stores;
+  if (replica !== undefined) {
+    registerReading(metrics, { name: 'fleet_database_replica_lag_seconds', type: 'gauge', help: 'How far the read replica (FLEET_DATABASE_READ_URL) was behind the primary at the last measure, seconds; NaN while it cannot be reached.' },
+      () => (replica.lagMs() ?? Number.NaN) / 1000);
+    registerReading(metrics, { name: 'fleet_database_reads_on_replica', type: 'gauge', help: '1 while the reads that may lag go to the read replica, 0 while they go to the primary.' },
+      () => (replica.onReplica() ? 1 : 0));
+  }
   registerReading(metrics, {
     name: 'fleet_alert_evaluations_total', type: 'counter',
     help: 'Telemetry records judged against their organization\'s alert rules and geofences, in the commits of this node.',

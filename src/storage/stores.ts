@@ -44,6 +44,8 @@ export interface Stores {
   reportSchedules: ReportScheduleStore;
   /** Throws when the backend cannot answer; /readyz reports it. */
   ping(): Promise<void>;
+  /** PostgreSQL with FLEET_DATABASE_READ_URL: where the reads that may lag go, and the replica's lag. */
+  replica?: { onReplica(): boolean; lagMs(): number | undefined };
   close(): Promise<void>;
 }
 

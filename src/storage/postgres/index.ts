@@ -75,6 +75,7 @@ export function postgresStores(db: Database, reads?: ReadRouter): Stores {
     async ping() {
       await db.query({ name: 'ping', text: 'SELECT 1' });
     },
+    ...(reads === undefined ? {} : { replica: { onReplica: () => reads.onReplica(), lagMs: () => reads.lagMs() } }),
     async close() {
       await reads?.end();
       await db.end();
