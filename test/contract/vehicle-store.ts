@@ -113,6 +113,39 @@ export function vehicleStoreContract(name: string, makeStores: MakeStores): void
       assert.deepEqual((await stores.vehicles.list(b, { limit: 10, offset: 0 })).vehicles.map((v) => v.id), ['other']);
     });
 
+    test('list totals and the quota follow every change: registrations, status and type changes, deletions', async () => {
+      const stores = await fresh();
+      const [a, b] = [await addOrganization(stores), await addOrganization(stores)];
+      const filters: Omit<Parameters<typeof stores.vehicles.list>[1], 'limit' | 'offset'>[] = [
+        {}, { statuses: ['active'] }, { statuses: ['registered'] }, { types: ['car'] }, { statuses: ['active', 'maintenance'], types: ['van', 'car'] },
+      ];
+      // Each total against the vehicles listed, counted here.
+      const check = async (step: string) => {
+        for (const filter of filters) {
+          const { vehicles, total } = await stores.vehicles.list(a, { limit: 1000, offset: 0, ...filter });
+          assert.equal(total, vehicles.length, `${step}: ${JSON.stringify(filter)}`);
+        }
+      };
+      for (let i = 0; i < 6; i++) await stores.vehicles.insert(vehicle(a, `v${i}`, { type: i % 2 === 0 ? 'van' : 'car' }), registration());
+      await stores.vehicles.insert(vehicle(b, 'v0'), registration());
+      assert.equal(await stores.vehicles.insert(vehicle(a, 'v0'), registration()), 'exists');
+      await check('registered');
+      await stores.vehicles.changeStatus(a, 'v1', { from: 'registered', to: 'active', reason: null, at: T0 + 1, by: 'k' });
+      await stores.vehicles.changeStatus(a, 'v2', { from: 'registered', to: 'active', reason: null, at: T0 + 1, by: 'k' });
+      await stores.vehicles.changeStatus(a, 'v2', { from: 'active', to: 'maintenance', reason: null, at: T0 + 2, by: 'k' });
+      await check('status changes');
+      const v3 = (await stores.vehicles.get(a, 'v3'))!;
+      await stores.vehicles.update(a, 'v3', v3.updatedAt, { ...v3, type: 'van', updatedAt: T0 + 3 });
+      await check('a type changed');
+      assert.equal(await stores.vehicles.delete(a, 'v1'), true);
+      assert.equal(await stores.vehicles.delete(b, 'v0'), true);
+      await check('deletions');
+      assert.equal((await stores.vehicles.list(a, { limit: 1, offset: 0 })).total, 5);
+      assert.equal(await stores.vehicles.insert(vehicle(a, 'v9'), registration(), 5), 'quota', 'five of five');
+      assert.equal(await stores.vehicles.insert(vehicle(a, 'v9'), registration(), 6), 'created');
+      assert.equal(await stores.vehicles.insert(vehicle(b, 'w'), registration(), 1), 'created', 'the other organization has none left');
+    });
+
     test('changeStatus is compare-and-set, records history newest first, and stays in its organization', async () => {
       const stores = await fresh();
       const [a, b] = [await addOrganization(stores), await addOrganization(stores)];

@@ -22,7 +22,8 @@ export function createSqliteVehicleStore(
     `INSERT INTO vehicles (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
   const selectOne = db.prepare(`SELECT ${READ} FROM vehicles WHERE organization_id = ? AND id = ?`);
-  const countAll = db.prepare('SELECT count(*) AS n FROM vehicles WHERE organization_id = ?');
+  // vehicle_counts is kept by triggers (migration 0028): a few rows, not the organization's vehicles.
+  const countAll = db.prepare('SELECT coalesce(sum(n), 0) AS n FROM vehicle_counts WHERE organization_id = ?');
   const exists = db.prepare('SELECT 1 FROM vehicles WHERE organization_id = ? AND id = ?');
   const deleteOne = db.prepare('DELETE FROM vehicles WHERE organization_id = ? AND id = ?');
   const updateOne = db.prepare(
@@ -53,7 +54,11 @@ export function createSqliteVehicleStore(
       if (anyOf) where += ' AND id IN (SELECT vehicle_id FROM vehicle_group_members WHERE organization_id = ? AND group_id IN (SELECT value FROM json_each(?)))';
       statements = {
         page: db.prepare(`SELECT ${READ} FROM vehicles WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`),
-        count: db.prepare(`SELECT count(*) AS n FROM vehicles WHERE ${where}`),
+        // Filtered by status and type alone, the counts kept by status and type answer; a group's
+        // members are counted (a group is a list of vehicles of its own).
+        count: group || anyOf
+          ? db.prepare(`SELECT count(*) AS n FROM vehicles WHERE ${where}`)
+          : db.prepare(`SELECT coalesce(sum(n), 0) AS n FROM vehicle_counts WHERE ${where}`),
       };
       listStatements.set(shape, statements);
     }

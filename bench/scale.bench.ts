@@ -1,0 +1,138 @@
+// One node on the embedded store at 1,000 and at 1,000,000 registered vehicles (BENCH_SCALE_VEHICLES),
+// each with a latest state: the service process's start-up time to ready, its resident memory per
+// vehicle, GET latest and GET details throughput at the large size against the small one, and the
+// vehicle list filtered by status (with its total) page latency. The vehicles are bulk-loaded into
+// the database file (one registered and reported through the API, copied by SQL), not POSTed.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
+import { fileURLToPath } from 'node:url';
+import { createAuthService } from '../src/auth/service.ts';
+import { systemClock } from '../src/clock.ts';
+import { createSqliteStores } from '../src/storage/sqlite/index.ts';
+import { buildBenchFleet, load, median, tempDatabases } from './lib.ts';
+
+const LARGE = Number(process.env.BENCH_SCALE_VEHICLES ?? 1_000_000);
+const SMALL = 1_000;
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const databases = tempDatabases('fleet-scale-');
+const idOf = (i: number) => `veh-${String(i).padStart(7, '0')}`;
+
+/** A store of `count` vehicles, each with a latest state; every tenth inactive. Returns the file and the admin key. */
+async function prepare(count: number): Promise<{ file: string; key: string }> {
+  const file = databases.file();
+  const stores = createSqliteStores(file);
+  const first = await createAuthService({ store: stores.auth, clock: systemClock }).bootstrap(undefined);
+  if (first === undefined) throw new Error('fresh store did not bootstrap');
+  const app = await buildBenchFleet(stores);
+  const headers = { authorization: `Bearer ${first.secret}` };
+  const made = await app.inject({ method: 'POST', url: '/v2/fleet/vehicles', headers, payload: { vehicleId: idOf(0), type: 'van', name: 'Van 0' } });
+  if (made.statusCode !== 201) throw new Error(made.body);
+  const sent = await app.inject({
+    method: 'POST', url: `/v2/telemetry/${idOf(0)}`, headers,
+    payload: { data: { location: { lat: 52.52, lng: 13.405 }, speed: 42.5, heading: 87, battery: 76.5 } },
+  });
+  if (sent.statusCode !== 202) throw new Error(sent.body);
+  await app.close();
+  await stores.close();
+  const started = performance.now();
+  const db = new DatabaseSync(file);
+  db.exec('BEGIN');
+  // Every column copied from the one made through the API, the id (and every tenth's status) aside.
+  const columns = (table: string) => (db.prepare(`SELECT name FROM pragma_table_info('${table}')`).all() as { name: string }[]).map((c) => c.name);
+  const copy = (table: string, key: string, overrides: Record<string, string>) => {
+    const names = columns(table);
+    const values = names.map((n) => overrides[n] ?? n);
+    db.prepare(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                INSERT INTO ${table} (${names.join(', ')}) SELECT ${values.join(', ')} FROM n, ${table} t WHERE t.${key} = ?`).run(count - 1, idOf(0));
+  };
+  copy('vehicles', 'id', { id: "printf('veh-%07d', i)", name: "'Van ' || i", status: "CASE WHEN i % 10 = 0 THEN 'inactive' ELSE t.status END" });
+  copy('telemetry_latest', 'vehicle_id', { vehicle_id: "printf('veh-%07d', i)" });
+  db.exec('COMMIT');
+  db.close();
+  console.log(`${count.toLocaleString('en')} vehicles loaded in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  return { file, key: first.secret };
+}
+
+interface Running { url: string; startMs: number; rssBytes: number; stop(): Promise<void> }
+
+/** The service as a process of its own on `file`: the time from spawn to its `started` line, and its RSS then. */
+async function start(file: string): Promise<Running> {
+  const began = performance.now();
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', FLEET_DATABASE_URL: `sqlite:${file}`, FLEET_HOST: '127.0.0.1', FLEET_PORT: '0',
+      FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
+      FLEET_LOG_LEVEL: 'info', ...(process.env.NODE_COMPILE_CACHE === undefined ? {} : { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE }) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let url: string | undefined;
+  let buffered = '';
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the service exited (${code}) before it started`)));
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) !== -1) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        const msg = (() => { try { return (JSON.parse(line) as { msg?: string }).msg; } catch { return undefined; } })();
+        const listening = /^Server listening at (http:\/\/127\.0\.0\.1:\d+)$/.exec(msg ?? '');
+        if (listening !== null) url = listening[1];
+        if (msg === 'started') resolve();
+      }
+    });
+  });
+  const startMs = performance.now() - began;
+  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
+  return {
+    url: url!, startMs, rssBytes: rssKb * 1024,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+interface Figures { startMs: number; rssBytes: number; latest: number; details: number; listP99: number; listRps: number }
+
+async function measure(count: number): Promise<Figures> {
+  const { file, key } = await prepare(count);
+  const service = await start(file);
+  try {
+    const headers = { authorization: `Bearer ${key}` };
+    const middle = idOf(Math.floor(count / 2));
+    const latest: number[] = [];
+    const details: number[] = [];
+    const listP99: number[] = [];
+    const listRps: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      latest.push((await load('latest', { url: `${service.url}/v2/telemetry/${middle}`, headers, connections: 50, seconds: SECONDS })).rps);
+      details.push((await load('details', { url: `${service.url}/v2/fleet/vehicles/${middle}`, headers, connections: 50, seconds: SECONDS })).rps);
+      const list = await load('list', { url: `${service.url}/v2/fleet/vehicles?status=inactive&limit=50&offset=50`, headers, connections: 10, seconds: SECONDS });
+      listP99.push(list.p99);
+      listRps.push(list.rps);
+    }
+    return { startMs: service.startMs, rssBytes: service.rssBytes, latest: median(latest), details: median(details), listP99: median(listP99), listRps: median(listRps) };
+  } finally {
+    await service.stop();
+  }
+}
+
+try {
+  const small = await measure(SMALL);
+  const large = await measure(LARGE);
+  const perVehicle = (large.rssBytes - small.rssBytes) / (LARGE - SMALL);
+  const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+  console.log(`\nOne node, embedded store, ${LARGE.toLocaleString('en')} against ${SMALL.toLocaleString('en')} vehicles (medians of ${ROUNDS} rounds of ${SECONDS} s)\n`);
+  console.log('| case | at 1,000 | at the large size | ratio | goal |\n|---|---|---|---|---|');
+  console.log(`| start-up to ready | ${(small.startMs / 1000).toFixed(1)} s | ${(large.startMs / 1000).toFixed(1)} s | | |`);
+  console.log(`| resident memory after start | ${mb(small.rssBytes)} | ${mb(large.rssBytes)} | ${perVehicle.toFixed(0)} bytes a vehicle | |`);
+  console.log(`| GET latest | ${Math.round(small.latest)} req/s | ${Math.round(large.latest)} req/s | **${(large.latest / small.latest).toFixed(2)} ×** | ≥ 0.8 × |`);
+  console.log(`| GET details | ${Math.round(small.details)} req/s | ${Math.round(large.details)} req/s | **${(large.details / small.details).toFixed(2)} ×** | ≥ 0.8 × |`);
+  console.log(`| list, status filter and total, page 2 (10 connections) | p99 ${small.listP99} ms, ${Math.round(small.listRps)} req/s | p99 ${large.listP99} ms, ${Math.round(large.listRps)} req/s | | p99 < 100 ms |`);
+} finally {
+  databases.removeAll();
+}
