@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { createAuthService } from '../src/auth/service.ts';
 import { systemClock } from '../src/clock.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
-import { buildBenchFleet, load, median, tempDatabases } from './lib.ts';
+import { buildBenchFleet, load, loadVarying, median, tempDatabases } from './lib.ts';
 
 const LARGE = Number(process.env.BENCH_SCALE_VEHICLES ?? 1_000_000);
 const SMALL = 1_000;
@@ -56,7 +56,7 @@ async function prepare(count: number): Promise<{ file: string; key: string }> {
   return { file, key: first.secret };
 }
 
-interface Running { url: string; startMs: number; rssBytes: number; stop(): Promise<void> }
+interface Running { url: string; pid: number; startMs: number; rssBytes: number; stop(): Promise<void> }
 
 /** The service as a process of its own on `file`: the time from spawn to its `started` line, and its RSS then. */
 async function start(file: string): Promise<Running> {
@@ -86,9 +86,8 @@ async function start(file: string): Promise<Running> {
     });
   });
   const startMs = performance.now() - began;
-  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
   return {
-    url: url!, startMs, rssBytes: rssKb * 1024,
+    url: url!, pid: child.pid!, startMs, rssBytes: rssOf(child.pid!),
     async stop() {
       child.kill('SIGTERM');
       await exited;
@@ -96,7 +95,19 @@ async function start(file: string): Promise<Running> {
   };
 }
 
-interface Figures { startMs: number; rssBytes: number; latest: number; details: number; listP99: number; listRps: number }
+interface Figures {
+  startMs: number; rssBytes: number; latest: number; details: number; listP99: number; listRps: number;
+  /** At the large size: single-record ingest spread over 100 and over INGEST_VEHICLES vehicles, and the RSS after. */
+  ingest?: { few: number; many: number; rssAfterBytes: number };
+}
+
+const INGEST_VEHICLES = Number(process.env.BENCH_SCALE_REPORTING ?? 100_000);
+let runs = 0;
+/** Single-record bodies for `vehicles`, in a time range of the run's own within the last 25 days. */
+const singlePlan = (vehicles: string[]) => ({ kind: 'single' as const, vehicles, size: 1, start: Date.now() - 25 * 86_400_000 + runs++ * 10_000_000 });
+/** Vehicles that take telemetry (not the inactive tenth): 1, 11, 21, ... */
+const reporting = (n: number) => Array.from({ length: n }, (_, j) => idOf(j * 10 + 1));
+const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
 
 async function measure(count: number): Promise<Figures> {
   const { file, key } = await prepare(count);
@@ -115,7 +126,24 @@ async function measure(count: number): Promise<Figures> {
       listP99.push(list.p99);
       listRps.push(list.rps);
     }
-    return { startMs: service.startMs, rssBytes: service.rssBytes, latest: median(latest), details: median(details), listP99: median(listP99), listRps: median(listRps) };
+    const figures: Figures = { startMs: service.startMs, rssBytes: service.rssBytes, latest: median(latest), details: median(details), listP99: median(listP99), listRps: median(listRps) };
+    if (count >= INGEST_VEHICLES * 10) {
+      const few: number[] = [];
+      const many: number[] = [];
+      const ingest = (name: string, vehicles: string[], seconds: number) => loadVarying({
+        name, url: service.url, method: 'POST', path: '/v2/telemetry/{vehicle}', headers: { ...headers, 'content-type': 'application/json' },
+        connections: 50, seconds, body: singlePlan(vehicles),
+      });
+      // Every one of the many reports once before the rounds: the process holds what it keeps of each.
+      const warm = await ingest('warm-up', reporting(INGEST_VEHICLES), Number(process.env.BENCH_SCALE_WARMUP_SECONDS ?? 30));
+      if (warm.non2xx + warm.errors > 0) throw new Error(`warm-up: ${warm.non2xx + warm.errors} failures`);
+      for (let round = 0; round < ROUNDS; round++) {
+        few.push((await ingest('100 vehicles', reporting(100), SECONDS)).rps);
+        many.push((await ingest(`${INGEST_VEHICLES} vehicles`, reporting(INGEST_VEHICLES), SECONDS)).rps);
+      }
+      figures.ingest = { few: median(few), many: median(many), rssAfterBytes: rssOf(service.pid) };
+    }
+    return figures;
   } finally {
     await service.stop();
   }
@@ -133,6 +161,11 @@ try {
   console.log(`| GET latest | ${Math.round(small.latest)} req/s | ${Math.round(large.latest)} req/s | **${(large.latest / small.latest).toFixed(2)} ×** | ≥ 0.8 × |`);
   console.log(`| GET details | ${Math.round(small.details)} req/s | ${Math.round(large.details)} req/s | **${(large.details / small.details).toFixed(2)} ×** | ≥ 0.8 × |`);
   console.log(`| list, status filter and total, page 2 (10 connections) | p99 ${small.listP99} ms, ${Math.round(small.listRps)} req/s | p99 ${large.listP99} ms, ${Math.round(large.listRps)} req/s | | p99 < 100 ms |`);
+  if (large.ingest !== undefined) {
+    const { few, many, rssAfterBytes } = large.ingest;
+    console.log(`| single-record ingest over ${INGEST_VEHICLES.toLocaleString('en')} vehicles against over 100 (the large store) | ${Math.round(few)} req/s | ${Math.round(many)} req/s | **${(many / few).toFixed(2)} ×** | ≥ 0.9 × |`);
+    console.log(`| resident memory once ${INGEST_VEHICLES.toLocaleString('en')} vehicles have reported | | ${mb(rssAfterBytes)} | ${((rssAfterBytes - large.rssBytes) / INGEST_VEHICLES).toFixed(0)} bytes a reporting vehicle | |`);
+  }
 } finally {
   databases.removeAll();
 }
