@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { generateApiKey } from '../src/auth/keys.ts';
 import { openPostgres } from '../src/storage/postgres/database.ts';
-import { lagFrom, lsnValue, readRouter } from '../src/storage/postgres/replica.ts';
+import { lagFrom, lsnValue, readRouter, thin } from '../src/storage/postgres/replica.ts';
 import { type RunningFleet, request, startFleet } from './helpers/process.ts';
 import { type ReplicaPair, postgresBin, startReplicaPair } from './helpers/replica.ts';
 import { skipUnless } from './helpers/skip.ts';
@@ -22,6 +22,14 @@ describe('WAL positions and lag', () => {
     assert.ok(lsnValue('0/FFFFFFFF') < lsnValue('1/0'));
     assert.ok(lsnValue('16/B374D848') > lsnValue('16/B374D847'));
     assert.equal(lsnValue('0/3000000'), 0x3000000n);
+  });
+
+  test('thinned samples overstate the lag, never understate it', () => {
+    const samples = Array.from({ length: 5 }, (_, i) => ({ lsn: BigInt(10 * (i + 1)), at: 1_000 * (i + 1) }));
+    thin(samples);
+    assert.deepEqual(samples, [{ lsn: 20n, at: 1_000 }, { lsn: 40n, at: 3_000 }, { lsn: 50n, at: 5_000 }]);
+    // Replayed up to 15: the true lag is the age of the sample at 2,000 (position 20); read as 1,000's.
+    assert.equal(lagFrom(samples, 15n, 6_000), 5_000);
   });
 
   test('the lag is the age of the oldest position not replayed yet; replayed ones are dropped', () => {

@@ -43,6 +43,22 @@ export function lagFrom(samples: { lsn: bigint; at: number }[], replayed: bigint
   return samples.length === 0 ? 0 : now - samples[0]!.at;
 }
 
+/** Samples kept of a replica that does not catch up (an hour and more at one a second), then thinned. */
+const MAX_SAMPLES = 4_096;
+
+/**
+ * Halves the samples by merging neighbours into one with the later position and the earlier time:
+ * the lag read from them can then only be overstated (by up to the merged span), never understated.
+ */
+export function thin(samples: { lsn: bigint; at: number }[]): void {
+  const merged: { lsn: bigint; at: number }[] = [];
+  for (let i = 0; i < samples.length; i += 2) {
+    const [first, second] = [samples[i]!, samples[i + 1]];
+    merged.push(second === undefined ? first : { lsn: second.lsn, at: first.at });
+  }
+  samples.splice(0, samples.length, ...merged);
+}
+
 export function readRouter(primary: Database, replica: Database, options: ReplicaOptions): ReadRouter {
   const now = options.now ?? Date.now;
   const samples: { lsn: bigint; at: number }[] = [];
@@ -69,6 +85,7 @@ export function readRouter(primary: Database, replica: Database, options: Replic
         replica.query<{ lsn: string | null }>({ name: 'replica.replay-lsn', text: 'SELECT pg_last_wal_replay_lsn()::text AS lsn' }),
       ]);
       samples.push({ lsn: lsnValue(head!.lsn), at });
+      if (samples.length > MAX_SAMPLES) thin(samples);
       // Not a standby (a primary behind a pooler, say): nothing to wait for.
       lag = replay?.lsn === null || replay?.lsn === undefined ? 0 : lagFrom(samples, lsnValue(replay.lsn), now());
       if (replay?.lsn === null) samples.length = 0;
