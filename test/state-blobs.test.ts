@@ -104,7 +104,7 @@ test('a store whose rule states are JSON keeps them through migration 0027, and 
     assert.deepEqual([row.mt, row.rt], ['blob', 'blob'], 'rewritten in the binary form');
     assert.deepEqual(decodeMeters(row.meters), { ...before.meters, off: 5 });
     assert.deepEqual(decodeRoll(row.rollup), before.roll);
-    assert.equal(db.prepare('SELECT max(version) AS v FROM schema_migrations').get()!.v, 27);
+    assert.ok(db.prepare('SELECT 1 FROM schema_migrations WHERE version = 27').get() !== undefined, 'migration 0027 applied again');
   } finally {
     db.close();
   }
