@@ -1,7 +1,7 @@
 // Load generation for the benchmarks: autocannon runs in its own process, so the client never
 // competes with the server for the server's event loop.
 import { type ChildProcess, execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -59,8 +59,16 @@ export const TABLE_HEAD = '| case | req/s | p50 ms | p99 ms | failures |\n|---|-
 /** Runs bench/load.ts (programmatic autocannon, per-request bodies) in its own process. */
 export async function loadVarying(spec: LoadSpec): Promise<LoadOutcome> {
   const script = fileURLToPath(new URL('./load.ts', import.meta.url));
-  const { stdout } = await run(process.execPath, [script, JSON.stringify(spec)], { maxBuffer: 16 * 1024 * 1024 });
-  return JSON.parse(stdout) as LoadOutcome;
+  const text = JSON.stringify(spec);
+  // Past 100 KB (a plan naming 100,000 vehicles), through a file: an argument that long is refused (E2BIG).
+  const dir = text.length > 100_000 ? mkdtempSync(path.join(tmpdir(), 'fleet-load-')) : undefined;
+  if (dir !== undefined) writeFileSync(path.join(dir, 'spec.json'), text);
+  try {
+    const { stdout } = await run(process.execPath, [script, dir === undefined ? text : `@${path.join(dir, 'spec.json')}`], { maxBuffer: 16 * 1024 * 1024 });
+    return JSON.parse(stdout) as LoadOutcome;
+  } finally {
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export function median(values: number[]): number {

@@ -2,6 +2,7 @@
 // autocannon run programmatically, a setupRequest building each body. Run by bench/lib.ts with one
 // JSON argument (LoadSpec); prints one JSON line (LoadOutcome). Latencies are kept as the floats
 // autocannon measures (its own histogram rounds to whole milliseconds), 2xx responses only.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { type Plan, fleetBody, recordsBody, singleBody, trackBody, vehicleOf } from './rows.ts';
 
@@ -136,6 +137,8 @@ export async function runLoad(spec: LoadSpec): Promise<LoadOutcome> {
 }
 
 if (import.meta.main) {
-  const spec = JSON.parse(process.argv[2] ?? '') as LoadSpec;
+  // The spec as JSON, or `@file` holding it (a plan naming many vehicles is too long for an argument).
+  const argument = process.argv[2] ?? '';
+  const spec = JSON.parse(argument.startsWith('@') ? readFileSync(argument.slice(1), 'utf8') : argument) as LoadSpec;
   process.stdout.write(`${JSON.stringify(await runLoad(spec))}\n`);
 }
