@@ -98,7 +98,7 @@ async function start(file: string): Promise<Running> {
 interface Figures {
   startMs: number; rssBytes: number; latest: number; details: number; listP99: number; listRps: number;
   /** At the large size: single-record ingest spread over 100 and over INGEST_VEHICLES vehicles, and the RSS after. */
-  ingest?: { few: number; many: number; rssAfterBytes: number };
+  ingest?: { few: number; many: number; rssAfterBytes: number; liveHeapBytes: number };
 }
 
 const INGEST_VEHICLES = Number(process.env.BENCH_SCALE_REPORTING ?? 100_000);
@@ -141,7 +141,9 @@ async function measure(count: number): Promise<Figures> {
         few.push((await ingest('100 vehicles', reporting(100), SECONDS)).rps);
         many.push((await ingest(`${INGEST_VEHICLES} vehicles`, reporting(INGEST_VEHICLES), SECONDS)).rps);
       }
-      figures.ingest = { few: median(few), many: median(many), rssAfterBytes: rssOf(service.pid) };
+      const metrics = await (await fetch(`${service.url}/metrics`, { headers })).text();
+      const liveHeap = Number(/^fleet_nodejs_heap_live_bytes (\S+)$/m.exec(metrics)?.[1] ?? Number.NaN);
+      figures.ingest = { few: median(few), many: median(many), rssAfterBytes: rssOf(service.pid), liveHeapBytes: liveHeap };
     }
     return figures;
   } finally {
@@ -162,9 +164,9 @@ try {
   console.log(`| GET details | ${Math.round(small.details)} req/s | ${Math.round(large.details)} req/s | **${(large.details / small.details).toFixed(2)} ×** | ≥ 0.8 × |`);
   console.log(`| list, status filter and total, page 2 (10 connections) | p99 ${small.listP99} ms, ${Math.round(small.listRps)} req/s | p99 ${large.listP99} ms, ${Math.round(large.listRps)} req/s | | p99 < 100 ms |`);
   if (large.ingest !== undefined) {
-    const { few, many, rssAfterBytes } = large.ingest;
+    const { few, many, rssAfterBytes, liveHeapBytes } = large.ingest;
     console.log(`| single-record ingest over ${INGEST_VEHICLES.toLocaleString('en')} vehicles against over 100 (the large store) | ${Math.round(few)} req/s | ${Math.round(many)} req/s | **${(many / few).toFixed(2)} ×** | ≥ 0.9 × |`);
-    console.log(`| resident memory once ${INGEST_VEHICLES.toLocaleString('en')} vehicles have reported | | ${mb(rssAfterBytes)} | ${((rssAfterBytes - large.rssBytes) / INGEST_VEHICLES).toFixed(0)} bytes a reporting vehicle | |`);
+    console.log(`| resident memory once ${INGEST_VEHICLES.toLocaleString('en')} vehicles have reported | | ${mb(rssAfterBytes)} | ${((rssAfterBytes - large.rssBytes) / INGEST_VEHICLES).toFixed(0)} bytes a reporting vehicle (live heap after the last full GC: ${mb(liveHeapBytes)}) | |`);
   }
 } finally {
   databases.removeAll();
