@@ -90,7 +90,6 @@ function machine(): { busy: number; steal: number } {
   return { busy: (v[0]! + v[1]! + v[2]! + v[5]! + v[6]!) / TICKS, steal: v[7]! / TICKS };
 }
 
-
 interface Node {
   name: string;
   url: string;

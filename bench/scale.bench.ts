@@ -3,20 +3,19 @@
 // vehicle, GET latest and GET details throughput at the large size against the small one, and the
 // vehicle list filtered by status (with its total) page latency. The vehicles are bulk-loaded into
 // the database file (one registered and reported through the API, copied by SQL), not POSTed.
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { fileURLToPath } from 'node:url';
 import { createAuthService } from '../src/auth/service.ts';
 import { systemClock } from '../src/clock.ts';
 import { createSqliteStores } from '../src/storage/sqlite/index.ts';
 import { buildBenchFleet, load, loadVarying, median, tempDatabases } from './lib.ts';
+import { startNode } from './soak/nodes.ts';
 
 const LARGE = Number(process.env.BENCH_SCALE_VEHICLES ?? 1_000_000);
 const SMALL = 1_000;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const databases = tempDatabases('fleet-scale-');
 const idOf = (i: number) => `veh-${String(i).padStart(7, '0')}`;
 
@@ -56,43 +55,11 @@ async function prepare(count: number): Promise<{ file: string; key: string }> {
   return { file, key: first.secret };
 }
 
-interface Running { url: string; pid: number; startMs: number; rssBytes: number; stop(): Promise<void> }
-
-/** The service as a process of its own on `file`: the time from spawn to its `started` line, and its RSS then. */
-async function start(file: string): Promise<Running> {
+/** The service as a process of its own on `file` (bench/soak/nodes.ts): the time from spawn to ready, and its RSS then. */
+async function start(file: string) {
   const began = performance.now();
-  const child = spawn(process.execPath, [MAIN], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', FLEET_DATABASE_URL: `sqlite:${file}`, FLEET_HOST: '127.0.0.1', FLEET_PORT: '0',
-      FLEET_MQTT_PORT: '0', FLEET_OSMAND_PORT: '0', FLEET_TELTONIKA_PORT: '0', FLEET_RATE_LIMIT_REQUESTS: '0', FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
-      FLEET_LOG_LEVEL: 'info', ...(process.env.NODE_COMPILE_CACHE === undefined ? {} : { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE }) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let url: string | undefined;
-  let buffered = '';
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the service exited (${code}) before it started`)));
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      let newline: number;
-      while ((newline = buffered.indexOf('\n')) !== -1) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        const msg = (() => { try { return (JSON.parse(line) as { msg?: string }).msg; } catch { return undefined; } })();
-        const listening = /^Server listening at (http:\/\/127\.0\.0\.1:\d+)$/.exec(msg ?? '');
-        if (listening !== null) url = listening[1];
-        if (msg === 'started') resolve();
-      }
-    });
-  });
-  const startMs = performance.now() - began;
-  return {
-    url: url!, pid: child.pid!, startMs, rssBytes: rssOf(child.pid!),
-    async stop() {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
+  const node = await startNode('scale', path.dirname(file), { FLEET_DATABASE_URL: `sqlite:${file}`, FLEET_OVERLOAD_EVENT_LOOP_DELAY_MS: '0' });
+  return { ...node, startMs: performance.now() - began, rssBytes: rssOf(node.pid) };
 }
 
 interface Figures {

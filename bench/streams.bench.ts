@@ -295,7 +295,6 @@ async function startBare() {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, key: 'none' };
 }
 
-
 // ---- subscribers -------------------------------------------------------------------------------
 
 interface ClientSpec {

@@ -734,10 +734,15 @@ function parseRedis(
   return { url, prefix };
 }
 
+/** A postgres:// or postgresql:// URL with a host, in the URL or as ?host= (a Unix socket directory). */
+function isPostgresUrl(url: string): boolean {
+  const parsed = URL.canParse(url) ? new URL(url) : undefined;
+  return parsed !== undefined && ['postgres:', 'postgresql:'].includes(parsed.protocol) && (parsed.hostname !== '' || parsed.searchParams.has('host'));
+}
+
 function parseReadUrl(url: string, database: ReturnType<typeof parseDatabaseUrl>, errors: string[]): string | undefined {
   if (url === '') return undefined;
-  const parsed = URL.canParse(url) ? new URL(url) : undefined;
-  if (parsed === undefined || !['postgres:', 'postgresql:'].includes(parsed.protocol) || (parsed.hostname === '' && !parsed.searchParams.has('host'))) {
+  if (!isPostgresUrl(url)) {
     errors.push(`FLEET_DATABASE_READ_URL: "${redactUrl(url)}" is not a PostgreSQL URL (postgres://user:password@host:5432/database)`);
     return undefined;
   }
@@ -763,14 +768,7 @@ function parseDatabaseUrl(
     }
     case 'postgres':
     case 'postgresql': {
-      let parsed: URL | undefined;
-      try {
-        parsed = new URL(url);
-      } catch {
-        // reported below
-      }
-      // A host is needed, in the URL or as ?host= (a Unix socket directory).
-      if (parsed === undefined || (parsed.hostname === '' && !parsed.searchParams.has('host'))) {
+      if (!isPostgresUrl(url)) {
         errors.push(`FLEET_DATABASE_URL: "${redactUrl(url)}" is not a PostgreSQL URL (postgres://user:password@host:5432/database)`);
         return undefined;
       }

@@ -17,9 +17,10 @@ if (!loaded.ok) {
 }
 const { config } = loaded;
 
+const log = pino({ level: config.logLevel });
 let stores: Awaited<ReturnType<typeof openStores>>;
 try {
-  stores = await openStores(config, pino({ level: config.logLevel }));
+  stores = await openStores(config, log);
 } catch (error) {
   // PostgreSQL unreachable or refusing the login, or a migration failed: nothing to serve with.
   const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message || error.cause.name})` : '';
@@ -30,7 +31,7 @@ try {
 let cluster: Cluster | undefined;
 if (config.redis !== undefined) {
   try {
-    cluster = await openCluster({ ...config.redis, log: pino({ level: config.logLevel }) });
+    cluster = await openCluster({ ...config.redis, log });
   } catch (error) {
     const cause = error instanceof Error && error.cause instanceof Error ? ` (${error.cause.message || error.cause.name})` : '';
     process.stderr.write(`fleet: ${error instanceof Error ? error.message : String(error)}${cause}\n`);

@@ -47,7 +47,6 @@ export interface Store {
   cleanup(): Promise<void>;
 }
 
-
 export function redact(url: string): string {
   return url.replace(/\/\/([^:/@]*):[^@]*@/, '//$1:***@');
 }

@@ -46,8 +46,13 @@ function redacted(url: string): string {
 }
 
 /** Runs `sql` on its own short-lived connection (schema creation and drops, inspection). */
-export async function adminQuery<R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, values?: unknown[]): Promise<R[]> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+export function adminQuery<R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, values?: unknown[]): Promise<R[]> {
+  return queryAt<R>(TEST_DATABASE_URL, sql, values);
+}
+
+/** One statement on a connection of its own to `url`. */
+export async function queryAt<R extends pg.QueryResultRow = Record<string, unknown>>(url: string, sql: string, values?: unknown[]): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return (await client.query<R>(sql, values)).rows;

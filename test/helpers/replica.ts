@@ -6,8 +6,8 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, appendFileSync, rmSync
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { freePort } from './ports.ts';
+import { queryAt } from './postgres.ts';
 
 const run = promisify(execFile);
 
@@ -67,20 +67,11 @@ export async function startReplicaPair(bin: string): Promise<ReplicaPair> {
     throw error;
   }
   const urlOf = (port: number) => `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const statement = async (port: number, sql: string) => {
-    const client = new pg.Client({ connectionString: urlOf(port) });
-    await client.connect();
-    try {
-      return (await client.query(sql)).rows;
-    } finally {
-      await client.end();
-    }
-  };
   return {
     primaryUrl: urlOf(primaryPort),
     replicaUrl: urlOf(replicaPort),
-    onReplica: (sql) => statement(replicaPort, sql),
-    onPrimary: (sql) => statement(primaryPort, sql),
+    onReplica: (sql) => queryAt(urlOf(replicaPort), sql),
+    onPrimary: (sql) => queryAt(urlOf(primaryPort), sql),
     stopReplica: () => stop(replicaDir),
     close,
   };

@@ -37,9 +37,8 @@ export async function createPostgresStores(options: PostgresStoresOptions): Prom
   }
   const db = openPostgres(options);
   const { read } = options;
-  const reads = read === undefined ? undefined : readRouter(db, openPostgres({ ...options, url: read.url, applicationName: `${options.applicationName ?? 'fleet'}-reads` }), {
-    maxLagMs: read.maxLagMs, probeMs: REPLICA_PROBE_MS, ...(read.onChange === undefined ? {} : { onChange: read.onChange }),
-  });
+  const reads = read === undefined ? undefined
+    : readRouter(db, openPostgres({ ...options, url: read.url, applicationName: `${options.applicationName ?? 'fleet'}-reads` }), { ...read, probeMs: REPLICA_PROBE_MS });
   const stores = postgresStores(db, reads);
   try {
     await migrate(db);
@@ -75,7 +74,7 @@ export function postgresStores(db: Database, reads?: ReadRouter): Stores {
     async ping() {
       await db.query({ name: 'ping', text: 'SELECT 1' });
     },
-    ...(reads === undefined ? {} : { replica: { onReplica: () => reads.onReplica(), lagMs: () => reads.lagMs() } }),
+    ...(reads === undefined ? {} : { replica: reads }),
     async close() {
       await reads?.end();
       await db.end();

@@ -63,15 +63,13 @@ export function readRouter(primary: Database, replica: Database, options: Replic
   const now = options.now ?? Date.now;
   const samples: { lsn: bigint; at: number }[] = [];
   let lag: number | undefined;
-  let useReplica = false;
+  /** Undefined until the first probe: its decision is told whichever it is (unreachable from the start is news too). */
+  let useReplica: boolean | undefined;
   let probing: Promise<void> | undefined;
   let ended = false;
 
-  let decided = false;
-  // The first decision is told whichever it is: a replica unreachable from the start is news too.
   const decide = (next: boolean, reason: string) => {
-    if (!decided || next !== useReplica) {
-      decided = true;
+    if (next !== useReplica) {
       useReplica = next;
       options.onChange?.(next, reason);
     }
@@ -84,11 +82,16 @@ export function readRouter(primary: Database, replica: Database, options: Replic
         primary.query<{ lsn: string }>({ name: 'replica.primary-lsn', text: 'SELECT pg_current_wal_lsn()::text AS lsn' }),
         replica.query<{ lsn: string | null }>({ name: 'replica.replay-lsn', text: 'SELECT pg_last_wal_replay_lsn()::text AS lsn' }),
       ]);
-      samples.push({ lsn: lsnValue(head!.lsn), at });
-      if (samples.length > MAX_SAMPLES) thin(samples);
-      // Not a standby (a primary behind a pooler, say): nothing to wait for.
-      lag = replay?.lsn === null || replay?.lsn === undefined ? 0 : lagFrom(samples, lsnValue(replay.lsn), now());
-      if (replay?.lsn === null) samples.length = 0;
+      const replayed = replay?.lsn ?? null;
+      if (replayed === null) {
+        // Not a standby (a primary behind a pooler, say): nothing to wait for.
+        samples.length = 0;
+        lag = 0;
+      } else {
+        samples.push({ lsn: lsnValue(head!.lsn), at });
+        if (samples.length > MAX_SAMPLES) thin(samples);
+        lag = lagFrom(samples, lsnValue(replayed), now());
+      }
       decide(lag <= options.maxLagMs, `lag ${lag} ms (at most ${options.maxLagMs})`);
     } catch (error) {
       lag = undefined;
@@ -104,7 +107,7 @@ export function readRouter(primary: Database, replica: Database, options: Replic
 
   return {
     async query<R extends pg.QueryResultRow = Row>(config: string | pg.QueryConfig, values?: unknown[]) {
-      if (!useReplica) return primary.query<R>(config, values);
+      if (useReplica !== true) return primary.query<R>(config, values);
       try {
         return await replica.query<R>(config, values);
       } catch (error) {
@@ -116,7 +119,7 @@ export function readRouter(primary: Database, replica: Database, options: Replic
       }
     },
     lagMs: () => lag,
-    onReplica: () => useReplica,
+    onReplica: () => useReplica === true,
     probe,
     async end() {
       ended = true;
